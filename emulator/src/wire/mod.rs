@@ -1,0 +1,1 @@
+//! RoCE v2 wire formats (in progress).

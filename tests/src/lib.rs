@@ -1,0 +1,1 @@
+//! Helpers for rnic's cross-crate tests: finding the shared golden data, and reading it.
