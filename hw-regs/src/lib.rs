@@ -25,7 +25,17 @@
 pub mod layout;
 
 pub mod bus;
+pub mod caps;
+pub mod catalog;
+pub mod cmd;
+pub mod cmdq;
+pub mod cqe;
 pub mod ctx;
+pub mod doorbell;
+pub mod eqe;
+pub mod init_seg;
+pub mod status;
+pub mod wqe;
 
 pub use bus::{Bus, BusError, DmaRegion};
 pub use layout::{FieldDesc, FieldKind, FieldValue, PrmLayout};
