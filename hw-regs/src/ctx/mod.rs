@@ -1,8 +1,157 @@
 //! Contexts: the structures embedded in command inputs and outputs that describe a queue,
-//! a memory key or an address (`mlx5_ifc.h` `*_context` / `*c_bits` structures).
+//! a memory key or an address (`mlx5_ifc.h` `*_context` / `*c_bits` structures), and the
+//! values their fields take.
 
 mod ads;
+mod eqc;
 mod qpc;
 
-pub use ads::Ads;
-pub use qpc::Qpc;
+pub use ads::*;
+pub use eqc::*;
+pub use qpc::*;
+
+/// Error for a context field value outside its PRM encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InvalidValue(pub u8);
+
+impl core::fmt::Display for InvalidValue {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "invalid context field value {:#x}", self.0)
+    }
+}
+
+impl core::error::Error for InvalidValue {}
+
+/// QP state (`qpc.state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum QpState {
+    /// Reset.
+    Rst = 0,
+    /// Initialized.
+    Init = 1,
+    /// Ready to receive.
+    Rtr = 2,
+    /// Ready to send.
+    Rts = 3,
+    /// Send queue error.
+    Sqer = 4,
+    /// Error.
+    Err = 6,
+    /// Send queue drained.
+    Sqd = 7,
+}
+
+impl TryFrom<u8> for QpState {
+    type Error = InvalidValue;
+
+    fn try_from(v: u8) -> Result<Self, InvalidValue> {
+        Ok(match v {
+            0 => QpState::Rst,
+            1 => QpState::Init,
+            2 => QpState::Rtr,
+            3 => QpState::Rts,
+            4 => QpState::Sqer,
+            6 => QpState::Err,
+            7 => QpState::Sqd,
+            other => return Err(InvalidValue(other)),
+        })
+    }
+}
+
+impl From<QpState> for u8 {
+    fn from(s: QpState) -> u8 {
+        s as u8
+    }
+}
+
+/// QP service type (`qpc.st`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum QpSt {
+    /// Reliable connected.
+    Rc = 0,
+    /// Unreliable connected.
+    Uc = 1,
+    /// Unreliable datagram.
+    Ud = 3,
+}
+
+impl TryFrom<u8> for QpSt {
+    type Error = InvalidValue;
+
+    fn try_from(v: u8) -> Result<Self, InvalidValue> {
+        Ok(match v {
+            0 => QpSt::Rc,
+            1 => QpSt::Uc,
+            3 => QpSt::Ud,
+            other => return Err(InvalidValue(other)),
+        })
+    }
+}
+
+impl From<QpSt> for u8 {
+    fn from(s: QpSt) -> u8 {
+        s as u8
+    }
+}
+
+/// Bits of `opt_param_mask` (CREATE_QP and the QP modify commands, DW@0x10): which optional
+/// QP context fields the command carries.
+pub mod opt_param {
+    /// Alternate address path.
+    pub const ALT_ADDR_PATH: u32 = 1 << 0;
+    /// Remote read enable (`rre`).
+    pub const RRE: u32 = 1 << 1;
+    /// Remote atomic enable (`rae`).
+    pub const RAE: u32 = 1 << 2;
+    /// Remote write enable (`rwe`).
+    pub const RWE: u32 = 1 << 3;
+    /// P_Key index.
+    pub const PKEY_INDEX: u32 = 1 << 4;
+    /// Q_Key.
+    pub const Q_KEY: u32 = 1 << 5;
+    /// Minimum RNR NAK timer (`min_rnr_nak`).
+    pub const RNR_TIMEOUT: u32 = 1 << 6;
+    /// Primary address path.
+    pub const PRIMARY_ADDR_PATH: u32 = 1 << 7;
+    /// Outstanding reads/atomics as requester (`log_sra_max`).
+    pub const SRA_MAX: u32 = 1 << 8;
+    /// Outstanding reads/atomics as responder (`log_rra_max`).
+    pub const RRA_MAX: u32 = 1 << 9;
+    /// Path migration state.
+    pub const PM_STATE: u32 = 1 << 10;
+    /// Transport retry count.
+    pub const RETRY_COUNT: u32 = 1 << 12;
+    /// RNR retry count.
+    pub const RNR_RETRY: u32 = 1 << 13;
+    /// Local ACK timeout.
+    pub const ACK_TIMEOUT: u32 = 1 << 14;
+    /// Primary port.
+    pub const PRI_PORT: u32 = 1 << 16;
+    /// SRQ number.
+    pub const SRQN: u32 = 1 << 18;
+    /// Receive CQ.
+    pub const CQN_RCV: u32 = 1 << 19;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qp_state_and_st_round_trip() {
+        for v in 0..=255u8 {
+            if let Ok(s) = QpState::try_from(v) {
+                assert_eq!(u8::from(s), v);
+            }
+            if let Ok(s) = QpSt::try_from(v) {
+                assert_eq!(u8::from(s), v);
+            }
+        }
+        assert_eq!(QpState::try_from(5), Err(InvalidValue(5)));
+        assert_eq!(QpState::try_from(3), Ok(QpState::Rts));
+        assert_eq!(QpSt::try_from(2), Err(InvalidValue(2)));
+        assert_eq!(opt_param::CQN_RCV, 0x8_0000);
+    }
+}
