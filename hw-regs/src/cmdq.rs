@@ -267,17 +267,27 @@ impl fmt::Display for ChainError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::TooFewBlocks { needed, available } => {
-                write!(f, "mailbox chain has {available} blocks, the length needs {needed}")
+                write!(
+                    f,
+                    "mailbox chain has {available} blocks, the length needs {needed}"
+                )
             }
             Self::BadBlockNumber { index, found } => {
                 write!(f, "mailbox block {index} carries block number {found}")
             }
-            Self::BadToken { index, expected, found } => write!(
+            Self::BadToken {
+                index,
+                expected,
+                found,
+            } => write!(
                 f,
                 "mailbox block {index} carries token {found:#04x}, the entry {expected:#04x}"
             ),
             Self::IndexOutOfRange { index, needed } => {
-                write!(f, "mailbox block {index} is beyond the {needed} blocks the length needs")
+                write!(
+                    f,
+                    "mailbox block {index} is beyond the {needed} blocks the length needs"
+                )
             }
         }
     }
@@ -333,7 +343,10 @@ pub fn pack(
 ) -> Result<usize, ChainError> {
     let needed = blocks_for(payload.len());
     if blocks.len() < needed {
-        return Err(ChainError::TooFewBlocks { needed, available: blocks.len() });
+        return Err(ChainError::TooFewBlocks {
+            needed,
+            available: blocks.len(),
+        });
     }
     fill_inline(payload, inline);
     for (i, block) in blocks[..needed].iter_mut().enumerate() {
@@ -359,7 +372,11 @@ pub fn gather_block(
         return Err(ChainError::BadBlockNumber { index, found });
     }
     if block.token() != token {
-        return Err(ChainError::BadToken { index, expected: token, found: block.token() });
+        return Err(ChainError::BadToken {
+            index,
+            expected: token,
+            found: block.token(),
+        });
     }
     // `index < needed` keeps `start` inside `out`.
     let start = INLINE_LEN + index * MAILBOX_DATA_LEN;
@@ -379,7 +396,10 @@ pub fn gather(
 ) -> Result<(), ChainError> {
     let needed = blocks_for(out.len());
     if blocks.len() < needed {
-        return Err(ChainError::TooFewBlocks { needed, available: blocks.len() });
+        return Err(ChainError::TooFewBlocks {
+            needed,
+            available: blocks.len(),
+        });
     }
     let n = out.len().min(INLINE_LEN);
     out[..n].copy_from_slice(&inline[..n]);
@@ -422,7 +442,10 @@ mod tests {
         assert_eq!(&b[0x16..0x18], &[0x00, 0x03]);
         assert_eq!(b[0x20], 0x51);
         assert_eq!(&b[0x24..0x28], &[0xDE, 0xAD, 0xBE, 0xEF]);
-        assert_eq!(&b[0x30..0x38], &[0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18]);
+        assert_eq!(
+            &b[0x30..0x38],
+            &[0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18]
+        );
         assert_eq!(&b[0x38..0x3C], &[0, 0, 0, 0x70]);
         assert_eq!(&b[0x3C..0x40], &[0xAB, 0xCD, 0x00, 0x07]);
         assert_eq!(e.delivery_status(), Ok(DeliveryStatus::BadBlockNumber));
@@ -447,7 +470,21 @@ mod tests {
     fn entry_signature_of_a_real_kernel_entry() {
         // QUERY_ISSI input from the ConnectX-4 trace: token 2, signature 0xD7, owner 1.
         let words: [u32; 16] = [
-            0x0700_0000, 0x10, 0, 0, 0x010A_0000, 0, 0, 0, 0, 0, 0, 0, 7, 0xAB0F_E400, 0x70,
+            0x0700_0000,
+            0x10,
+            0,
+            0,
+            0x010A_0000,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            7,
+            0xAB0F_E400,
+            0x70,
             0x02D7_0001,
         ];
         let mut e = CmdqEntry::new_zeroed();
@@ -493,7 +530,10 @@ mod tests {
         let mut blocks = [CmdMailbox::new_zeroed(); 2];
         assert_eq!(
             pack(&payload, &mut inline, &mut blocks[..1], 1),
-            Err(ChainError::TooFewBlocks { needed: 2, available: 1 })
+            Err(ChainError::TooFewBlocks {
+                needed: 2,
+                available: 1
+            })
         );
         pack(&payload, &mut inline, &mut blocks, 1).unwrap();
         let mut out = [0u8; 16 + 512 * 2];
@@ -502,21 +542,43 @@ mod tests {
         bad[1].set_block_number(3);
         let e = gather(&inline, &bad, 1, &mut out).unwrap_err();
         assert_eq!(e, ChainError::BadBlockNumber { index: 1, found: 3 });
-        assert_eq!(e.delivery_status(Direction::Input), DeliveryStatus::BadBlockNumber);
+        assert_eq!(
+            e.delivery_status(Direction::Input),
+            DeliveryStatus::BadBlockNumber
+        );
 
         let mut bad = blocks;
         bad[0].set_token(2);
         let e = gather(&inline, &bad, 1, &mut out).unwrap_err();
-        assert_eq!(e, ChainError::BadToken { index: 0, expected: 1, found: 2 });
-        assert_eq!(e.delivery_status(Direction::Output), DeliveryStatus::TokenError);
+        assert_eq!(
+            e,
+            ChainError::BadToken {
+                index: 0,
+                expected: 1,
+                found: 2
+            }
+        );
+        assert_eq!(
+            e.delivery_status(Direction::Output),
+            DeliveryStatus::TokenError
+        );
 
         let e = gather(&inline, &blocks[..1], 1, &mut out).unwrap_err();
-        assert_eq!(e.delivery_status(Direction::Input), DeliveryStatus::InputLengthError);
-        assert_eq!(e.delivery_status(Direction::Output), DeliveryStatus::OutputLengthError);
+        assert_eq!(
+            e.delivery_status(Direction::Input),
+            DeliveryStatus::InputLengthError
+        );
+        assert_eq!(
+            e.delivery_status(Direction::Output),
+            DeliveryStatus::OutputLengthError
+        );
 
         assert_eq!(
             fill_block(&payload, 2, 1, &mut blocks[0]),
-            Err(ChainError::IndexOutOfRange { index: 2, needed: 2 })
+            Err(ChainError::IndexOutOfRange {
+                index: 2,
+                needed: 2
+            })
         );
         assert!(gather_block(&blocks[0], 5, 1, &mut out).is_err());
     }

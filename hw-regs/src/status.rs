@@ -201,8 +201,14 @@ mod tests {
             assert_eq!(u8::from(st), raw);
         }
         assert_eq!(DeliveryStatus::ALL.len(), expect.len());
-        assert_eq!(DeliveryStatus::from_status_own(0x07), Ok(DeliveryStatus::BadBlockNumber));
-        assert_eq!(DeliveryStatus::from_status_own(0x01), Ok(DeliveryStatus::Ok));
+        assert_eq!(
+            DeliveryStatus::from_status_own(0x07),
+            Ok(DeliveryStatus::BadBlockNumber)
+        );
+        assert_eq!(
+            DeliveryStatus::from_status_own(0x01),
+            Ok(DeliveryStatus::Ok)
+        );
     }
 
     #[test]
@@ -237,7 +243,13 @@ mod tests {
         for raw in 0..=u8::MAX {
             match CmdStatus::try_from(raw) {
                 Ok(st) => assert_eq!(st.raw(), raw),
-                Err(e) => assert_eq!(e, UnknownCode { kind: "CmdStatus", value: raw.into() }),
+                Err(e) => assert_eq!(
+                    e,
+                    UnknownCode {
+                        kind: "CmdStatus",
+                        value: raw.into()
+                    }
+                ),
             }
             match DeliveryStatus::try_from(raw) {
                 Ok(st) => assert_eq!(st.raw(), raw),

@@ -47,6 +47,12 @@ pub fn shared_dir() -> Option<PathBuf> {
 /// When the shared folder exists but lacks the file.
 pub fn shared_file(rel: &str) -> Option<PathBuf> {
     let path = shared_dir()?.join(rel);
-    assert!(path.is_file(), "golden data file {} is missing", path.display());
+    assert!(
+        path.is_file(),
+        "golden data file {} is missing",
+        path.display()
+    );
     Some(path)
 }
+
+pub mod trace;
