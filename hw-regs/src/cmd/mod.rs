@@ -43,17 +43,29 @@ macro_rules! cmd_pair {
 
 mod access_reg;
 mod caps;
+mod cq;
 mod eq;
 mod hca;
+mod mkey;
 mod pages;
 mod pd_uar;
+mod qp;
+mod roce_addr;
+mod srq;
+mod vport;
 
 pub use access_reg::*;
 pub use caps::*;
+pub use cq::*;
 pub use eq::*;
 pub use hca::*;
+pub use mkey::*;
 pub use pages::*;
 pub use pd_uar::*;
+pub use qp::*;
+pub use roce_addr::*;
+pub use srq::*;
+pub use vport::*;
 
 /// A command input layout: its opcode and the layout of its output.
 pub trait CmdIn: crate::PrmLayout + Default {

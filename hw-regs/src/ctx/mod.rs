@@ -3,12 +3,22 @@
 //! values their fields take.
 
 mod ads;
+mod cqc;
 mod eqc;
+mod mkc;
+mod nic_vport_context;
 mod qpc;
+mod roce_addr_layout;
+mod srqc;
 
 pub use ads::*;
+pub use cqc::*;
 pub use eqc::*;
+pub use mkc::*;
+pub use nic_vport_context::*;
 pub use qpc::*;
+pub use roce_addr_layout::*;
+pub use srqc::*;
 
 /// Error for a context field value outside its PRM encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
