@@ -1,0 +1,277 @@
+//! The ACK Extended Transport Header (4 bytes): syndrome and MSN.
+//!
+//! Syndrome (roce-v2.md section 2): bit 7 reserved; bits 6:5 type (00 ACK, 01 RNR NAK,
+//! 11 NAK; 10 reserved); bits 4:0 the credit code, RNR timer code or NAK code.
+
+use super::{HeaderKind, WireError, be24, put24};
+
+/// Length of the AETH.
+pub(crate) const AETH_LEN: usize = 4;
+
+/// Credit code 0x1F: "invalid credit count", the code rxe always sends.
+pub(crate) const CREDITS_INVALID: u8 = 0x1F;
+
+/// Credit counts for credit codes 0 to 30.
+const CREDIT_COUNTS: [u32; 31] = [
+    0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536,
+    2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768,
+];
+
+/// RNR timer codes 0 to 31 in microseconds (code 0 is 655.36 ms).
+const RNR_TIMER_US: [u32; 32] = [
+    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840,
+    5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760,
+    327_680, 491_520,
+];
+
+/// A NAK code (syndrome type 11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NakCode {
+    /// 0: PSN sequence error.
+    PsnSequenceError,
+    /// 1: invalid request.
+    InvalidRequest,
+    /// 2: remote access error.
+    RemoteAccessError,
+    /// 3: remote operational error.
+    RemoteOperationalError,
+    /// 4: invalid RD request.
+    InvalidRdRequest,
+    /// 5 to 31: reserved codes (a completer treats them as a remote operational error).
+    Reserved(u8),
+}
+
+impl NakCode {
+    /// The 5-bit code.
+    pub const fn code(self) -> u8 {
+        match self {
+            NakCode::PsnSequenceError => 0,
+            NakCode::InvalidRequest => 1,
+            NakCode::RemoteAccessError => 2,
+            NakCode::RemoteOperationalError => 3,
+            NakCode::InvalidRdRequest => 4,
+            NakCode::Reserved(c) => c & 0x1F,
+        }
+    }
+
+    /// The NAK code for a 5-bit value.
+    pub const fn from_code(code: u8) -> Self {
+        match code & 0x1F {
+            0 => NakCode::PsnSequenceError,
+            1 => NakCode::InvalidRequest,
+            2 => NakCode::RemoteAccessError,
+            3 => NakCode::RemoteOperationalError,
+            4 => NakCode::InvalidRdRequest,
+            c => NakCode::Reserved(c),
+        }
+    }
+}
+
+/// A decoded AETH syndrome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Syndrome {
+    /// ACK with a credit code (0 to 30, or 31 = invalid credit count).
+    Ack {
+        /// The 5-bit credit code.
+        credit_code: u8,
+    },
+    /// RNR NAK with a timer code (0 to 31).
+    RnrNak {
+        /// The 5-bit RNR timer code.
+        timer: u8,
+    },
+    /// NAK.
+    Nak(NakCode),
+}
+
+impl Syndrome {
+    /// The ACK rxe sends: credit code 0x1F ("invalid credit count"), syndrome byte 0x1F.
+    pub const ACK_NO_CREDITS: Syndrome = Syndrome::Ack {
+        credit_code: CREDITS_INVALID,
+    };
+
+    /// Decodes a syndrome byte, or [`WireError::ReservedSyndrome`] when bit 7 is set or the
+    /// type is the reserved 10.
+    pub const fn from_u8(byte: u8) -> Result<Self, WireError> {
+        if byte & 0x80 != 0 {
+            return Err(WireError::ReservedSyndrome(byte));
+        }
+        let value = byte & 0x1F;
+        match (byte >> 5) & 0x3 {
+            0 => Ok(Syndrome::Ack { credit_code: value }),
+            1 => Ok(Syndrome::RnrNak { timer: value }),
+            3 => Ok(Syndrome::Nak(NakCode::from_code(value))),
+            _ => Err(WireError::ReservedSyndrome(byte)),
+        }
+    }
+
+    /// The syndrome byte (values are masked to 5 bits).
+    pub const fn as_u8(self) -> u8 {
+        match self {
+            Syndrome::Ack { credit_code } => credit_code & 0x1F,
+            Syndrome::RnrNak { timer } => 0x20 | (timer & 0x1F),
+            Syndrome::Nak(code) => 0x60 | code.code(),
+        }
+    }
+
+    /// For an ACK, the number of credits its code stands for; `None` for code 31 ("invalid",
+    /// no end-to-end flow control) and for NAKs.
+    pub const fn credit_count(self) -> Option<u32> {
+        match self {
+            Syndrome::Ack { credit_code } if (credit_code as usize) < CREDIT_COUNTS.len() => {
+                Some(CREDIT_COUNTS[credit_code as usize])
+            }
+            _ => None,
+        }
+    }
+
+    /// For an RNR NAK, the time to wait before retrying, in microseconds.
+    pub const fn rnr_timer_us(self) -> Option<u32> {
+        match self {
+            Syndrome::RnrNak { timer } => Some(RNR_TIMER_US[(timer & 0x1F) as usize]),
+            _ => None,
+        }
+    }
+
+    /// Is an ACK (not an RNR NAK or NAK).
+    pub const fn is_ack(self) -> bool {
+        matches!(self, Syndrome::Ack { .. })
+    }
+}
+
+header_view!(
+    /// A zero-copy view of an AETH: Syndrome(1), MSN(3).
+    AethHeader,
+    AETH_LEN,
+    HeaderKind::Aeth
+);
+
+impl<T: AsRef<[u8]>> AethHeader<T> {
+    /// The raw syndrome byte.
+    pub fn syndrome_raw(&self) -> u8 {
+        self.buffer.as_ref()[0]
+    }
+
+    /// The decoded syndrome.
+    pub fn syndrome(&self) -> Result<Syndrome, WireError> {
+        Syndrome::from_u8(self.syndrome_raw())
+    }
+
+    /// Message sequence number (24 bits).
+    pub fn msn(&self) -> u32 {
+        be24(self.buffer.as_ref(), 1)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> AethHeader<T> {
+    /// Sets the syndrome.
+    pub fn set_syndrome(&mut self, syndrome: Syndrome) {
+        self.buffer.as_mut()[0] = syndrome.as_u8();
+    }
+
+    /// Sets the MSN (low 24 bits).
+    pub fn set_msn(&mut self, msn: u32) {
+        put24(self.buffer.as_mut(), 1, msn);
+    }
+}
+
+/// A parsed AETH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AethRepr {
+    /// The syndrome.
+    pub syndrome: Syndrome,
+    /// Message sequence number (24 bits).
+    pub msn: u32,
+}
+
+impl AethRepr {
+    /// Parses an AETH; a reserved syndrome is [`WireError::ReservedSyndrome`].
+    pub fn parse<T: AsRef<[u8]>>(header: &AethHeader<T>) -> Result<Self, WireError> {
+        Ok(AethRepr {
+            syndrome: header.syndrome()?,
+            msn: header.msn(),
+        })
+    }
+
+    /// The header length in bytes (4).
+    pub const fn buffer_len(&self) -> usize {
+        AETH_LEN
+    }
+
+    /// Writes the header.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, header: &mut AethHeader<T>) {
+        header.set_syndrome(self.syndrome);
+        header.set_msn(self.msn);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syndromes() {
+        assert_eq!(Syndrome::from_u8(0x1F), Ok(Syndrome::ACK_NO_CREDITS));
+        assert_eq!(Syndrome::ACK_NO_CREDITS.credit_count(), None);
+        assert_eq!(Syndrome::from_u8(0x00).unwrap().credit_count(), Some(0));
+        assert_eq!(Syndrome::from_u8(0x05).unwrap().credit_count(), Some(6));
+        assert_eq!(Syndrome::from_u8(0x1E).unwrap().credit_count(), Some(32768));
+        let rnr = Syndrome::from_u8(0x20 | 12).unwrap();
+        assert_eq!(rnr, Syndrome::RnrNak { timer: 12 });
+        assert_eq!(rnr.rnr_timer_us(), Some(640));
+        assert_eq!(Syndrome::RnrNak { timer: 0 }.rnr_timer_us(), Some(655_360));
+        assert_eq!(
+            Syndrome::from_u8(0x60),
+            Ok(Syndrome::Nak(NakCode::PsnSequenceError))
+        );
+        assert_eq!(
+            Syndrome::from_u8(0x61),
+            Ok(Syndrome::Nak(NakCode::InvalidRequest))
+        );
+        assert_eq!(
+            Syndrome::from_u8(0x62),
+            Ok(Syndrome::Nak(NakCode::RemoteAccessError))
+        );
+        assert_eq!(
+            Syndrome::from_u8(0x63),
+            Ok(Syndrome::Nak(NakCode::RemoteOperationalError))
+        );
+        assert_eq!(
+            Syndrome::from_u8(0x64),
+            Ok(Syndrome::Nak(NakCode::InvalidRdRequest))
+        );
+        assert_eq!(
+            Syndrome::from_u8(0x7F),
+            Ok(Syndrome::Nak(NakCode::Reserved(31)))
+        );
+        assert_eq!(
+            Syndrome::from_u8(0x40),
+            Err(WireError::ReservedSyndrome(0x40))
+        );
+        assert_eq!(
+            Syndrome::from_u8(0x9F),
+            Err(WireError::ReservedSyndrome(0x9F))
+        );
+        for b in 0..=255u8 {
+            if let Ok(s) = Syndrome::from_u8(b) {
+                assert_eq!(s.as_u8(), b);
+            }
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let repr = AethRepr {
+            syndrome: Syndrome::ACK_NO_CREDITS,
+            msn: 0x00_0102,
+        };
+        let mut buf = [0u8; 4];
+        repr.emit(&mut AethHeader::new_unchecked(&mut buf[..]));
+        assert_eq!(buf, [0x1F, 0x00, 0x01, 0x02]);
+        assert_eq!(
+            AethRepr::parse(&AethHeader::new_checked(&buf[..]).unwrap()),
+            Ok(repr)
+        );
+        assert!(AethHeader::new_checked(&buf[..3]).is_err());
+    }
+}

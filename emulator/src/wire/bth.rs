@@ -1,0 +1,261 @@
+//! The InfiniBand Base Transport Header (12 bytes).
+
+use super::{HeaderKind, Opcode, WireError, be16, be24, check_len, put24};
+
+/// Length of the BTH.
+pub(crate) const BTH_LEN: usize = 12;
+
+/// A zero-copy view of a BTH.
+#[derive(Debug, Clone)]
+pub struct BthHeader<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> BthHeader<T> {
+    /// The header length in bytes.
+    pub const LEN: usize = BTH_LEN;
+
+    /// Wraps a buffer without checking its length; getters and setters panic if it is shorter
+    /// than [`Self::LEN`]. Use [`Self::new_checked`] for untrusted input.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        BthHeader { buffer }
+    }
+
+    /// Wraps a buffer that holds at least [`Self::LEN`] bytes.
+    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        check_len(buffer.as_ref(), BTH_LEN, HeaderKind::Bth)?;
+        Ok(BthHeader { buffer })
+    }
+
+    /// Returns the underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// The raw opcode byte.
+    pub fn opcode_raw(&self) -> u8 {
+        self.buffer.as_ref()[0]
+    }
+
+    /// The opcode, or [`WireError::UnknownOpcode`].
+    pub fn opcode(&self) -> Result<Opcode, WireError> {
+        Opcode::try_from(self.opcode_raw())
+    }
+
+    /// SE: solicited event.
+    pub fn solicited(&self) -> bool {
+        self.buffer.as_ref()[1] & 0x80 != 0
+    }
+
+    /// M: migration request.
+    pub fn mig_req(&self) -> bool {
+        self.buffer.as_ref()[1] & 0x40 != 0
+    }
+
+    /// PadCnt: pad bytes between payload and ICRC (0 to 3).
+    pub fn pad_count(&self) -> u8 {
+        (self.buffer.as_ref()[1] >> 4) & 0x3
+    }
+
+    /// TVer: transport header version (must be 0).
+    pub fn tver(&self) -> u8 {
+        self.buffer.as_ref()[1] & 0x0F
+    }
+
+    /// P_Key.
+    pub fn pkey(&self) -> u16 {
+        be16(self.buffer.as_ref(), 2)
+    }
+
+    /// F: forward explicit congestion notification.
+    pub fn fecn(&self) -> bool {
+        self.buffer.as_ref()[4] & 0x80 != 0
+    }
+
+    /// B: backward explicit congestion notification.
+    pub fn becn(&self) -> bool {
+        self.buffer.as_ref()[4] & 0x40 != 0
+    }
+
+    /// Destination QP number (24 bits).
+    pub fn dest_qp(&self) -> u32 {
+        be24(self.buffer.as_ref(), 5)
+    }
+
+    /// A: acknowledge request.
+    pub fn ack_req(&self) -> bool {
+        self.buffer.as_ref()[8] & 0x80 != 0
+    }
+
+    /// Packet sequence number (24 bits).
+    pub fn psn(&self) -> u32 {
+        be24(self.buffer.as_ref(), 9)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> BthHeader<T> {
+    /// Sets the opcode byte.
+    pub fn set_opcode(&mut self, op: Opcode) {
+        self.buffer.as_mut()[0] = op.as_u8();
+    }
+
+    /// Sets byte 1 from SE, M, PadCnt (low 2 bits used) and TVer (low 4 bits used).
+    pub fn set_flags(&mut self, solicited: bool, mig_req: bool, pad_count: u8, tver: u8) {
+        self.buffer.as_mut()[1] = (u8::from(solicited) << 7)
+            | (u8::from(mig_req) << 6)
+            | ((pad_count & 0x3) << 4)
+            | (tver & 0x0F);
+    }
+
+    /// Sets the P_Key.
+    pub fn set_pkey(&mut self, pkey: u16) {
+        self.buffer.as_mut()[2..4].copy_from_slice(&pkey.to_be_bytes());
+    }
+
+    /// Sets byte 4 from FECN and BECN (reserved bits zero).
+    pub fn set_congestion(&mut self, fecn: bool, becn: bool) {
+        self.buffer.as_mut()[4] = (u8::from(fecn) << 7) | (u8::from(becn) << 6);
+    }
+
+    /// Sets the destination QP (low 24 bits used).
+    pub fn set_dest_qp(&mut self, qpn: u32) {
+        put24(self.buffer.as_mut(), 5, qpn);
+    }
+
+    /// Sets byte 8 from AckReq (reserved bits zero).
+    pub fn set_ack_req(&mut self, ack_req: bool) {
+        self.buffer.as_mut()[8] = u8::from(ack_req) << 7;
+    }
+
+    /// Sets the PSN (low 24 bits used).
+    pub fn set_psn(&mut self, psn: u32) {
+        put24(self.buffer.as_mut(), 9, psn);
+    }
+}
+
+/// A parsed BTH. Reserved bits are ignored on parse and sent as zero; TVer is always 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BthRepr {
+    /// The opcode.
+    pub opcode: Opcode,
+    /// SE: solicited event.
+    pub solicited: bool,
+    /// M: migration request (rxe sends 0, Mellanox hardware often 1).
+    pub mig_req: bool,
+    /// PadCnt (0 to 3). [`super::PacketRepr::emit`] computes it from the payload length.
+    pub pad_count: u8,
+    /// P_Key (rxe sends 0xFFFF).
+    pub pkey: u16,
+    /// FECN.
+    pub fecn: bool,
+    /// BECN (set on CNPs).
+    pub becn: bool,
+    /// Destination QP (24 bits).
+    pub dest_qp: u32,
+    /// AckReq.
+    pub ack_req: bool,
+    /// PSN (24 bits).
+    pub psn: u32,
+}
+
+impl BthRepr {
+    /// A BTH with the default P_Key 0xFFFF and all flags clear.
+    pub const fn new(opcode: Opcode, dest_qp: u32, psn: u32) -> Self {
+        BthRepr {
+            opcode,
+            solicited: false,
+            mig_req: false,
+            pad_count: 0,
+            pkey: 0xFFFF,
+            fecn: false,
+            becn: false,
+            dest_qp: dest_qp & 0x00FF_FFFF,
+            ack_req: false,
+            psn: psn & 0x00FF_FFFF,
+        }
+    }
+
+    /// Parses a BTH: the opcode must be known and TVer 0.
+    pub fn parse<T: AsRef<[u8]>>(header: &BthHeader<T>) -> Result<Self, WireError> {
+        let opcode = header.opcode()?;
+        if header.tver() != 0 {
+            return Err(WireError::BadTver(header.tver()));
+        }
+        Ok(BthRepr {
+            opcode,
+            solicited: header.solicited(),
+            mig_req: header.mig_req(),
+            pad_count: header.pad_count(),
+            pkey: header.pkey(),
+            fecn: header.fecn(),
+            becn: header.becn(),
+            dest_qp: header.dest_qp(),
+            ack_req: header.ack_req(),
+            psn: header.psn(),
+        })
+    }
+
+    /// The header length in bytes (12).
+    pub const fn buffer_len(&self) -> usize {
+        BTH_LEN
+    }
+
+    /// Writes the header.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, header: &mut BthHeader<T>) {
+        header.set_opcode(self.opcode);
+        header.set_flags(self.solicited, self.mig_req, self.pad_count, 0);
+        header.set_pkey(self.pkey);
+        header.set_congestion(self.fecn, self.becn);
+        header.set_dest_qp(self.dest_qp);
+        header.set_ack_req(self.ack_req);
+        header.set_psn(self.psn);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // BTH of roce-v2.md worked example (a): UC_SEND_ONLY, M=1, PadCnt=2, QP 211, PSN 13571856.
+    const EXAMPLE: [u8; 12] = [
+        0x24, 0x60, 0xff, 0xff, 0x00, 0x00, 0x00, 0xd3, 0x00, 0xcf, 0x17, 0x10,
+    ];
+
+    #[test]
+    fn parse_and_emit() {
+        let repr = BthRepr::parse(&BthHeader::new_checked(&EXAMPLE[..]).unwrap()).unwrap();
+        assert_eq!(repr.opcode, Opcode::UcSendOnly);
+        assert!(repr.mig_req && !repr.solicited && !repr.ack_req);
+        assert_eq!(repr.pad_count, 2);
+        assert_eq!(repr.pkey, 0xFFFF);
+        assert_eq!(repr.dest_qp, 211);
+        assert_eq!(repr.psn, 13_571_856);
+        let mut out = [0u8; 12];
+        repr.emit(&mut BthHeader::new_unchecked(&mut out[..]));
+        assert_eq!(out, EXAMPLE);
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(
+            BthHeader::new_checked(&EXAMPLE[..11]).unwrap_err(),
+            WireError::Truncated {
+                header: HeaderKind::Bth,
+                needed: 12,
+                available: 11
+            }
+        );
+        let mut bad = EXAMPLE;
+        bad[1] |= 0x01;
+        assert_eq!(
+            BthRepr::parse(&BthHeader::new_unchecked(&bad[..])),
+            Err(WireError::BadTver(1))
+        );
+        bad = EXAMPLE;
+        bad[0] = 0x15;
+        assert_eq!(
+            BthRepr::parse(&BthHeader::new_unchecked(&bad[..])),
+            Err(WireError::UnknownOpcode(0x15))
+        );
+    }
+}

@@ -1,0 +1,89 @@
+//! The Datagram Extended Transport Header (8 bytes, UD).
+
+use super::{HeaderKind, WireError, be24, be32, put24};
+
+/// Length of the DETH.
+pub(crate) const DETH_LEN: usize = 8;
+
+header_view!(
+    /// A zero-copy view of a DETH: Q_Key(4), reserved(1), SrcQP(3).
+    DethHeader,
+    DETH_LEN,
+    HeaderKind::Deth
+);
+
+impl<T: AsRef<[u8]>> DethHeader<T> {
+    /// Queue key.
+    pub fn qkey(&self) -> u32 {
+        be32(self.buffer.as_ref(), 0)
+    }
+
+    /// Source QP number (24 bits).
+    pub fn src_qp(&self) -> u32 {
+        be24(self.buffer.as_ref(), 5)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> DethHeader<T> {
+    /// Sets the queue key.
+    pub fn set_qkey(&mut self, qkey: u32) {
+        self.buffer.as_mut()[0..4].copy_from_slice(&qkey.to_be_bytes());
+    }
+
+    /// Sets the source QP (low 24 bits) and clears the reserved byte.
+    pub fn set_src_qp(&mut self, qpn: u32) {
+        self.buffer.as_mut()[4] = 0;
+        put24(self.buffer.as_mut(), 5, qpn);
+    }
+}
+
+/// A parsed DETH. The reserved byte is ignored on parse and sent as zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DethRepr {
+    /// Queue key.
+    pub qkey: u32,
+    /// Source QP (24 bits).
+    pub src_qp: u32,
+}
+
+impl DethRepr {
+    /// Parses a DETH (every value is valid).
+    pub fn parse<T: AsRef<[u8]>>(header: &DethHeader<T>) -> Result<Self, WireError> {
+        Ok(DethRepr {
+            qkey: header.qkey(),
+            src_qp: header.src_qp(),
+        })
+    }
+
+    /// The header length in bytes (8).
+    pub const fn buffer_len(&self) -> usize {
+        DETH_LEN
+    }
+
+    /// Writes the header.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, header: &mut DethHeader<T>) {
+        header.set_qkey(self.qkey);
+        header.set_src_qp(self.src_qp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let repr = DethRepr {
+            qkey: 0x1111_1111,
+            src_qp: 0x12_3456,
+        };
+        let mut buf = [0xAAu8; 8];
+        repr.emit(&mut DethHeader::new_unchecked(&mut buf[..]));
+        assert_eq!(buf, [0x11, 0x11, 0x11, 0x11, 0, 0x12, 0x34, 0x56]);
+        assert_eq!(
+            DethRepr::parse(&DethHeader::new_checked(&buf[..]).unwrap()),
+            Ok(repr)
+        );
+        assert!(DethHeader::new_checked(&buf[..7]).is_err());
+    }
+}

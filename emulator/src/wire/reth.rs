@@ -1,0 +1,114 @@
+//! The RDMA Extended Transport Header (16 bytes): WRITE FIRST / ONLY and READ request.
+
+use super::{HeaderKind, WireError, be32, be64};
+
+/// Length of the RETH.
+pub(crate) const RETH_LEN: usize = 16;
+
+header_view!(
+    /// A zero-copy view of a RETH: VA(8), R_Key(4), DMA length(4).
+    RethHeader,
+    RETH_LEN,
+    HeaderKind::Reth
+);
+
+impl<T: AsRef<[u8]>> RethHeader<T> {
+    /// Remote virtual address.
+    pub fn virtual_addr(&self) -> u64 {
+        be64(self.buffer.as_ref(), 0)
+    }
+
+    /// Remote key.
+    pub fn rkey(&self) -> u32 {
+        be32(self.buffer.as_ref(), 8)
+    }
+
+    /// DMA length: the length of the whole message.
+    pub fn dma_len(&self) -> u32 {
+        be32(self.buffer.as_ref(), 12)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> RethHeader<T> {
+    /// Sets the remote virtual address.
+    pub fn set_virtual_addr(&mut self, va: u64) {
+        self.buffer.as_mut()[0..8].copy_from_slice(&va.to_be_bytes());
+    }
+
+    /// Sets the remote key.
+    pub fn set_rkey(&mut self, rkey: u32) {
+        self.buffer.as_mut()[8..12].copy_from_slice(&rkey.to_be_bytes());
+    }
+
+    /// Sets the DMA length.
+    pub fn set_dma_len(&mut self, len: u32) {
+        self.buffer.as_mut()[12..16].copy_from_slice(&len.to_be_bytes());
+    }
+}
+
+/// A parsed RETH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RethRepr {
+    /// Remote virtual address.
+    pub virtual_addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// DMA length (whole message).
+    pub dma_len: u32,
+}
+
+impl RethRepr {
+    /// Parses a RETH (every value is valid).
+    pub fn parse<T: AsRef<[u8]>>(header: &RethHeader<T>) -> Result<Self, WireError> {
+        Ok(RethRepr {
+            virtual_addr: header.virtual_addr(),
+            rkey: header.rkey(),
+            dma_len: header.dma_len(),
+        })
+    }
+
+    /// The header length in bytes (16).
+    pub const fn buffer_len(&self) -> usize {
+        RETH_LEN
+    }
+
+    /// Writes the header.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, header: &mut RethHeader<T>) {
+        header.set_virtual_addr(self.virtual_addr);
+        header.set_rkey(self.rkey);
+        header.set_dma_len(self.dma_len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let repr = RethRepr {
+            virtual_addr: 0x0102_0304_0506_0708,
+            rkey: 0x1122_3344,
+            dma_len: 3000,
+        };
+        let mut buf = [0u8; 16];
+        repr.emit(&mut RethHeader::new_unchecked(&mut buf[..]));
+        assert_eq!(
+            buf,
+            [
+                1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x22, 0x33, 0x44, 0, 0, 0x0b, 0xb8
+            ]
+        );
+        assert_eq!(
+            RethRepr::parse(&RethHeader::new_checked(&buf[..]).unwrap()),
+            Ok(repr)
+        );
+        assert!(matches!(
+            RethHeader::new_checked(&buf[..15]),
+            Err(WireError::Truncated {
+                header: HeaderKind::Reth,
+                ..
+            })
+        ));
+    }
+}
