@@ -46,6 +46,7 @@ prm_layout! {
         /// Start virtual address (the address peers use).
         start_addr / set_start_addr: u64 = qw(0x10);
         /// Length in bytes.
+        #[allow(clippy::len_without_is_empty)] // `len` is the PRM field name.
         len / set_len: u64 = qw(0x18);
         /// Byte stream format size in 16-byte units.
         bsf_octword_size / set_bsf_octword_size: u32 = dw(0x20, 31, 0);

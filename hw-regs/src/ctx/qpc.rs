@@ -5,12 +5,20 @@ use super::Ads;
 prm_layout! {
     /// QP context (`mlx5_ifc_qpc_bits`, 0xE8 bytes).
     pub struct Qpc("qpc", 0xE8) {
-        /// QP state (see `QpState`).
+        /// QP state (see [`super::QpState`]).
         state / set_state: u8 = dw(0x00, 31, 28);
-        /// Service type: 0 RC, 1 UC, 3 UD.
+        /// LAG TX port affinity (0 = firmware chooses).
+        lag_tx_port_affinity / set_lag_tx_port_affinity: u8 = dw(0x00, 27, 24);
+        /// Service type: 0 RC, 1 UC, 3 UD (see [`super::QpSt`]).
         st / set_st: u8 = dw(0x00, 23, 16);
         /// Path migration state (3 = migrated).
         pm_state / set_pm_state: u8 = dw(0x00, 12, 11);
+        /// End padding mode of scattered receives.
+        end_padding_mode / set_end_padding_mode: u8 = dw(0x00, 3, 2);
+        /// WQE signatures enabled.
+        wq_signature / set_wq_signature: bool = dw(0x04, 31, 31);
+        /// Block multicast loopback.
+        block_lb_mc / set_block_lb_mc: bool = dw(0x04, 30, 30);
         /// Protection domain.
         pd / set_pd: u32 = dw(0x04, 23, 0);
         /// Path MTU: 1 = 256 .. 5 = 4096.
@@ -29,6 +37,8 @@ prm_layout! {
         ts_format / set_ts_format: u8 = dw(0x08, 7, 6);
         /// Reserved lkey enable.
         rlky / set_rlky: bool = dw(0x08, 4, 4);
+        /// Counter set the QP counts into.
+        counter_set_id / set_counter_set_id: u8 = dw(0x0C, 31, 24);
         /// UAR page the QP's doorbells use.
         uar_page / set_uar_page: u32 = dw(0x0C, 23, 0);
         /// User index reported in CQEs (0xFFFFFF when cqe_version = 1).
@@ -39,6 +49,8 @@ prm_layout! {
         remote_qpn / set_remote_qpn: u32 = dw(0x14, 23, 0);
         /// Primary address path.
         primary_address_path / primary_address_path_mut: Ads = nested(0x18);
+        /// Alternate address path (path migration).
+        secondary_address_path / secondary_address_path_mut: Ads = nested(0x44);
         /// log2 of the ACK request frequency.
         log_ack_req_freq / set_log_ack_req_freq: u8 = dw(0x70, 31, 28);
         /// log2 of outstanding RDMA READ / atomic requests as requester.
@@ -49,6 +61,10 @@ prm_layout! {
         rnr_retry / set_rnr_retry: u8 = dw(0x70, 15, 13);
         /// Fast registration enable.
         fre / set_fre: bool = dw(0x70, 11, 11);
+        /// Remaining RNR retries (QUERY_QP).
+        cur_rnr_retry / set_cur_rnr_retry: u8 = dw(0x70, 10, 8);
+        /// Remaining transport retries (QUERY_QP).
+        cur_retry_count / set_cur_retry_count: u8 = dw(0x70, 7, 5);
         /// Next PSN to send.
         next_send_psn / set_next_send_psn: u32 = dw(0x78, 23, 0);
         /// Send CQ.
@@ -75,6 +91,8 @@ prm_layout! {
         min_rnr_nak / set_min_rnr_nak: u8 = dw(0x94, 28, 24);
         /// Next expected receive PSN.
         next_rcv_psn / set_next_rcv_psn: u32 = dw(0x94, 23, 0);
+        /// XRC domain (XRC QPs).
+        xrcd / set_xrcd: u32 = dw(0x98, 23, 0);
         /// Receive CQ.
         cqn_rcv / set_cqn_rcv: u32 = dw(0x9C, 23, 0);
         /// Doorbell record bus address.
@@ -95,6 +113,8 @@ prm_layout! {
         hw_rq_counter / set_hw_rq_counter: u32 = dw(0xB8, 31, 0);
         /// Software RQ counter.
         sw_rq_counter / set_sw_rq_counter: u32 = dw(0xBC, 31, 0);
+        /// The doorbell record is in a registered umem.
+        dbr_umem_valid / set_dbr_umem_valid: bool = dw(0xD0, 28, 28);
     }
 }
 
