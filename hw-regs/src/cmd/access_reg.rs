@@ -9,13 +9,13 @@ prm_layout! {
     /// ACCESS_REG input header (`mlx5_ifc_access_register_in_bits`, 0x10 bytes); the register data
     /// follows at `REGISTER_DATA_OFFSET`.
     pub struct AccessRegisterIn("access_register_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// vHCA tunnel ID (0 when not tunnelled).
         vhca_tunnel_id / set_vhca_tunnel_id: u16 = dw(0x04, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
-        /// Register ID (e.g. `REG_HOST_ENDIANNESS` = 0x7004).
+        /// Register ID (e.g. [`REG_HOST_ENDIANNESS`](crate::cmd::REG_HOST_ENDIANNESS) = 0x7004).
         register_id / set_register_id: u16 = dw(0x08, 15, 0);
         /// Register-specific argument.
         argument / set_argument: u32 = dw(0x0C, 31, 0);
@@ -31,7 +31,7 @@ prm_layout! {
     /// ACCESS_REG output header (`mlx5_ifc_access_register_out_bits`, 0x10 bytes); the register
     /// data follows at `REGISTER_DATA_OFFSET`.
     pub struct AccessRegisterOut("access_register_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);

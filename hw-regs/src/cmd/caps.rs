@@ -7,7 +7,7 @@ use crate::caps::HcaCapUnion;
 prm_layout! {
     /// QUERY_HCA_CAP input (`mlx5_ifc_query_hca_cap_in_bits`).
     pub struct QueryHcaCapIn("query_hca_cap_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -22,7 +22,7 @@ prm_layout! {
     /// QUERY_HCA_CAP output (`mlx5_ifc_query_hca_cap_out_bits`, 0x1010 bytes): the capability block
     /// at 0x10.
     pub struct QueryHcaCapOut("query_hca_cap_out", 0x1010) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -37,7 +37,7 @@ prm_layout! {
     /// SET_HCA_CAP input (`mlx5_ifc_set_hca_cap_in_bits`, 0x1010 bytes): a copy of the current
     /// block with changes; op_mod = cap_type << 1.
     pub struct SetHcaCapIn("set_hca_cap_in", 0x1010) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -53,7 +53,7 @@ prm_layout! {
 prm_layout! {
     /// SET_HCA_CAP output (`mlx5_ifc_set_hca_cap_out_bits`).
     pub struct SetHcaCapOut("set_hca_cap_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);

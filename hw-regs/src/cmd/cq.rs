@@ -34,7 +34,7 @@ prm_layout! {
     /// CREATE_CQ input (`mlx5_ifc_create_cq_in_bits`): the CQ context at 0x10 and the PAS array
     /// (BE64 page addresses) from `PAS_OFFSET` = 0x110.
     pub struct CreateCqIn("create_cq_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -55,7 +55,7 @@ impl CreateCqIn {
 prm_layout! {
     /// CREATE_CQ output (`mlx5_ifc_create_cq_out_bits`): the new CQ number.
     pub struct CreateCqOut("create_cq_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -69,7 +69,7 @@ cmd_pair!(CreateCqIn, CreateCqOut, CreateCq);
 prm_layout! {
     /// DESTROY_CQ input (`mlx5_ifc_destroy_cq_in_bits`).
     pub struct DestroyCqIn("destroy_cq_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -83,7 +83,7 @@ prm_layout! {
 prm_layout! {
     /// DESTROY_CQ output (`mlx5_ifc_destroy_cq_out_bits`).
     pub struct DestroyCqOut("destroy_cq_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -95,7 +95,7 @@ cmd_pair!(DestroyCqIn, DestroyCqOut, DestroyCq);
 prm_layout! {
     /// QUERY_CQ input (`mlx5_ifc_query_cq_in_bits`).
     pub struct QueryCqIn("query_cq_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -108,7 +108,7 @@ prm_layout! {
     /// QUERY_CQ output (`mlx5_ifc_query_cq_out_bits`): the CQ context and the PAS array from
     /// `PAS_OFFSET`.
     pub struct QueryCqOut("query_cq_out", 0x110) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -128,7 +128,7 @@ prm_layout! {
     /// MODIFY_CQ input (`mlx5_ifc_modify_cq_in_bits`): op_mod 0 modify moderation, 1 resize (then
     /// the new PAS array follows at `PAS_OFFSET`).
     pub struct ModifyCqIn("modify_cq_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -153,7 +153,7 @@ impl ModifyCqIn {
 prm_layout! {
     /// MODIFY_CQ output (`mlx5_ifc_modify_cq_out_bits`).
     pub struct ModifyCqOut("modify_cq_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);

@@ -7,7 +7,7 @@ prm_layout! {
     /// CREATE_EQ input (`mlx5_ifc_create_eq_in_bits`): the EQ context at 0x10, the event bitmask at
     /// 0x58 and the PAS array (BE64 page addresses) from `PAS_OFFSET` = 0x110.
     pub struct CreateEqIn("create_eq_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -28,7 +28,7 @@ impl CreateEqIn {
 prm_layout! {
     /// CREATE_EQ output (`mlx5_ifc_create_eq_out_bits`).
     pub struct CreateEqOut("create_eq_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -42,7 +42,7 @@ cmd_pair!(CreateEqIn, CreateEqOut, CreateEq);
 prm_layout! {
     /// DESTROY_EQ input (`mlx5_ifc_destroy_eq_in_bits`).
     pub struct DestroyEqIn("destroy_eq_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -54,7 +54,7 @@ prm_layout! {
 prm_layout! {
     /// DESTROY_EQ output (`mlx5_ifc_destroy_eq_out_bits`).
     pub struct DestroyEqOut("destroy_eq_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -66,7 +66,7 @@ cmd_pair!(DestroyEqIn, DestroyEqOut, DestroyEq);
 prm_layout! {
     /// QUERY_EQ input (`mlx5_ifc_query_eq_in_bits`).
     pub struct QueryEqIn("query_eq_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -79,7 +79,7 @@ prm_layout! {
     /// QUERY_EQ output (`mlx5_ifc_query_eq_out_bits`): the EQ context, the first 64 bits of the
     /// event bitmask and the PAS array from `PAS_OFFSET`.
     pub struct QueryEqOut("query_eq_out", 0x110) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -101,7 +101,7 @@ prm_layout! {
     /// GEN_EQE input (`mlx5_ifc_gen_eqe_in_bits`, 0x50 bytes): asks firmware to write an EQE (a
     /// debugging aid).
     pub struct GenEqeIn("gen_eqe_in", 0x50) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);

@@ -10,7 +10,7 @@ prm_layout! {
     /// ENABLE_HCA input (`mlx5_ifc_enable_hca_in_bits`): the first command after the command queue
     /// is set up.
     pub struct EnableHcaIn("enable_hca_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -24,7 +24,7 @@ prm_layout! {
 prm_layout! {
     /// ENABLE_HCA output (`mlx5_ifc_enable_hca_out_bits`, 0xC bytes).
     pub struct EnableHcaOut("enable_hca_out", 0xC) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -36,7 +36,7 @@ cmd_pair!(EnableHcaIn, EnableHcaOut, EnableHca);
 prm_layout! {
     /// DISABLE_HCA input (`mlx5_ifc_disable_hca_in_bits`): the last command of a teardown.
     pub struct DisableHcaIn("disable_hca_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -50,7 +50,7 @@ prm_layout! {
 prm_layout! {
     /// DISABLE_HCA output (`mlx5_ifc_disable_hca_out_bits`, 0xC bytes).
     pub struct DisableHcaOut("disable_hca_out", 0xC) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -63,7 +63,7 @@ prm_layout! {
     /// INIT_HCA input (`mlx5_ifc_init_hca_in_bits`, 0x20 bytes): starts the HCA once boot and init
     /// pages are given; brings the link up unless cap `disable_link_up`.
     pub struct InitHcaIn("init_hca_in", 0x20) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -77,7 +77,7 @@ prm_layout! {
 prm_layout! {
     /// INIT_HCA output (`mlx5_ifc_init_hca_out_bits`).
     pub struct InitHcaOut("init_hca_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -89,11 +89,12 @@ cmd_pair!(InitHcaIn, InitHcaOut, InitHca);
 prm_layout! {
     /// TEARDOWN_HCA input (`mlx5_ifc_teardown_hca_in_bits`).
     pub struct TeardownHcaIn("teardown_hca_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
-        /// Teardown profile: 0 graceful, 1 force (see `TEARDOWN_HCA_PROFILE_*`).
+        /// Teardown profile: 0 graceful, 1 force (see
+        /// [`TEARDOWN_HCA_PROFILE_FORCE`](crate::cmd::TEARDOWN_HCA_PROFILE_FORCE)).
         profile / set_profile: u16 = dw(0x08, 15, 0);
     }
 }
@@ -101,7 +102,7 @@ prm_layout! {
 prm_layout! {
     /// TEARDOWN_HCA output (`mlx5_ifc_teardown_hca_out_bits`).
     pub struct TeardownHcaOut("teardown_hca_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -115,7 +116,7 @@ cmd_pair!(TeardownHcaIn, TeardownHcaOut, TeardownHca);
 prm_layout! {
     /// QUERY_ISSI input (`mlx5_ifc_query_issi_in_bits`).
     pub struct QueryIssiIn("query_issi_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -126,7 +127,7 @@ prm_layout! {
     /// QUERY_ISSI output (`mlx5_ifc_query_issi_out_bits`, 0x70 bytes): the current ISSI and the
     /// supported ones.
     pub struct QueryIssiOut("query_issi_out", 0x70) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -142,7 +143,7 @@ cmd_pair!(QueryIssiIn, QueryIssiOut, QueryIssi);
 prm_layout! {
     /// SET_ISSI input (`mlx5_ifc_set_issi_in_bits`): selects the interface step sequence ID (1).
     pub struct SetIssiIn("set_issi_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -154,7 +155,7 @@ prm_layout! {
 prm_layout! {
     /// SET_ISSI output (`mlx5_ifc_set_issi_out_bits`).
     pub struct SetIssiOut("set_issi_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -181,7 +182,7 @@ prm_layout! {
 prm_layout! {
     /// QUERY_ADAPTER input (`mlx5_ifc_query_adapter_in_bits`).
     pub struct QueryAdapterIn("query_adapter_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -191,7 +192,7 @@ prm_layout! {
 prm_layout! {
     /// QUERY_ADAPTER output (`mlx5_ifc_query_adapter_out_bits`, 0x110 bytes): vendor data and PSID.
     pub struct QueryAdapterOut("query_adapter_out", 0x110) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -205,7 +206,7 @@ cmd_pair!(QueryAdapterIn, QueryAdapterOut, QueryAdapter);
 prm_layout! {
     /// NOP input (`mlx5_ifc_nop_in_bits`): a command that does nothing (a health probe).
     pub struct NopIn("nop_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -215,7 +216,7 @@ prm_layout! {
 prm_layout! {
     /// NOP output (`mlx5_ifc_nop_out_bits`).
     pub struct NopOut("nop_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);

@@ -8,7 +8,7 @@ prm_layout! {
     /// CREATE_MKEY input (`mlx5_ifc_create_mkey_in_bits`): the mkey context at 0x10 and the
     /// translation array (MTT / KLM entries) from `KLM_PAS_MTT_OFFSET` = 0x110.
     pub struct CreateMkeyIn("create_mkey_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -35,7 +35,7 @@ impl CreateMkeyIn {
 prm_layout! {
     /// CREATE_MKEY output (`mlx5_ifc_create_mkey_out_bits`): the new mkey index.
     pub struct CreateMkeyOut("create_mkey_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -49,7 +49,7 @@ cmd_pair!(CreateMkeyIn, CreateMkeyOut, CreateMkey);
 prm_layout! {
     /// QUERY_MKEY input (`mlx5_ifc_query_mkey_in_bits`).
     pub struct QueryMkeyIn("query_mkey_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -63,7 +63,7 @@ prm_layout! {
 prm_layout! {
     /// QUERY_MKEY output (`mlx5_ifc_query_mkey_out_bits`, 0x130 bytes).
     pub struct QueryMkeyOut("query_mkey_out", 0x130) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -81,7 +81,7 @@ cmd_pair!(QueryMkeyIn, QueryMkeyOut, QueryMkey);
 prm_layout! {
     /// DESTROY_MKEY input (`mlx5_ifc_destroy_mkey_in_bits`).
     pub struct DestroyMkeyIn("destroy_mkey_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -95,7 +95,7 @@ prm_layout! {
 prm_layout! {
     /// DESTROY_MKEY output (`mlx5_ifc_destroy_mkey_out_bits`).
     pub struct DestroyMkeyOut("destroy_mkey_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -107,7 +107,7 @@ cmd_pair!(DestroyMkeyIn, DestroyMkeyOut, DestroyMkey);
 prm_layout! {
     /// QUERY_SPECIAL_CONTEXTS input (`mlx5_ifc_query_special_contexts_in_bits`).
     pub struct QuerySpecialContextsIn("query_special_contexts_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -118,7 +118,7 @@ prm_layout! {
     /// QUERY_SPECIAL_CONTEXTS output (`mlx5_ifc_query_special_contexts_out_bits`, 0x20 bytes): the
     /// reserved lkey and the special mkeys.
     pub struct QuerySpecialContextsOut("query_special_contexts_out", 0x20) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);

@@ -3,10 +3,10 @@
 //! `op_mod` values ([`op_mod`]) and the header every command shares ([`CmdHdrIn`],
 //! [`CmdHdrOut`]).
 //!
-//! Every input starts with DW@0x00 [31:16] opcode, [15:0] uid and DW@0x04 [15:0] op_mod;
-//! every output with DW@0x00 [31:24] status and DW@0x04 syndrome. Each input type implements
-//! [`CmdIn`], which names its opcode and output type, and has a `new_cmd()` constructor that
-//! returns a zeroed input with the opcode set.
+//! Every input starts with `DW@0x00 [31:16]` opcode, `[15:0]` uid and `DW@0x04 [15:0]`
+//! op_mod; every output with `DW@0x00 [31:24]` status and `DW@0x04` syndrome. Each input
+//! type implements [`CmdIn`], which names its opcode and output type, and has a `new_cmd()`
+//! constructor that returns a zeroed input with the opcode set.
 //!
 //! ```
 //! use rnic_hw_regs::cmd::{CmdIn, CmdOpcode, CreateEqIn};
@@ -114,7 +114,7 @@ impl core::error::Error for UnknownOpcode {}
 
 macro_rules! opcodes {
     ($($(#[$m:meta])* $v:ident = $code:literal, $name:literal;)*) => {
-        /// Command opcodes of the PRM table (input DW@0x00 [31:16]).
+        /// Command opcodes of the PRM table (input `DW@0x00 [31:16]`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(u16)]
         pub enum CmdOpcode {
@@ -252,7 +252,7 @@ opcodes! {
 }
 
 impl CmdOpcode {
-    /// The opcode value (input DW@0x00 [31:16]).
+    /// The opcode value (input `DW@0x00 [31:16]`).
     pub const fn code(self) -> u16 {
         self as u16
     }
@@ -270,7 +270,7 @@ impl From<CmdOpcode> for u16 {
     }
 }
 
-/// `op_mod` values (input DW@0x04 [15:0]) of the commands that use them.
+/// `op_mod` values (input `DW@0x04 [15:0]`) of the commands that use them.
 pub mod op_mod {
     /// QUERY_PAGES: pages needed before INIT_HCA's boot stage.
     pub const QUERY_PAGES_BOOT: u16 = 1;

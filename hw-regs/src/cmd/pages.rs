@@ -5,9 +5,9 @@
 
 prm_layout! {
     /// QUERY_PAGES input (`mlx5_ifc_query_pages_in_bits`); op_mod 1 boot, 2 init, 3 regular (see
-    /// `op_mod::QUERY_PAGES_*`).
+    /// [`op_mod`](crate::cmd::op_mod)).
     pub struct QueryPagesIn("query_pages_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -21,7 +21,7 @@ prm_layout! {
 prm_layout! {
     /// QUERY_PAGES output (`mlx5_ifc_query_pages_out_bits`).
     pub struct QueryPagesOut("query_pages_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -38,10 +38,10 @@ cmd_pair!(QueryPagesIn, QueryPagesOut, QueryPages);
 
 prm_layout! {
     /// MANAGE_PAGES input (`mlx5_ifc_manage_pages_in_bits`); op_mod 0 can't give, 1 give, 2 take
-    /// (see `op_mod::MANAGE_PAGES_*`). Give: `input_num_entries` BE64 page addresses follow at
-    /// `PAS_OFFSET`; take: how many pages to take back.
+    /// (see [`op_mod`](crate::cmd::op_mod)). Give: `input_num_entries` BE64 page addresses follow
+    /// at `PAS_OFFSET`; take: how many pages to take back.
     pub struct ManagePagesIn("manage_pages_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -63,7 +63,7 @@ prm_layout! {
     /// MANAGE_PAGES output (`mlx5_ifc_manage_pages_out_bits`); for take, `output_num_entries` BE64
     /// addresses follow at `PAS_OFFSET`.
     pub struct ManagePagesOut("manage_pages_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);

@@ -3,7 +3,7 @@
 prm_layout! {
     /// ALLOC_PD input (`mlx5_ifc_alloc_pd_in_bits`).
     pub struct AllocPdIn("alloc_pd_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -15,7 +15,7 @@ prm_layout! {
 prm_layout! {
     /// ALLOC_PD output (`mlx5_ifc_alloc_pd_out_bits`): the new PD.
     pub struct AllocPdOut("alloc_pd_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -29,7 +29,7 @@ cmd_pair!(AllocPdIn, AllocPdOut, AllocPd);
 prm_layout! {
     /// DEALLOC_PD input (`mlx5_ifc_dealloc_pd_in_bits`).
     pub struct DeallocPdIn("dealloc_pd_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -43,7 +43,7 @@ prm_layout! {
 prm_layout! {
     /// DEALLOC_PD output (`mlx5_ifc_dealloc_pd_out_bits`).
     pub struct DeallocPdOut("dealloc_pd_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -55,7 +55,7 @@ cmd_pair!(DeallocPdIn, DeallocPdOut, DeallocPd);
 prm_layout! {
     /// ALLOC_UAR input (`mlx5_ifc_alloc_uar_in_bits`).
     pub struct AllocUarIn("alloc_uar_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -68,7 +68,7 @@ prm_layout! {
     /// ALLOC_UAR output (`mlx5_ifc_alloc_uar_out_bits`): the UAR index; the page is at BAR0 + index
     /// * 4 KiB.
     pub struct AllocUarOut("alloc_uar_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -82,7 +82,7 @@ cmd_pair!(AllocUarIn, AllocUarOut, AllocUar);
 prm_layout! {
     /// DEALLOC_UAR input (`mlx5_ifc_dealloc_uar_in_bits`).
     pub struct DeallocUarIn("dealloc_uar_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -96,7 +96,7 @@ prm_layout! {
 prm_layout! {
     /// DEALLOC_UAR output (`mlx5_ifc_dealloc_uar_out_bits`).
     pub struct DeallocUarOut("dealloc_uar_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);

@@ -10,7 +10,7 @@ prm_layout! {
     /// CREATE_QP input (`mlx5_ifc_create_qp_in_bits`): the QP context at 0x18 and the PAS array
     /// (BE64 page addresses of the RQ+SQ buffer) from `PAS_OFFSET` = 0x110.
     pub struct CreateQpIn("create_qp_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -18,7 +18,7 @@ prm_layout! {
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
         /// Requested QPN (only with the QPN-choice capability; 0 otherwise).
         input_qpn / set_input_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see `ctx::opt_param`).
+        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
         opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
         /// Enhanced connection establishment options (0 when unused).
         ece / set_ece: u32 = dw(0x14, 31, 0);
@@ -37,7 +37,7 @@ impl CreateQpIn {
 prm_layout! {
     /// CREATE_QP output (`mlx5_ifc_create_qp_out_bits`): the new QPN.
     pub struct CreateQpOut("create_qp_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -53,7 +53,7 @@ cmd_pair!(CreateQpIn, CreateQpOut, CreateQp);
 prm_layout! {
     /// DESTROY_QP input (`mlx5_ifc_destroy_qp_in_bits`).
     pub struct DestroyQpIn("destroy_qp_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -67,7 +67,7 @@ prm_layout! {
 prm_layout! {
     /// DESTROY_QP output (`mlx5_ifc_destroy_qp_out_bits`).
     pub struct DestroyQpOut("destroy_qp_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -79,7 +79,7 @@ cmd_pair!(DestroyQpIn, DestroyQpOut, DestroyQp);
 prm_layout! {
     /// RST2INIT_QP input (`mlx5_ifc_rst2init_qp_in_bits`).
     pub struct Rst2InitQpIn("rst2init_qp_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -87,7 +87,7 @@ prm_layout! {
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
         /// QP number.
         qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see `ctx::opt_param`).
+        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
         opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
         /// Enhanced connection establishment options (0 when unused).
         ece / set_ece: u32 = dw(0x14, 31, 0);
@@ -99,7 +99,7 @@ prm_layout! {
 prm_layout! {
     /// RST2INIT_QP output (`mlx5_ifc_rst2init_qp_out_bits`).
     pub struct Rst2InitQpOut("rst2init_qp_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -113,7 +113,7 @@ cmd_pair!(Rst2InitQpIn, Rst2InitQpOut, Rst2InitQp);
 prm_layout! {
     /// INIT2INIT_QP input (`mlx5_ifc_init2init_qp_in_bits`).
     pub struct Init2InitQpIn("init2init_qp_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -121,7 +121,7 @@ prm_layout! {
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
         /// QP number.
         qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see `ctx::opt_param`).
+        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
         opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
         /// Enhanced connection establishment options (0 when unused).
         ece / set_ece: u32 = dw(0x14, 31, 0);
@@ -133,7 +133,7 @@ prm_layout! {
 prm_layout! {
     /// INIT2INIT_QP output (`mlx5_ifc_init2init_qp_out_bits`).
     pub struct Init2InitQpOut("init2init_qp_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -147,7 +147,7 @@ cmd_pair!(Init2InitQpIn, Init2InitQpOut, Init2InitQp);
 prm_layout! {
     /// INIT2RTR_QP input (`mlx5_ifc_init2rtr_qp_in_bits`).
     pub struct Init2RtrQpIn("init2rtr_qp_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -155,7 +155,7 @@ prm_layout! {
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
         /// QP number.
         qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see `ctx::opt_param`).
+        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
         opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
         /// Enhanced connection establishment options (0 when unused).
         ece / set_ece: u32 = dw(0x14, 31, 0);
@@ -167,7 +167,7 @@ prm_layout! {
 prm_layout! {
     /// INIT2RTR_QP output (`mlx5_ifc_init2rtr_qp_out_bits`).
     pub struct Init2RtrQpOut("init2rtr_qp_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -181,7 +181,7 @@ cmd_pair!(Init2RtrQpIn, Init2RtrQpOut, Init2RtrQp);
 prm_layout! {
     /// RTR2RTS_QP input (`mlx5_ifc_rtr2rts_qp_in_bits`).
     pub struct Rtr2RtsQpIn("rtr2rts_qp_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -189,7 +189,7 @@ prm_layout! {
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
         /// QP number.
         qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see `ctx::opt_param`).
+        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
         opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
         /// Enhanced connection establishment options (0 when unused).
         ece / set_ece: u32 = dw(0x14, 31, 0);
@@ -201,7 +201,7 @@ prm_layout! {
 prm_layout! {
     /// RTR2RTS_QP output (`mlx5_ifc_rtr2rts_qp_out_bits`).
     pub struct Rtr2RtsQpOut("rtr2rts_qp_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -215,7 +215,7 @@ cmd_pair!(Rtr2RtsQpIn, Rtr2RtsQpOut, Rtr2RtsQp);
 prm_layout! {
     /// RTS2RTS_QP input (`mlx5_ifc_rts2rts_qp_in_bits`).
     pub struct Rts2RtsQpIn("rts2rts_qp_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -223,7 +223,7 @@ prm_layout! {
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
         /// QP number.
         qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see `ctx::opt_param`).
+        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
         opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
         /// Enhanced connection establishment options (0 when unused).
         ece / set_ece: u32 = dw(0x14, 31, 0);
@@ -235,7 +235,7 @@ prm_layout! {
 prm_layout! {
     /// RTS2RTS_QP output (`mlx5_ifc_rts2rts_qp_out_bits`).
     pub struct Rts2RtsQpOut("rts2rts_qp_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -249,7 +249,7 @@ cmd_pair!(Rts2RtsQpIn, Rts2RtsQpOut, Rts2RtsQp);
 prm_layout! {
     /// SQERR2RTS_QP input (`mlx5_ifc_sqerr2rts_qp_in_bits`).
     pub struct Sqerr2RtsQpIn("sqerr2rts_qp_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -257,7 +257,7 @@ prm_layout! {
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
         /// QP number.
         qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see `ctx::opt_param`).
+        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
         opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
         /// QP context.
         qpc / qpc_mut: Qpc = nested(0x18);
@@ -267,7 +267,7 @@ prm_layout! {
 prm_layout! {
     /// SQERR2RTS_QP output (`mlx5_ifc_sqerr2rts_qp_out_bits`).
     pub struct Sqerr2RtsQpOut("sqerr2rts_qp_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -279,7 +279,7 @@ cmd_pair!(Sqerr2RtsQpIn, Sqerr2RtsQpOut, Sqerr2RtsQp);
 prm_layout! {
     /// 2ERR_QP input (`mlx5_ifc_qp_2err_in_bits`): move the QP to ERROR from any state.
     pub struct Qp2ErrIn("qp_2err_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -293,7 +293,7 @@ prm_layout! {
 prm_layout! {
     /// 2ERR_QP output (`mlx5_ifc_qp_2err_out_bits`).
     pub struct Qp2ErrOut("qp_2err_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -305,7 +305,7 @@ cmd_pair!(Qp2ErrIn, Qp2ErrOut, Qp2Err);
 prm_layout! {
     /// 2RST_QP input (`mlx5_ifc_qp_2rst_in_bits`): move the QP to RESET from any state.
     pub struct Qp2RstIn("qp_2rst_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -319,7 +319,7 @@ prm_layout! {
 prm_layout! {
     /// 2RST_QP output (`mlx5_ifc_qp_2rst_out_bits`).
     pub struct Qp2RstOut("qp_2rst_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -331,7 +331,7 @@ cmd_pair!(Qp2RstIn, Qp2RstOut, Qp2Rst);
 prm_layout! {
     /// QUERY_QP input (`mlx5_ifc_query_qp_in_bits`).
     pub struct QueryQpIn("query_qp_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -344,11 +344,11 @@ prm_layout! {
     /// QUERY_QP output (`mlx5_ifc_query_qp_out_bits`): the QP context at 0x18 and the PAS array
     /// from `PAS_OFFSET`.
     pub struct QueryQpOut("query_qp_out", 0x110) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
-        /// Optional parameters present in the context (see `ctx::opt_param`).
+        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
         opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
         /// Enhanced connection establishment options (0 when unused).
         ece / set_ece: u32 = dw(0x14, 31, 0);

@@ -6,7 +6,7 @@ use crate::ctx::RoceAddrLayout;
 prm_layout! {
     /// QUERY_ROCE_ADDRESS input (`mlx5_ifc_query_roce_address_in_bits`).
     pub struct QueryRoceAddressIn("query_roce_address_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -21,7 +21,7 @@ prm_layout! {
     /// QUERY_ROCE_ADDRESS output (`mlx5_ifc_query_roce_address_out_bits`, 0x30 bytes): the entry at
     /// 0x10.
     pub struct QueryRoceAddressOut("query_roce_address_out", 0x30) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -35,7 +35,7 @@ cmd_pair!(QueryRoceAddressIn, QueryRoceAddressOut, QueryRoceAddress);
 prm_layout! {
     /// SET_ROCE_ADDRESS input (`mlx5_ifc_set_roce_address_in_bits`, 0x30 bytes): the entry at 0x10.
     pub struct SetRoceAddressIn("set_roce_address_in", 0x30) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -51,7 +51,7 @@ prm_layout! {
 prm_layout! {
     /// SET_ROCE_ADDRESS output (`mlx5_ifc_set_roce_address_out_bits`).
     pub struct SetRoceAddressOut("set_roce_address_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);

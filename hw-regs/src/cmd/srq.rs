@@ -7,7 +7,7 @@ prm_layout! {
     /// CREATE_SRQ input (`mlx5_ifc_create_srq_in_bits`): the SRQ context at 0x10 and the PAS array
     /// from `PAS_OFFSET` = 0x110.
     pub struct CreateSrqIn("create_srq_in", 0x110) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -26,7 +26,7 @@ impl CreateSrqIn {
 prm_layout! {
     /// CREATE_SRQ output (`mlx5_ifc_create_srq_out_bits`): the new SRQ number.
     pub struct CreateSrqOut("create_srq_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -40,7 +40,7 @@ cmd_pair!(CreateSrqIn, CreateSrqOut, CreateSrq);
 prm_layout! {
     /// DESTROY_SRQ input (`mlx5_ifc_destroy_srq_in_bits`).
     pub struct DestroySrqIn("destroy_srq_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -54,7 +54,7 @@ prm_layout! {
 prm_layout! {
     /// DESTROY_SRQ output (`mlx5_ifc_destroy_srq_out_bits`).
     pub struct DestroySrqOut("destroy_srq_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -66,7 +66,7 @@ cmd_pair!(DestroySrqIn, DestroySrqOut, DestroySrq);
 prm_layout! {
     /// QUERY_SRQ input (`mlx5_ifc_query_srq_in_bits`).
     pub struct QuerySrqIn("query_srq_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -79,7 +79,7 @@ prm_layout! {
     /// QUERY_SRQ output (`mlx5_ifc_query_srq_out_bits`): the SRQ context and the PAS array from
     /// `PAS_OFFSET`.
     pub struct QuerySrqOut("query_srq_out", 0x110) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -99,7 +99,7 @@ prm_layout! {
     /// ARM_RQ input (`mlx5_ifc_arm_rq_in_bits`): arm the SRQ limit event at `lwm` WQEs (op_mod 1
     /// for SRQs).
     pub struct ArmRqIn("arm_rq_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// User context ID (0 for the kernel-level driver).
         uid / set_uid: u16 = dw(0x00, 15, 0);
@@ -115,7 +115,7 @@ prm_layout! {
 prm_layout! {
     /// ARM_RQ output (`mlx5_ifc_arm_rq_out_bits`).
     pub struct ArmRqOut("arm_rq_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);

@@ -39,7 +39,7 @@ prm_layout! {
 prm_layout! {
     /// QUERY_NIC_VPORT_CONTEXT input (`mlx5_ifc_query_nic_vport_context_in_bits`).
     pub struct QueryNicVportContextIn("query_nic_vport_context_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -56,7 +56,7 @@ prm_layout! {
     /// QUERY_NIC_VPORT_CONTEXT output (`mlx5_ifc_query_nic_vport_context_out_bits`, 0x110 bytes):
     /// the context at 0x10 (permanent MAC at 0x104).
     pub struct QueryNicVportContextOut("query_nic_vport_context_out", 0x110) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -75,7 +75,7 @@ prm_layout! {
     /// MODIFY_NIC_VPORT_CONTEXT input (`mlx5_ifc_modify_nic_vport_context_in_bits`, 0x200 bytes):
     /// field select at DW@0x0C, the context at 0x100.
     pub struct ModifyNicVportContextIn("modify_nic_vport_context_in", 0x200) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -93,7 +93,7 @@ prm_layout! {
 prm_layout! {
     /// MODIFY_NIC_VPORT_CONTEXT output (`mlx5_ifc_modify_nic_vport_context_out_bits`).
     pub struct ModifyNicVportContextOut("modify_nic_vport_context_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -109,7 +109,7 @@ cmd_pair!(
 prm_layout! {
     /// QUERY_VPORT_STATE input (`mlx5_ifc_query_vport_state_in_bits`).
     pub struct QueryVportStateIn("query_vport_state_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -123,7 +123,7 @@ prm_layout! {
 prm_layout! {
     /// QUERY_VPORT_STATE output (`mlx5_ifc_query_vport_state_out_bits`).
     pub struct QueryVportStateOut("query_vport_state_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
@@ -139,7 +139,7 @@ cmd_pair!(QueryVportStateIn, QueryVportStateOut, QueryVportState);
 prm_layout! {
     /// MODIFY_VPORT_STATE input (`mlx5_ifc_modify_vport_state_in_bits`).
     pub struct ModifyVportStateIn("modify_vport_state_in", 0x10) {
-        /// Command opcode (see `CmdOpcode`).
+        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
         opcode / set_opcode: u16 = dw(0x00, 31, 16);
         /// Opcode modifier.
         op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
@@ -155,7 +155,7 @@ prm_layout! {
 prm_layout! {
     /// MODIFY_VPORT_STATE output (`mlx5_ifc_modify_vport_state_out_bits`).
     pub struct ModifyVportStateOut("modify_vport_state_out", 0x10) {
-        /// Command status (0 = OK, see `status`).
+        /// Command status (0 = OK, see [`crate::status`]).
         status / set_status: u8 = dw(0x00, 31, 24);
         /// Firmware syndrome explaining a failed status.
         syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
