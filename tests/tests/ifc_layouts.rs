@@ -36,7 +36,9 @@ fn parse(text: &str) -> HashMap<String, TsvStruct> {
         assert_eq!(cols.len(), 5, "line {}: {line:?}", n + 1);
         let (s, f, off, width, prm) = (cols[0], cols[1], cols[2], cols[3], cols[4]);
         let entry = out.entry(s.to_owned()).or_default();
-        let bits: usize = off.parse().unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
+        let bits: usize = off
+            .parse()
+            .unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
         if f == "(size)" {
             assert_eq!(bits % 8, 0, "{s}: size is not whole bytes");
             entry.size = Some(bits / 8);
@@ -47,7 +49,9 @@ fn parse(text: &str) -> HashMap<String, TsvStruct> {
             Some((name, ty)) => (name, Some(ty.trim_end_matches('>').to_owned())),
             None => (f, None),
         };
-        let bit_width: usize = width.parse().unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
+        let bit_width: usize = width
+            .parse()
+            .unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
         entry.fields.insert(
             name.to_owned(),
             TsvField {
@@ -117,7 +121,10 @@ fn declared_layouts_match_mlx5_ifc() {
             // A nested layout must itself be in the catalog, so its own fields are checked.
             if let FieldKind::Nested(inner) = f.kind {
                 if !IFC_LAYOUTS.iter().any(|l| l.ifc_name == inner) {
-                    errors.push(format!("{name}.{}: nested {inner} is not catalogued", f.name));
+                    errors.push(format!(
+                        "{name}.{}: nested {inner} is not catalogued",
+                        f.name
+                    ));
                 }
             }
         }
