@@ -315,4 +315,49 @@ mod tests {
         assert_eq!(&b[0x98..0x9C], &275u32.to_be_bytes());
         assert_eq!(CmdHcaCap::SIZE, 0x100);
     }
+
+    #[test]
+    fn declares_every_section_4_field() {
+        let names = [
+            "log_max_qp_sz",
+            "log_max_qp",
+            "log_max_cq_sz",
+            "log_max_cq",
+            "log_max_eq_sz",
+            "log_max_mkey",
+            "log_max_eq",
+            "log_max_ra_req_qp",
+            "log_max_ra_res_qp",
+            "gid_table_size",
+            "pkey_table_size",
+            "disable_link_up",
+            "port_type",
+            "num_ports",
+            "log_max_msg",
+            "cqe_version",
+            "cmdif_checksum",
+            "wq_signature",
+            "roce",
+            "atomic",
+            "ud",
+            "uc",
+            "rc",
+            "uar_4k",
+            "log_pg_sz",
+            "bf",
+            "log_bf_reg_size",
+            "max_wqe_sz_sq",
+            "max_wqe_sz_rq",
+            "log_max_pd",
+            "roce_rw_supported",
+            "log_uar_page_sz",
+            "device_frequency_mhz",
+            "device_frequency_khz",
+            "log_max_srq",
+            "log_max_srq_sz",
+        ];
+        for n in names {
+            assert!(CmdHcaCap::FIELDS.iter().any(|f| f.name == n), "{n}");
+        }
+    }
 }
