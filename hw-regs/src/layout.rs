@@ -1,5 +1,5 @@
 //! The machinery behind every PRM layout: field descriptors, bit access in big-endian bytes,
-//! and the [`prm_layout!`] macro that turns a list of named PRM fields into a zerocopy struct
+//! and the `prm_layout!` macro that turns a list of named PRM fields into a zerocopy struct
 //! with typed getters and setters.
 //!
 //! Bit numbering follows `mlx5_ifc.h`: a field's `bit_offset` counts from the most significant
@@ -31,7 +31,7 @@ pub struct FieldDesc {
     pub kind: FieldKind,
 }
 
-/// A fixed-size structure that crosses the PCI bus, declared with [`prm_layout!`].
+/// A fixed-size structure that crosses the PCI bus, declared with `prm_layout!`.
 pub trait PrmLayout: FromBytes + IntoBytes + KnownLayout + Immutable + Unaligned + Sized {
     /// The structure's name in `mlx5_ifc.h` without `mlx5_ifc_` and `_bits` (e.g. `"qpc"`),
     /// or `""` for structures that header does not define (WQE segments, CQEs, EQEs).
@@ -200,7 +200,7 @@ macro_rules! prm_layout {
     // ---- accessors ----
     (@acc [$(#[$fmeta:meta])*] $get:ident $set:ident $ty:ty, dw($off:expr, $hi:expr, $lo:expr)) => {
         $(#[$fmeta])*
-        #[doc = concat!("\n\nPRM: DW@", stringify!($off), " [", stringify!($hi), ":", stringify!($lo), "].")]
+        #[doc = concat!("\n\nPRM: `DW@", stringify!($off), " [", stringify!($hi), ":", stringify!($lo), "]`.")]
         #[inline]
         pub fn $get(&self) -> $ty {
             <$ty as $crate::layout::FieldValue>::from_raw($crate::layout::bits::get(
@@ -218,7 +218,7 @@ macro_rules! prm_layout {
     };
     (@acc [$(#[$fmeta:meta])*] $get:ident $set:ident $ty:ty, qw($off:expr)) => {
         $(#[$fmeta])*
-        #[doc = concat!("\n\nPRM: 64 bits at ", stringify!($off), ".")]
+        #[doc = concat!("\n\nPRM: 64 bits at `", stringify!($off), "`.")]
         #[inline]
         pub fn $get(&self) -> $ty {
             <$ty as $crate::layout::FieldValue>::from_raw(
@@ -235,7 +235,7 @@ macro_rules! prm_layout {
     };
     (@acc [$(#[$fmeta:meta])*] $get:ident $set:ident $ty:ty, bytes($off:expr, $len:expr)) => {
         $(#[$fmeta])*
-        #[doc = concat!("\n\nPRM: ", stringify!($len), " bytes at ", stringify!($off), ".")]
+        #[doc = concat!("\n\nPRM: ", stringify!($len), " bytes at `", stringify!($off), "`.")]
         #[inline]
         pub fn $get(&self) -> [u8; $len] {
             let mut out = [0u8; $len];
@@ -250,7 +250,7 @@ macro_rules! prm_layout {
     };
     (@acc [$(#[$fmeta:meta])*] $get:ident $set:ident $ty:ty, nested($off:expr)) => {
         $(#[$fmeta])*
-        #[doc = concat!("\n\nPRM: nested at ", stringify!($off), ".")]
+        #[doc = concat!("\n\nPRM: nested at `", stringify!($off), "`.")]
         #[inline]
         pub fn $get(&self) -> &$ty {
             // SAFETY: `$ty` is a `#[repr(transparent)]` byte array (align 1, every bit pattern
@@ -301,7 +301,7 @@ macro_rules! prm_layout {
     (@check $size:expr, $ty:ty, dw($off:expr, $hi:expr, $lo:expr)) => {
         assert!($off % 4 == 0 && $off + 4 <= $size, "dword outside the layout");
         assert!($hi < 32 && $lo <= $hi, "bad bit range");
-        assert!($hi - $lo + 1 <= <$ty as $crate::layout::FieldValue>::BITS, "type too narrow");
+        assert!($hi - $lo < <$ty as $crate::layout::FieldValue>::BITS, "type too narrow");
     };
     (@check $size:expr, $ty:ty, qw($off:expr)) => {
         assert!($off % 4 == 0 && $off + 8 <= $size, "qword outside the layout");

@@ -2,7 +2,7 @@
 //! driver and the device, named as in the PRM and Linux's `mlx5_ifc.h`.
 //!
 //! Every structure is a [zerocopy] view over its big-endian bytes. Command and context
-//! layouts are declared with [`prm_layout!`] as lists of named PRM fields (byte offset of the
+//! layouts are declared with `prm_layout!` as lists of named PRM fields (byte offset of the
 //! dword, high bit, low bit), which gives each field a typed getter and setter and records
 //! the field in [`PrmLayout::FIELDS`], so tests check every field against `mlx5_ifc.h`.
 //!
