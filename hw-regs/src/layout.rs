@@ -3,7 +3,7 @@
 //! with typed getters and setters.
 //!
 //! Bit numbering follows `mlx5_ifc.h`: a field's `bit_offset` counts from the most significant
-//! bit of byte 0, so "DW@0x14 [31:12]" is bit offset `0x14 * 8 + (31 - 31)`, width 20.
+//! bit of byte 0, so `DW@0x14 [31:12]` is bit offset `0x14 * 8 + (31 - 31)`, width 20.
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -140,7 +140,7 @@ pub mod bits {
 /// [`PrmLayout`] impl whose `FIELDS` list tests compare with `mlx5_ifc.h`.
 ///
 /// Field kinds, in PRM notation:
-/// - `dw(OFF, HI, LO)`: bits HI..LO of the big-endian dword at byte OFF ("DW@OFF [HI:LO]");
+/// - `dw(OFF, HI, LO)`: bits HI..LO of the big-endian dword at byte OFF (`DW@OFF [HI:LO]`);
 /// - `qw(OFF)`: the big-endian 64-bit value at byte OFF;
 /// - `bytes(OFF, LEN)`: LEN opaque bytes at OFF (getter returns `[u8; LEN]`);
 /// - `nested(OFF)`: another layout at OFF (getter returns `&T`, the second name `&mut T`).
