@@ -9,7 +9,7 @@
 //! use rnic_hw_regs::status::{CmdStatus, DeliveryStatus};
 //!
 //! assert_eq!(DeliveryStatus::try_from(0x3), Ok(DeliveryStatus::BadBlockNumber));
-//! assert_eq!(CmdStatus::try_from(0x51).unwrap().name(), "BAD_OUTPUT_LEN");
+//! assert_eq!(CmdStatus::try_from(0x51).unwrap().name(), "BAD_OUTP_LEN");
 //! assert!(CmdStatus::try_from(0x07).is_err());
 //! ```
 
