@@ -9,6 +9,8 @@
 
 use std::path::PathBuf;
 
+pub mod trace;
+
 /// The environment variable naming the shared golden-data folder.
 pub const SHARED_DIR_VAR: &str = "RNIC_SHARED_DIR";
 
@@ -54,5 +56,3 @@ pub fn shared_file(rel: &str) -> Option<PathBuf> {
     );
     Some(path)
 }
-
-pub mod trace;

@@ -141,6 +141,12 @@ fn check_dump(d: &Dump) -> Vec<u8> {
         pointer != 0,
         "{ctx}: mailbox pointer iff blocks are needed"
     );
+    // The kernel's blocks come from a DMA pool aligned to 1 KiB.
+    let align = cmdq::MAILBOX_ALIGN as u64;
+    assert_eq!(pointer % align, 0, "{ctx}: mailbox pointer alignment");
+    for b in &d.blocks {
+        assert_eq!(b.next_pointer() % align, 0, "{ctx}: next pointer alignment");
+    }
     let mut linked = 0;
     for (i, b) in d.blocks.iter().enumerate() {
         assert_eq!(b.block_number() as usize, i, "{ctx}: block number {i}");
