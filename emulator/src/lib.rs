@@ -1,8 +1,22 @@
 //! A software ConnectX (mlx5) that speaks byte-exact RoCE v2.
 //!
-//! What exists today is [`wire`]: the RoCE v2 wire formats (Ethernet, IPv4/IPv6, UDP, the
-//! InfiniBand transport headers, ICRC) as zero-copy packet views with parsed `Repr`s. The
-//! device model (registers, command processor, queues) and the transport arrive with later
-//! issues.
+//! What exists today is [`wire`]: the RoCE v2 wire formats, checked against real Linux rxe
+//! captures.
+//!
+//! - Ethernet (with an optional 802.1Q tag), IPv4 and IPv6, UDP: smoltcp's zero-copy views
+//!   with our own `Repr`s, which keep what a byte-exact RoCE v2 frame needs (IP ID, DSCP/ECN,
+//!   DF, the UDP checksum as sent).
+//! - The InfiniBand transport headers: BTH, RETH, AETH (with syndrome decoding), AtomicETH,
+//!   AtomicAckETH, DETH, ImmDt, IETH and the CNP's reserved block, each a zero-copy view plus
+//!   a `Repr` with `parse`, `buffer_len` and `emit`.
+//! - The opcode table (RC, UC, UD, CNP) with the headers and payload rules of each opcode.
+//! - The ICRC (compute and verify, no allocation) and rxe's UDP source-port formulas.
+//! - Whole frames: [`wire::RocePacket`] (a checked view) and [`wire::PacketRepr`] (parse a
+//!   frame into headers plus a payload slice; emit one into a caller buffer with lengths,
+//!   checksum, pad and ICRC computed).
+//!
+//! Every parse returns a typed [`wire::WireError`] on malformed input and never panics. The
+//! device model (registers, command processor, queues), the transport and the links arrive
+//! with later issues.
 
 pub mod wire;
