@@ -8,9 +8,8 @@ mod common;
 use core::net::{IpAddr, Ipv4Addr};
 
 use rnic_emulator::wire::{
-    AtomicAckEthRepr, AtomicEthRepr, DethRepr, EthernetAddress, IpRepr, NakCode, Opcode,
-    PacketRepr, RethRepr, RocePacket, Syndrome, WireError, rdma_get_udp_sport,
-    rxe_legacy_udp_sport,
+    AtomicAckEthRepr, AtomicEthRepr, DethRepr, EthernetAddress, IpRepr, Opcode, PacketRepr,
+    RethRepr, RocePacket, Syndrome, WireError, rdma_get_udp_sport, rxe_legacy_udp_sport,
 };
 
 use common::read_frames;
@@ -638,17 +637,29 @@ fn rc_pingpong_full() {
     assert_eq!(count(Opcode::RcSendMiddle), 4075);
     assert_eq!(count(Opcode::RcSendLast), 2035);
     assert_eq!(count(Opcode::RcAcknowledge), 2150);
+    // 1000 iterations each way of 4096 bytes at PMTU 1024 are 2000 messages of FIRST,
+    // MIDDLE, MIDDLE, LAST = 8000 request frames; the other 150 are re-sent requests (same
+    // source and PSN as an earlier frame).
+    let mut seen = std::collections::HashSet::new();
+    let mut resent = 0;
     for f in &d {
         assert_rxe_defaults(f);
+        assert_eq!(f.repr.bth.dest_qp, 0x11);
+        assert_eq!(f.repr.udp.src_port, rdma_get_udp_sport(0, 0x11, 0x11));
         if f.repr.bth.opcode == Opcode::RcAcknowledge {
-            let aeth = f.repr.ext.aeth.expect("AETH");
-            assert!(
-                aeth.syndrome.is_ack() || aeth.syndrome == Syndrome::Nak(NakCode::PsnSequenceError)
+            assert_eq!(
+                f.repr.ext.aeth.map(|a| a.syndrome),
+                Some(Syndrome::ACK_NO_CREDITS)
             );
         } else {
             assert_eq!(f.payload.len(), 1024);
+            if !seen.insert((f.repr.ip.src(), f.repr.bth.psn)) {
+                resent += 1;
+            }
         }
     }
+    assert_eq!(seen.len(), 8000);
+    assert_eq!(resent, 150);
 }
 
 #[test]

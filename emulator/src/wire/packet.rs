@@ -623,6 +623,61 @@ mod tests {
         )
     }
 
+    /// roce-v2.md worked example (a), a whole frame: UC SEND_ONLY, M=1, PadCnt 2, ECN 1,
+    /// a non-zero UDP checksum.
+    const EXAMPLE_A: [u8; 78] = [
+        0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22, 0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22, 0x08,
+        0x00, // Eth
+        0x45, 0x01, 0x00, 0x40, 0x04, 0x78, 0x40, 0x00, 0x40, 0x11, 0xb4, 0xd5, 0xc0, 0xa8, 0x00,
+        0x07, 0xc0, 0xa8, 0x00, 0x07, // IPv4
+        0xc0, 0x00, 0x12, 0xb7, 0x00, 0x2c, 0xac, 0xa2, // UDP
+        0x24, 0x60, 0xff, 0xff, 0x00, 0x00, 0x00, 0xd3, 0x00, 0xcf, 0x17, 0x10, // BTH
+        0x46, 0x30, 0x81, 0x8b, 0xe2, 0x89, 0x35, 0xd9, 0x0e, 0x9a, 0x95, 0x50, 0x54, 0x01, 0xbe,
+        0x88, 0x5e, 0x50, 0x00, 0x00, // payload + pad
+        0x78, 0xf3, 0x53, 0xf3, // ICRC
+    ];
+
+    /// roce-v2.md worked example (b), a whole frame: a CNP from a ConnectX-4 Lx.
+    const EXAMPLE_B: [u8; 74] = [
+        0xe4, 0x1d, 0x2d, 0xab, 0x2b, 0xc2, 0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32, 0x08,
+        0x00, // Eth
+        0x45, 0xc2, 0x00, 0x3c, 0x71, 0x8c, 0x40, 0x00, 0x40, 0x11, 0x91, 0x61, 0x0a, 0x00, 0x11,
+        0x01, 0x0a, 0x00, 0x12, 0x01, // IPv4
+        0x00, 0x00, 0x12, 0xb7, 0x00, 0x28, 0x00, 0x00, // UDP
+        0x81, 0x00, 0xff, 0xff, 0x40, 0x00, 0x01, 0x18, 0x00, 0x00, 0x00, 0x00, // BTH
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // reserved
+        0x82, 0xfd, 0x00, 0x2a, // ICRC
+    ];
+
+    #[test]
+    fn worked_examples_parse_and_re_emit() {
+        let (a, payload) = PacketRepr::parse(&EXAMPLE_A).unwrap();
+        assert_eq!(a.bth.opcode, Opcode::UcSendOnly);
+        assert!(a.bth.mig_req);
+        assert_eq!(
+            (a.bth.pad_count, a.bth.dest_qp, a.bth.psn),
+            (2, 211, 13_571_856)
+        );
+        assert_eq!(a.udp.checksum, 0xACA2);
+        assert_eq!(payload.len(), 18);
+        let IpRepr::V4(ip) = a.ip else { panic!() };
+        assert_eq!((ip.ident, ip.dscp, ip.ecn, ip.ttl), (0x0478, 0, 1, 64));
+        let mut buf = [0u8; 100];
+        let n = a.emit(&mut buf, payload).unwrap();
+        assert_eq!(&buf[..n], &EXAMPLE_A[..]);
+
+        let (b, payload) = PacketRepr::parse(&EXAMPLE_B).unwrap();
+        assert_eq!(b.bth.opcode, Opcode::Cnp);
+        assert!(b.bth.becn && !b.bth.fecn);
+        assert_eq!((b.bth.dest_qp, b.bth.psn), (0x118, 0));
+        assert_eq!(b.ext.cnp, Some(CnpRepr));
+        assert!(payload.is_empty());
+        let IpRepr::V4(ip) = b.ip else { panic!() };
+        assert_eq!((ip.dscp, ip.ecn), (48, 2));
+        let n = b.emit(&mut buf, payload).unwrap();
+        assert_eq!(&buf[..n], &EXAMPLE_B[..]);
+    }
+
     #[test]
     fn short_frames_are_padded_to_60() {
         let r = repr(Opcode::RcSendOnly);
