@@ -117,45 +117,16 @@ prm_layout! {
 pub type GenEqeOut = super::CmdHdrOut;
 cmd_pair!(GenEqeIn, GenEqeOut, GenEqe);
 
-/// EQ event types (the EQE's `event_type` byte, and the bit in `event_bitmask`).
-pub mod event_type {
-    /// Completion on a CQ.
-    pub const COMPLETION: u8 = 0x00;
-    /// QP path migrated.
-    pub const PATH_MIG: u8 = 0x01;
-    /// QP communication established.
-    pub const COMM_EST: u8 = 0x02;
-    /// Send queue drained.
-    pub const SQ_DRAINED: u8 = 0x03;
-    /// CQ error.
-    pub const CQ_ERROR: u8 = 0x04;
-    /// QP catastrophic error.
-    pub const WQ_CATAS_ERROR: u8 = 0x05;
-    /// Port state change.
-    pub const PORT_CHANGE: u8 = 0x09;
-    /// Command completion (slot bitmask in the EQE).
-    pub const CMD: u8 = 0x0A;
-    /// Page request: firmware wants pages given or taken back.
-    pub const PAGE_REQUEST: u8 = 0x0B;
-    /// Last WQE reached on an SRQ-attached QP.
-    pub const LAST_WQE_REACHED: u8 = 0x13;
-    /// Invalid request on a QP.
-    pub const WQ_INVAL_REQ_ERROR: u8 = 0x10;
-    /// Access violation on a QP.
-    pub const WQ_ACCESS_ERROR: u8 = 0x11;
-    /// SRQ limit (lwm) reached.
-    pub const SRQ_LIMIT: u8 = 0x14;
-}
-
 impl CreateEqIn {
-    /// Whether event type `t` is selected in `event_bitmask` (word t/64, bit t%64).
+    /// Whether event type `t` (an [`EventType`](crate::eqe::EventType) code; any code can be selected) is in
+    /// `event_bitmask` (word t/64, bit t%64).
     pub fn event(&self, t: u8) -> bool {
         let w = 0x58 + usize::from(t / 64) * 8;
         let word = u64::from_be_bytes(self.0[w..w + 8].try_into().unwrap_or([0; 8]));
         word & (1 << (t % 64)) != 0
     }
 
-    /// Selects (or deselects) event type `t` in `event_bitmask`.
+    /// Selects (or deselects) event type `t` (an [`EventType`](crate::eqe::EventType) code) in `event_bitmask`.
     pub fn set_event(&mut self, t: u8, on: bool) {
         let w = 0x58 + usize::from(t / 64) * 8;
         let mut word = u64::from_be_bytes(self.0[w..w + 8].try_into().unwrap_or([0; 8]));
@@ -172,6 +143,7 @@ impl CreateEqIn {
 mod tests {
     use super::*;
     use crate::PrmLayout;
+    use crate::eqe::EventType;
     use zerocopy::{FromZeros, IntoBytes};
 
     #[test]
@@ -179,14 +151,14 @@ mod tests {
         let mut i = CreateEqIn::new_cmd();
         i.eq_context_entry_mut().set_log_eq_size(7);
         i.eq_context_entry_mut().set_uar_page(0x10);
-        i.set_event(event_type::PAGE_REQUEST, true);
-        i.set_event(event_type::CMD, true);
+        i.set_event(EventType::PageRequest.raw(), true);
+        i.set_event(EventType::Cmd.raw(), true);
         let b = i.as_bytes();
         assert_eq!(&b[0..2], &[0x03, 0x01]);
         assert_eq!(&b[0x1C..0x20], &[0x07, 0, 0, 0x10]);
         assert_eq!(&b[0x58..0x60], &0x0C00u64.to_be_bytes());
-        assert!(i.event(event_type::PAGE_REQUEST));
-        assert!(!i.event(event_type::COMPLETION));
+        assert!(i.event(EventType::PageRequest.raw()));
+        assert!(!i.event(EventType::Completion.raw()));
         assert_eq!(CreateEqIn::PAS_OFFSET, 0x110);
         let mut o = CreateEqOut::new_zeroed();
         o.set_eq_number(7);

@@ -6,6 +6,46 @@
 
 use crate::ctx::Qpc;
 
+/// Declares a QP transition command whose input is the shared shape (qpn, `opt_param_mask`,
+/// `ece`, QP context) and whose output carries only status, syndrome and `ece`.
+macro_rules! qp_transition {
+    ($in:ident, $out:ident, $op:ident, $ifc_in:literal, $ifc_out:literal, $name:literal) => {
+        prm_layout! {
+            #[doc = concat!($name, " input (`mlx5_ifc_", $ifc_in, "_bits`).")]
+            pub struct $in($ifc_in, 0x110) {
+                /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
+                opcode / set_opcode: u16 = dw(0x00, 31, 16);
+                /// User context ID (0 for the kernel-level driver).
+                uid / set_uid: u16 = dw(0x00, 15, 0);
+                /// Opcode modifier.
+                op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
+                /// QP number.
+                qpn / set_qpn: u32 = dw(0x08, 23, 0);
+                /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
+                opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
+                /// Enhanced connection establishment options (0 when unused).
+                ece / set_ece: u32 = dw(0x14, 31, 0);
+                /// QP context.
+                qpc / qpc_mut: Qpc = nested(0x18);
+            }
+        }
+
+        prm_layout! {
+            #[doc = concat!($name, " output (`mlx5_ifc_", $ifc_out, "_bits`).")]
+            pub struct $out($ifc_out, 0x10) {
+                /// Command status (0 = OK, see [`crate::status`]).
+                status / set_status: u8 = dw(0x00, 31, 24);
+                /// Firmware syndrome explaining a failed status.
+                syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
+                /// Enhanced connection establishment options (0 when unused).
+                ece / set_ece: u32 = dw(0x0C, 31, 0);
+            }
+        }
+
+        cmd_pair!($in, $out, $op);
+    };
+}
+
 prm_layout! {
     /// CREATE_QP input (`mlx5_ifc_create_qp_in_bits`): the QP context at 0x18 and the PAS array
     /// (BE64 page addresses of the RQ+SQ buffer) from `PAS_OFFSET` = 0x110.
@@ -76,175 +116,50 @@ prm_layout! {
 
 cmd_pair!(DestroyQpIn, DestroyQpOut, DestroyQp);
 
-prm_layout! {
-    /// RST2INIT_QP input (`mlx5_ifc_rst2init_qp_in_bits`).
-    pub struct Rst2InitQpIn("rst2init_qp_in", 0x110) {
-        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
-        opcode / set_opcode: u16 = dw(0x00, 31, 16);
-        /// User context ID (0 for the kernel-level driver).
-        uid / set_uid: u16 = dw(0x00, 15, 0);
-        /// Opcode modifier.
-        op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
-        /// QP number.
-        qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
-        opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
-        /// Enhanced connection establishment options (0 when unused).
-        ece / set_ece: u32 = dw(0x14, 31, 0);
-        /// QP context.
-        qpc / qpc_mut: Qpc = nested(0x18);
-    }
-}
+qp_transition!(
+    Rst2InitQpIn,
+    Rst2InitQpOut,
+    Rst2InitQp,
+    "rst2init_qp_in",
+    "rst2init_qp_out",
+    "RST2INIT_QP"
+);
 
-prm_layout! {
-    /// RST2INIT_QP output (`mlx5_ifc_rst2init_qp_out_bits`).
-    pub struct Rst2InitQpOut("rst2init_qp_out", 0x10) {
-        /// Command status (0 = OK, see [`crate::status`]).
-        status / set_status: u8 = dw(0x00, 31, 24);
-        /// Firmware syndrome explaining a failed status.
-        syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
-        /// Enhanced connection establishment options (0 when unused).
-        ece / set_ece: u32 = dw(0x0C, 31, 0);
-    }
-}
+qp_transition!(
+    Init2InitQpIn,
+    Init2InitQpOut,
+    Init2InitQp,
+    "init2init_qp_in",
+    "init2init_qp_out",
+    "INIT2INIT_QP"
+);
 
-cmd_pair!(Rst2InitQpIn, Rst2InitQpOut, Rst2InitQp);
+qp_transition!(
+    Init2RtrQpIn,
+    Init2RtrQpOut,
+    Init2RtrQp,
+    "init2rtr_qp_in",
+    "init2rtr_qp_out",
+    "INIT2RTR_QP"
+);
 
-prm_layout! {
-    /// INIT2INIT_QP input (`mlx5_ifc_init2init_qp_in_bits`).
-    pub struct Init2InitQpIn("init2init_qp_in", 0x110) {
-        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
-        opcode / set_opcode: u16 = dw(0x00, 31, 16);
-        /// User context ID (0 for the kernel-level driver).
-        uid / set_uid: u16 = dw(0x00, 15, 0);
-        /// Opcode modifier.
-        op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
-        /// QP number.
-        qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
-        opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
-        /// Enhanced connection establishment options (0 when unused).
-        ece / set_ece: u32 = dw(0x14, 31, 0);
-        /// QP context.
-        qpc / qpc_mut: Qpc = nested(0x18);
-    }
-}
+qp_transition!(
+    Rtr2RtsQpIn,
+    Rtr2RtsQpOut,
+    Rtr2RtsQp,
+    "rtr2rts_qp_in",
+    "rtr2rts_qp_out",
+    "RTR2RTS_QP"
+);
 
-prm_layout! {
-    /// INIT2INIT_QP output (`mlx5_ifc_init2init_qp_out_bits`).
-    pub struct Init2InitQpOut("init2init_qp_out", 0x10) {
-        /// Command status (0 = OK, see [`crate::status`]).
-        status / set_status: u8 = dw(0x00, 31, 24);
-        /// Firmware syndrome explaining a failed status.
-        syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
-        /// Enhanced connection establishment options (0 when unused).
-        ece / set_ece: u32 = dw(0x0C, 31, 0);
-    }
-}
-
-cmd_pair!(Init2InitQpIn, Init2InitQpOut, Init2InitQp);
-
-prm_layout! {
-    /// INIT2RTR_QP input (`mlx5_ifc_init2rtr_qp_in_bits`).
-    pub struct Init2RtrQpIn("init2rtr_qp_in", 0x110) {
-        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
-        opcode / set_opcode: u16 = dw(0x00, 31, 16);
-        /// User context ID (0 for the kernel-level driver).
-        uid / set_uid: u16 = dw(0x00, 15, 0);
-        /// Opcode modifier.
-        op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
-        /// QP number.
-        qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
-        opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
-        /// Enhanced connection establishment options (0 when unused).
-        ece / set_ece: u32 = dw(0x14, 31, 0);
-        /// QP context.
-        qpc / qpc_mut: Qpc = nested(0x18);
-    }
-}
-
-prm_layout! {
-    /// INIT2RTR_QP output (`mlx5_ifc_init2rtr_qp_out_bits`).
-    pub struct Init2RtrQpOut("init2rtr_qp_out", 0x10) {
-        /// Command status (0 = OK, see [`crate::status`]).
-        status / set_status: u8 = dw(0x00, 31, 24);
-        /// Firmware syndrome explaining a failed status.
-        syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
-        /// Enhanced connection establishment options (0 when unused).
-        ece / set_ece: u32 = dw(0x0C, 31, 0);
-    }
-}
-
-cmd_pair!(Init2RtrQpIn, Init2RtrQpOut, Init2RtrQp);
-
-prm_layout! {
-    /// RTR2RTS_QP input (`mlx5_ifc_rtr2rts_qp_in_bits`).
-    pub struct Rtr2RtsQpIn("rtr2rts_qp_in", 0x110) {
-        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
-        opcode / set_opcode: u16 = dw(0x00, 31, 16);
-        /// User context ID (0 for the kernel-level driver).
-        uid / set_uid: u16 = dw(0x00, 15, 0);
-        /// Opcode modifier.
-        op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
-        /// QP number.
-        qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
-        opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
-        /// Enhanced connection establishment options (0 when unused).
-        ece / set_ece: u32 = dw(0x14, 31, 0);
-        /// QP context.
-        qpc / qpc_mut: Qpc = nested(0x18);
-    }
-}
-
-prm_layout! {
-    /// RTR2RTS_QP output (`mlx5_ifc_rtr2rts_qp_out_bits`).
-    pub struct Rtr2RtsQpOut("rtr2rts_qp_out", 0x10) {
-        /// Command status (0 = OK, see [`crate::status`]).
-        status / set_status: u8 = dw(0x00, 31, 24);
-        /// Firmware syndrome explaining a failed status.
-        syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
-        /// Enhanced connection establishment options (0 when unused).
-        ece / set_ece: u32 = dw(0x0C, 31, 0);
-    }
-}
-
-cmd_pair!(Rtr2RtsQpIn, Rtr2RtsQpOut, Rtr2RtsQp);
-
-prm_layout! {
-    /// RTS2RTS_QP input (`mlx5_ifc_rts2rts_qp_in_bits`).
-    pub struct Rts2RtsQpIn("rts2rts_qp_in", 0x110) {
-        /// Command opcode (see [`CmdOpcode`](crate::cmd::CmdOpcode)).
-        opcode / set_opcode: u16 = dw(0x00, 31, 16);
-        /// User context ID (0 for the kernel-level driver).
-        uid / set_uid: u16 = dw(0x00, 15, 0);
-        /// Opcode modifier.
-        op_mod / set_op_mod: u16 = dw(0x04, 15, 0);
-        /// QP number.
-        qpn / set_qpn: u32 = dw(0x08, 23, 0);
-        /// Optional parameters present in the context (see [`crate::ctx::opt_param`]).
-        opt_param_mask / set_opt_param_mask: u32 = dw(0x10, 31, 0);
-        /// Enhanced connection establishment options (0 when unused).
-        ece / set_ece: u32 = dw(0x14, 31, 0);
-        /// QP context.
-        qpc / qpc_mut: Qpc = nested(0x18);
-    }
-}
-
-prm_layout! {
-    /// RTS2RTS_QP output (`mlx5_ifc_rts2rts_qp_out_bits`).
-    pub struct Rts2RtsQpOut("rts2rts_qp_out", 0x10) {
-        /// Command status (0 = OK, see [`crate::status`]).
-        status / set_status: u8 = dw(0x00, 31, 24);
-        /// Firmware syndrome explaining a failed status.
-        syndrome / set_syndrome: u32 = dw(0x04, 31, 0);
-        /// Enhanced connection establishment options (0 when unused).
-        ece / set_ece: u32 = dw(0x0C, 31, 0);
-    }
-}
-
-cmd_pair!(Rts2RtsQpIn, Rts2RtsQpOut, Rts2RtsQp);
+qp_transition!(
+    Rts2RtsQpIn,
+    Rts2RtsQpOut,
+    Rts2RtsQp,
+    "rts2rts_qp_in",
+    "rts2rts_qp_out",
+    "RTS2RTS_QP"
+);
 
 prm_layout! {
     /// SQERR2RTS_QP input (`mlx5_ifc_sqerr2rts_qp_in_bits`).
