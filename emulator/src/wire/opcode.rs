@@ -161,8 +161,8 @@ impl Opcode {
     ];
 
     /// The opcode for a wire byte, or `None` when the byte is not in the table.
-    pub fn from_u8(byte: u8) -> Option<Opcode> {
-        Opcode::ALL.iter().copied().find(|op| op.as_u8() == byte)
+    pub const fn from_u8(byte: u8) -> Option<Opcode> {
+        LOOKUP[byte as usize]
     }
 
     /// The byte on the wire.
@@ -337,6 +337,17 @@ impl Opcode {
         )
     }
 }
+
+/// Wire byte to opcode, built from [`Opcode::ALL`] at compile time.
+const LOOKUP: [Option<Opcode>; 256] = {
+    let mut table = [None; 256];
+    let mut i = 0;
+    while i < Opcode::ALL.len() {
+        table[Opcode::ALL[i].as_u8() as usize] = Some(Opcode::ALL[i]);
+        i += 1;
+    }
+    table
+};
 
 impl TryFrom<u8> for Opcode {
     type Error = WireError;

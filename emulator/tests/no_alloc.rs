@@ -1,0 +1,58 @@
+//! The data path does not allocate: parsing, ICRC verification and emitting a frame run under
+//! an allocator that counts this thread's allocations.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use rnic_emulator::wire::{PacketRepr, RocePacket};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the counter is a
+// const-initialised thread-local `Cell`, which does not allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout (see `alloc`).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
+
+#[test]
+fn parse_verify_emit_do_not_allocate() {
+    let mut frames = common::read_frames("rdma_read_multi.pcap");
+    frames.extend(common::read_frames("atomic_fadd.pcap"));
+    frames.extend(common::read_frames("ud_send.pcap"));
+    let mut out = vec![0u8; 2048];
+    // The counter sees this thread's allocations.
+    let probe = allocations();
+    drop(std::hint::black_box(Box::new(1u64)));
+    assert_eq!(allocations(), probe + 1);
+    let before = allocations();
+    for frame in &frames {
+        let packet = RocePacket::new_checked(&frame[..]).expect("valid frame");
+        packet.verify_icrc().expect("valid ICRC");
+        let (repr, payload) = PacketRepr::parse(frame).expect("valid frame");
+        let n = repr.emit(&mut out, payload).expect("fits");
+        assert!(out[..n] == frame[..]);
+    }
+    assert_eq!(allocations() - before, 0, "the data path allocated");
+}
