@@ -16,28 +16,28 @@
 use crate::status::code_enum;
 
 /// UAR page size (`log_uar_page_sz` = 0: 4 KiB).
-pub const UAR_PAGE_SIZE: u64 = 4096;
+pub const UAR_PAGE_SIZE: usize = 4096;
 /// UAR offset of the CQ arm doorbell (64-bit write of `{arm word, cqn}`).
-pub const UAR_CQ_ARM: u64 = 0x20;
+pub const UAR_CQ_ARM: usize = 0x20;
 /// UAR offset of the EQ doorbell that updates the consumer index and re-arms.
-pub const UAR_EQ_UPDATE_ARM: u64 = 0x40;
+pub const UAR_EQ_UPDATE_ARM: usize = 0x40;
 /// UAR offset of the EQ doorbell that only updates the consumer index.
-pub const UAR_EQ_UPDATE: u64 = 0x48;
+pub const UAR_EQ_UPDATE: usize = 0x48;
 /// UAR offset of the first send doorbell / BlueFlame half.
-pub const UAR_SEND_DB_0: u64 = 0x800;
+pub const UAR_SEND_DB_0: usize = 0x800;
 /// UAR offset of the second send doorbell / BlueFlame half.
-pub const UAR_SEND_DB_1: u64 = 0x900;
+pub const UAR_SEND_DB_1: usize = 0x900;
 /// Initial arm word of a polled CQ's doorbell record (sn 2, no request).
 pub const CQ_ARM_WORD_INIT: u32 = 2 << 28;
 
 /// BAR0 offset of UAR page `index`.
-pub const fn uar_bar_offset(index: u32) -> u64 {
-    index as u64 * UAR_PAGE_SIZE
+pub const fn uar_bar_offset(index: u32) -> usize {
+    index as usize * UAR_PAGE_SIZE
 }
 
 /// UAR offset of the send doorbell for the `n`th doorbell rung on a QP (0x800, 0x900, 0x800,
 /// ...): consecutive doorbells alternate BlueFlame halves.
-pub const fn send_doorbell_offset(n: u64) -> u64 {
+pub const fn send_doorbell_offset(n: u64) -> usize {
     if n % 2 == 0 {
         UAR_SEND_DB_0
     } else {

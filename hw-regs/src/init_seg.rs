@@ -20,35 +20,35 @@
 use crate::status::{UnknownCode, code_enum};
 
 /// Size of the initialization segment.
-pub const INIT_SEG_SIZE: u64 = 0x2010;
+pub const INIT_SEG_SIZE: usize = 0x2010;
 /// Firmware revision: [31:16] minor, [15:0] major.
-pub const FW_REV: u64 = 0x000;
+pub const FW_REV: usize = 0x000;
 /// [31:16] command interface revision, [15:0] firmware sub-minor.
-pub const CMDIF_REV_FW_SUB: u64 = 0x004;
+pub const CMDIF_REV_FW_SUB: usize = 0x004;
 /// High 32 bits of the command queue bus address.
-pub const CMDQ_ADDR_H: u64 = 0x010;
+pub const CMDQ_ADDR_H: usize = 0x010;
 /// Low address bits, `nic_interface`, `log_cmdq_size`, `log_cmdq_stride` (see [`CmdqAddrLSz`]).
-pub const CMDQ_ADDR_L_SZ: u64 = 0x014;
+pub const CMDQ_ADDR_L_SZ: usize = 0x014;
 /// Command doorbell: write `1 << slot` (see [`cmd_doorbell_value`]).
-pub const CMD_DBELL: u64 = 0x018;
+pub const CMD_DBELL: usize = 0x018;
 /// Bit 31 is set while firmware initializes.
-pub const INITIALIZING: u64 = 0x1FC;
+pub const INITIALIZING: usize = 0x1FC;
 /// Start of the health buffer (0x40 bytes, see [`HealthBuffer`]).
-pub const HEALTH_BUFFER: u64 = 0x200;
+pub const HEALTH_BUFFER: usize = 0x200;
 /// Health buffer: `fw_ver` register (0xFFFF_FFFF when the PCI link is dead).
-pub const HEALTH_FW_VER: u64 = HEALTH_BUFFER + 0x30;
+pub const HEALTH_FW_VER: usize = HEALTH_BUFFER + 0x30;
 /// Health buffer: dword holding `rfr` (bit 31) and the severity.
-pub const HEALTH_RFR_SEVERITY: u64 = HEALTH_BUFFER + 0x38;
+pub const HEALTH_RFR_SEVERITY: usize = HEALTH_BUFFER + 0x38;
 /// Health buffer: dword holding `irisc_index`, `synd` and `ext_synd`.
-pub const HEALTH_SYND: u64 = HEALTH_BUFFER + 0x3C;
+pub const HEALTH_SYND: usize = HEALTH_BUFFER + 0x3C;
 /// Free-running internal timer, high dword.
-pub const INTERNAL_TIMER_H: u64 = 0x1000;
+pub const INTERNAL_TIMER_H: usize = 0x1000;
 /// Free-running internal timer, low dword.
-pub const INTERNAL_TIMER_L: u64 = 0x1004;
+pub const INTERNAL_TIMER_L: usize = 0x1004;
 /// Health counter: the low 24 bits advance while firmware is alive.
-pub const HEALTH_COUNTER: u64 = 0x1010;
+pub const HEALTH_COUNTER: usize = 0x1010;
 /// Clears legacy INTx.
-pub const CLR_INTX: u64 = 0x200C;
+pub const CLR_INTX: usize = 0x200C;
 
 /// The command interface revision a driver of this layout speaks.
 pub const CMDIF_REV: u16 = 5;
