@@ -19,4 +19,23 @@
 //! device model (registers, command processor, queues), the transport and the links arrive
 //! with later issues.
 
+mod bar;
+mod bus;
+mod caps;
+mod clock;
+mod cmd;
+mod device;
+mod doorbells;
+pub mod iommu;
+mod irq;
+mod pages;
+mod profile;
+mod resources;
+mod state;
 pub mod wire;
+
+pub use bus::EmuBus;
+pub use clock::Clock;
+pub use device::{Device, RunMode};
+pub use profile::Profile;
+pub use state::Counters;

@@ -1,0 +1,307 @@
+//! The IOMMU model: every device access to host memory goes through here.
+//!
+//! The host (through [`crate::EmuBus`]) maps host buffers at IOVAs. Each device access names an
+//! IOVA range; the range is translated and bounds-checked against the mappings, and a range
+//! that is not fully mapped is an [`IommuFault`]: counted, and turned by the caller into the
+//! error the device would report (a command delivery status, an error CQE), never a crash.
+//!
+//! DMA memory is not Rust memory (DESIGN principle 4): the host writes it with volatile and
+//! atomic accesses while the device copies it here with raw-pointer copies, as a DMA engine
+//! does. Ordering is the PRM's: the device reads a doorbell record, then issues an acquire
+//! fence before it reads the WQEs; it writes a CQE body, a release fence, then the owner byte.
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering, fence};
+
+/// The direction of a DMA access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// The device reads host memory.
+    Read,
+    /// The device writes host memory.
+    Write,
+}
+
+/// A device access to an IOVA range that is not fully mapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("IOMMU fault: {access:?} of {len} bytes at IOVA {iova:#x}")]
+pub struct IommuFault {
+    /// First IOVA of the access.
+    pub iova: u64,
+    /// Length of the access.
+    pub len: usize,
+    /// Read or write.
+    pub access: Access,
+}
+
+/// Why a mapping request was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    /// Zero length, or the range wraps around the IOVA space.
+    #[error("invalid mapping range")]
+    InvalidRange,
+    /// The range overlaps an existing mapping.
+    #[error("IOVA range overlaps an existing mapping")]
+    Overlap,
+    /// No mapping starts at that IOVA with that length.
+    #[error("no such mapping")]
+    NotMapped,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Mapping {
+    /// Host address of the first byte.
+    host: usize,
+    len: u64,
+}
+
+/// The translation table and its fault counter.
+#[derive(Debug, Default)]
+pub struct Iommu {
+    maps: RwLock<BTreeMap<u64, Mapping>>,
+    faults: AtomicU64,
+}
+
+impl Iommu {
+    /// An IOMMU with nothing mapped.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Maps `len` bytes of host memory at `host` to `iova`.
+    ///
+    /// # Safety
+    /// `host..host + len` must stay valid for reads and writes until [`Iommu::unmap`] removes
+    /// this mapping: the device may access it at any time in between.
+    pub unsafe fn map(&self, iova: u64, host: *mut u8, len: usize) -> Result<(), MapError> {
+        let len64 = u64::try_from(len).map_err(|_| MapError::InvalidRange)?;
+        let end = iova.checked_add(len64).ok_or(MapError::InvalidRange)?;
+        if len == 0 {
+            return Err(MapError::InvalidRange);
+        }
+        let mut maps = self.maps.write().unwrap_or_else(|e| e.into_inner());
+        // Overlap with the mapping at or before `iova`, or with one starting inside the range.
+        if let Some((&start, m)) = maps.range(..=iova).next_back() {
+            if start + m.len > iova {
+                return Err(MapError::Overlap);
+            }
+        }
+        if maps.range(iova..end).next().is_some() {
+            return Err(MapError::Overlap);
+        }
+        maps.insert(
+            iova,
+            Mapping {
+                host: host as usize,
+                len: len64,
+            },
+        );
+        Ok(())
+    }
+
+    /// Removes the mapping made at `iova` with length `len`.
+    pub fn unmap(&self, iova: u64, len: usize) -> Result<(), MapError> {
+        let mut maps = self.maps.write().unwrap_or_else(|e| e.into_inner());
+        match maps.get(&iova) {
+            Some(m) if u64::try_from(len).is_ok_and(|l| l == m.len) => {
+                maps.remove(&iova);
+                Ok(())
+            }
+            _ => Err(MapError::NotMapped),
+        }
+    }
+
+    /// How many device accesses have faulted.
+    pub fn faults(&self) -> u64 {
+        self.faults.load(Ordering::Relaxed)
+    }
+
+    /// How many mappings exist.
+    pub fn mappings(&self) -> usize {
+        self.maps.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Calls `f(host_ptr, offset_in_access, n)` for each mapped piece of `iova..iova + len`,
+    /// or counts a fault and returns it when any byte is unmapped (then `f` was not called).
+    fn walk(
+        &self,
+        iova: u64,
+        len: usize,
+        access: Access,
+        mut f: impl FnMut(*mut u8, usize, usize),
+    ) -> Result<(), IommuFault> {
+        let fault = IommuFault { iova, len, access };
+        if len == 0 {
+            return Ok(());
+        }
+        let maps = self.maps.read().unwrap_or_else(|e| e.into_inner());
+        // The first pass checks the whole range, so a faulting access touches nothing; the
+        // second performs it.
+        for perform in [false, true] {
+            let mut done = 0usize;
+            while done < len {
+                let piece = iova.checked_add(done as u64).and_then(|at| {
+                    let (&start, m) = maps.range(..=at).next_back()?;
+                    let off = at - start;
+                    // `off < m.len`, and `m.len` came from a usize, so both casts are exact.
+                    (off < m.len).then(|| (m.host + off as usize, (m.len - off) as usize))
+                });
+                let Some((host, avail)) = piece else {
+                    self.faults.fetch_add(1, Ordering::Relaxed);
+                    return Err(fault);
+                };
+                let n = avail.min(len - done);
+                if perform {
+                    f(host as *mut u8, done, n);
+                }
+                done += n;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `buf.len()` bytes from device-visible memory at `iova` into `buf`.
+    pub fn read(&self, iova: u64, buf: &mut [u8]) -> Result<(), IommuFault> {
+        let dst = buf.as_mut_ptr();
+        self.walk(iova, buf.len(), Access::Read, |host, at, n| {
+            // SAFETY: `walk` checked that `host..host + n` lies inside a live mapping, whose
+            // creator promised it stays valid while mapped (`Iommu::map`); `dst + at .. + n`
+            // is inside `buf`. The host may write the same bytes concurrently, as with real
+            // DMA; the values read are then whatever the memory held.
+            unsafe { std::ptr::copy_nonoverlapping(host, dst.add(at), n) }
+        })?;
+        fence(Ordering::Acquire);
+        Ok(())
+    }
+
+    /// Copies `data` into device-visible memory at `iova`.
+    pub fn write(&self, iova: u64, data: &[u8]) -> Result<(), IommuFault> {
+        fence(Ordering::Release);
+        let src = data.as_ptr();
+        self.walk(iova, data.len(), Access::Write, |host, at, n| {
+            // SAFETY: as in `read`, with the roles of the two ranges swapped.
+            unsafe { std::ptr::copy_nonoverlapping(src.add(at), host, n) }
+        })
+    }
+
+    /// Reads a big-endian u32 at `iova` (doorbell records, descriptors).
+    pub fn read_be32(&self, iova: u64) -> Result<u32, IommuFault> {
+        let mut b = [0u8; 4];
+        self.read(iova, &mut b)?;
+        Ok(u32::from_be_bytes(b))
+    }
+
+    /// Reads a big-endian u64 at `iova`.
+    pub fn read_be64(&self, iova: u64) -> Result<u64, IommuFault> {
+        let mut b = [0u8; 8];
+        self.read(iova, &mut b)?;
+        Ok(u64::from_be_bytes(b))
+    }
+
+    /// Writes a big-endian u32 at `iova`.
+    pub fn write_be32(&self, iova: u64, value: u32) -> Result<(), IommuFault> {
+        self.write(iova, &value.to_be_bytes())
+    }
+
+    /// Writes an entry (CQE, EQE, command entry) whose last byte carries the ownership bit:
+    /// the body first, a release fence, then the last byte, so the host never sees the new
+    /// owner value with an old body.
+    pub fn write_owned(&self, iova: u64, entry: &[u8]) -> Result<(), IommuFault> {
+        let Some((last, body)) = entry.split_last() else {
+            return Ok(());
+        };
+        // Check the whole range first so a fault leaves the entry untouched.
+        self.walk(iova, entry.len(), Access::Write, |_, _, _| {})?;
+        self.write(iova, body)?;
+        fence(Ordering::Release);
+        self.write(iova + body.len() as u64, std::slice::from_ref(last))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mapped(len: usize) -> (Iommu, Vec<u8>) {
+        let iommu = Iommu::new();
+        let mut mem = vec![0u8; len];
+        // SAFETY: `mem` outlives every access in these tests.
+        unsafe { iommu.map(0x1000, mem.as_mut_ptr(), len).unwrap() };
+        (iommu, mem)
+    }
+
+    #[test]
+    fn reads_and_writes_inside_a_mapping() {
+        let (iommu, mem) = mapped(64);
+        iommu.write(0x1008, &[1, 2, 3]).unwrap();
+        let mut b = [0u8; 3];
+        iommu.read(0x1008, &mut b).unwrap();
+        assert_eq!(b, [1, 2, 3]);
+        assert_eq!(mem[8..11], [1, 2, 3]);
+        assert_eq!(iommu.faults(), 0);
+    }
+
+    #[test]
+    fn out_of_range_and_unmapped_accesses_fault_and_count() {
+        let (iommu, _mem) = mapped(64);
+        let mut b = [0u8; 8];
+        assert_eq!(
+            iommu.read(0x1040 - 4, &mut b),
+            Err(IommuFault {
+                iova: 0x103C,
+                len: 8,
+                access: Access::Read
+            })
+        );
+        assert!(iommu.write(0x0, &[1]).is_err());
+        assert!(iommu.read(u64::MAX, &mut b).is_err());
+        assert_eq!(iommu.faults(), 3);
+    }
+
+    #[test]
+    fn a_faulting_write_touches_nothing() {
+        let (iommu, mem) = mapped(16);
+        assert!(iommu.write(0x1008, &[0xAA; 16]).is_err());
+        assert!(iommu.write_owned(0x1008, &[0xAA; 16]).is_err());
+        assert!(mem.iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn accesses_may_span_adjacent_mappings() {
+        let iommu = Iommu::new();
+        let mut a = vec![0u8; 16];
+        let mut b = vec![0u8; 16];
+        // SAFETY: both buffers outlive the accesses.
+        unsafe {
+            iommu.map(0x2000, a.as_mut_ptr(), 16).unwrap();
+            iommu.map(0x2010, b.as_mut_ptr(), 16).unwrap();
+        }
+        iommu.write(0x200C, &[9; 8]).unwrap();
+        assert_eq!(a[12..], [9; 4]);
+        assert_eq!(b[..4], [9; 4]);
+    }
+
+    #[test]
+    fn overlapping_maps_and_bad_unmaps_are_refused() {
+        let (iommu, mut other) = mapped(64);
+        // SAFETY: refused mappings are never used.
+        unsafe {
+            assert_eq!(
+                iommu.map(0x1020, other.as_mut_ptr(), 8),
+                Err(MapError::Overlap)
+            );
+            assert_eq!(
+                iommu.map(0x0FF8, other.as_mut_ptr(), 16),
+                Err(MapError::Overlap)
+            );
+            assert_eq!(
+                iommu.map(0x9000, other.as_mut_ptr(), 0),
+                Err(MapError::InvalidRange)
+            );
+        }
+        assert_eq!(iommu.unmap(0x1000, 32), Err(MapError::NotMapped));
+        iommu.unmap(0x1000, 64).unwrap();
+        assert_eq!(iommu.mappings(), 0);
+    }
+}

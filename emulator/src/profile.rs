@@ -1,0 +1,114 @@
+//! Device profiles: what the emulated ConnectX reports and asks for (DESIGN principle 9).
+
+/// Everything that makes one emulated device differ from another: firmware version, command
+/// queue geometry, firmware page demands, limits, MAC.
+///
+/// [`Profile::default`] is small and fast for tests (a few dozen firmware pages);
+/// [`Profile::connectx4`] reproduces the values of the real ConnectX-4 trace (firmware
+/// 14.12.1220, 6 boot pages and 12,868 init pages) for fidelity tests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// A short name for logs ("emu", "connectx4").
+    pub name: &'static str,
+    /// Firmware version: major, minor, sub-minor.
+    pub fw_version: (u16, u16, u16),
+    /// PCI device id reported as `vendor_part_id` (vendor is always 0x15B3).
+    pub pci_device_id: u16,
+    /// log2 of the number of command queue entries (at most 5).
+    pub log_cmdq_size: u8,
+    /// log2 of the command queue entry stride in bytes (6 = 64 bytes).
+    pub log_cmdq_stride: u8,
+    /// Pages QUERY_PAGES asks for at boot.
+    pub boot_pages: i32,
+    /// Pages QUERY_PAGES asks for before INIT_HCA.
+    pub init_pages: i32,
+    /// Pages QUERY_PAGES (regular) asks for after INIT_HCA.
+    pub regular_pages: i32,
+    /// The port's permanent MAC address.
+    pub mac: [u8; 6],
+    /// Number of UAR pages the BAR holds (UAR indices start at [`Profile::FIRST_UAR`]).
+    pub num_uars: u32,
+    /// Internal timer frequency in kHz (`device_frequency_khz`).
+    pub device_frequency_khz: u32,
+    /// log2 of the maximum number of QPs (capability maximum).
+    pub log_max_qp: u8,
+    /// log2 of the maximum QP size in WQEs.
+    pub log_max_qp_sz: u8,
+    /// log2 of the maximum number of CQs.
+    pub log_max_cq: u8,
+    /// log2 of the maximum CQ size in CQEs.
+    pub log_max_cq_sz: u8,
+    /// log2 of the maximum number of EQs.
+    pub log_max_eq: u8,
+    /// log2 of the maximum number of memory keys.
+    pub log_max_mkey: u8,
+    /// log2 of the maximum number of PDs.
+    pub log_max_pd: u8,
+    /// log2 of the maximum number of SRQs.
+    pub log_max_srq: u8,
+    /// log2 of the largest message.
+    pub log_max_msg: u8,
+    /// Entries in the RoCE GID table.
+    pub gid_table_size: u16,
+    /// Largest path MTU the port supports (IB enum: 5 = 4096).
+    pub max_mtu: u8,
+}
+
+impl Profile {
+    /// The first UAR index handed out (UAR pages below it overlap the init segment); a real
+    /// ConnectX-4 started at 0x10.
+    pub const FIRST_UAR: u32 = 0x10;
+
+    /// The ConnectX-4 of the real command trace.
+    pub fn connectx4() -> Self {
+        Profile {
+            name: "connectx4",
+            fw_version: (14, 12, 1220),
+            pci_device_id: 0x1013,
+            log_cmdq_size: 5,
+            log_cmdq_stride: 6,
+            boot_pages: 6,
+            init_pages: 12_868,
+            regular_pages: 0,
+            mac: [0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32],
+            num_uars: 1024,
+            device_frequency_khz: 275_000,
+            log_max_qp: 23,
+            log_max_qp_sz: 15,
+            log_max_cq: 24,
+            log_max_cq_sz: 22,
+            log_max_eq: 8,
+            log_max_mkey: 24,
+            log_max_pd: 24,
+            log_max_srq: 23,
+            log_max_msg: 30,
+            gid_table_size: 256,
+            max_mtu: 5,
+        }
+    }
+
+    /// Size of BAR0 in bytes: the init segment's pages plus the UAR pages.
+    pub fn bar_len(&self) -> usize {
+        (Self::FIRST_UAR as usize + self.num_uars as usize) * 4096
+    }
+}
+
+impl Default for Profile {
+    /// A small device for tests: ConnectX-4 behaviour with few firmware pages and small limits.
+    fn default() -> Self {
+        Profile {
+            name: "emu",
+            boot_pages: 4,
+            init_pages: 32,
+            num_uars: 64,
+            log_max_qp: 12,
+            log_max_cq: 12,
+            log_max_eq: 5,
+            log_max_mkey: 14,
+            log_max_pd: 12,
+            log_max_srq: 10,
+            mac: [0x02, 0x52, 0x4e, 0x49, 0x43, 0x00],
+            ..Profile::connectx4()
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The device's resource tables: every object the command interface creates.
+//!
+//! Each object lives in a [`Table`] keyed by the number the device handed out (UAR index,
+//! EQN, CQN, QPN, ...). The command handlers in `crate::cmd` create, query and destroy them;
+//! the queue engines read and update them.
+
+mod buf;
+mod table;
+
+pub(crate) use buf::QueueBuf;
+pub(crate) use table::Table;
+
+use rnic_hw_regs::ctx::{Qpc, RoceAddrLayout};
+
+/// A UAR page allocated with ALLOC_UAR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Uar;
+
+/// A protection domain allocated with ALLOC_PD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pd;
+
+/// How an MKey translates addresses (mkc `access_mode`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum MkeyTranslation {
+    /// Physical (bus) addresses: the address is the IOVA.
+    Pa,
+    /// Memory translation table: IOVA of each page of `1 << log_page_size` bytes.
+    Mtt { pages: Vec<u64>, log_page_size: u8 },
+}
+
+/// A memory key created with CREATE_MKEY.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mkey {
+    /// The key's low byte chosen by software (`mkey_7_0`); key = index << 8 | variant.
+    pub variant: u8,
+    pub pd: u32,
+    /// Bound QPN (0xFFFFFF = unbound).
+    pub qpn: u32,
+    /// Access bits: local read is implied; these are the mkc bits.
+    pub lw: bool,
+    pub rr: bool,
+    pub rw: bool,
+    pub a: bool,
+    /// The whole address space (PA keys with `length64`).
+    pub length64: bool,
+    pub start_addr: u64,
+    pub len: u64,
+    pub translation: MkeyTranslation,
+}
+
+/// An event queue created with CREATE_EQ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Eq {
+    pub log_size: u8,
+    pub buf: QueueBuf,
+    pub uar: u32,
+    pub intr: u16,
+    /// Event types delivered here (bit t of word t / 64).
+    pub events: [u64; 4],
+    /// Producer index: EQEs written so far.
+    pub pi: u32,
+    /// Consumer index from the last EQ doorbell.
+    pub ci: u32,
+    /// Armed (doorbell at 0x40): the next EQE raises the interrupt.
+    pub armed: bool,
+}
+
+/// A completion queue created with CREATE_CQ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cq {
+    pub log_size: u8,
+    pub buf: QueueBuf,
+    pub uar: u32,
+    pub eqn: u8,
+    /// Doorbell record IOVA: dword 0 set_ci, dword 1 arm word.
+    pub dbr_addr: u64,
+    /// Producer index: CQEs written so far.
+    pub pi: u32,
+    /// Armed by a CQ arm doorbell: `Some(solicited_only)`.
+    pub armed: Option<bool>,
+    /// An overrun happened: the CQ is in error and writes nothing more.
+    pub overrun: bool,
+}
+
+/// A queue pair created with CREATE_QP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Qp {
+    /// The context as created and modified (state, st, addresses, PSNs, counters), which
+    /// QUERY_QP returns and the transport reads.
+    pub ctx: Qpc,
+    pub buf: QueueBuf,
+    /// Send WQEs consumed (in WQEBBs, 16-bit wrapping like the doorbell counter).
+    pub sq_ci: u16,
+    /// Receive WQEs consumed.
+    pub rq_ci: u16,
+    /// Send doorbells rung so far (0x800 / 0x900 alternate).
+    pub sq_doorbells: u64,
+}
+
+/// A shared receive queue created with CREATE_SRQ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Srq {
+    pub log_size: u8,
+    /// log2 of the WQE size in bytes, minus 4.
+    pub log_stride: u8,
+    pub pd: u32,
+    pub cqn: u32,
+    pub buf: QueueBuf,
+    pub dbr_addr: u64,
+    /// WQEs consumed.
+    pub ci: u16,
+}
+
+/// The NIC vport context: MAC and RoCE enable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Vport {
+    pub mac: [u8; 6],
+    pub roce_en: bool,
+    pub mtu: u16,
+}
+
+/// Every table of the device.
+#[derive(Debug)]
+pub(crate) struct Resources {
+    pub uars: Table<Uar>,
+    pub pds: Table<Pd>,
+    pub mkeys: Table<Mkey>,
+    pub eqs: Table<Eq>,
+    pub cqs: Table<Cq>,
+    pub qps: Table<Qp>,
+    pub srqs: Table<Srq>,
+    /// The RoCE GID table (SET/QUERY_ROCE_ADDRESS), by index.
+    pub gids: Vec<Option<RoceAddrLayout>>,
+    pub vport: Vport,
+}
+
+impl Resources {
+    pub(crate) fn new(profile: &crate::Profile) -> Self {
+        let n = |log: u8| 1u32 << log.min(24);
+        Resources {
+            uars: Table::new(crate::Profile::FIRST_UAR, profile.num_uars),
+            pds: Table::new(1, n(profile.log_max_pd)),
+            mkeys: Table::new(1, n(profile.log_max_mkey)),
+            eqs: Table::new(0x10, n(profile.log_max_eq).min(0xEF)),
+            cqs: Table::new(0x400, n(profile.log_max_cq)),
+            qps: Table::new(0x100, n(profile.log_max_qp)),
+            srqs: Table::new(0x40, n(profile.log_max_srq)),
+            gids: vec![None; usize::from(profile.gid_table_size)],
+            vport: Vport {
+                mac: profile.mac,
+                roce_en: false,
+                mtu: 1500,
+            },
+        }
+    }
+}
