@@ -1,4 +1,10 @@
-//! Reading the rxe captures in `tests/data/pcaps/` (see its README.md).
+//! Test helpers: reading the rxe captures in `tests/data/pcaps/` (see its README.md), and
+//! [`host`], a host-side command client for the emulated device.
+//!
+//! Each test binary uses part of this module, so unused items are not warnings here.
+#![allow(dead_code)]
+
+pub(crate) mod host;
 
 use std::fs::File;
 use std::io::{BufReader, Read};
