@@ -1,0 +1,91 @@
+//! Access to DMA memory: bounds-checked volatile copies in and out of a [`DmaRegion`].
+//!
+//! DMA memory is not Rust memory (DESIGN principle 4): the device may write it at any time, so
+//! the driver never makes `&`/`&mut` references into it. Every access goes through these
+//! helpers, which use volatile reads and writes on raw pointers; ordering against the device
+//! is the caller's job (fences before doorbells, after ownership checks).
+
+use rnic_hw_regs::DmaRegion;
+
+/// Whether `offset..offset + len` lies inside `region`.
+fn in_bounds(region: &DmaRegion, offset: usize, len: usize) -> bool {
+    offset.checked_add(len).is_some_and(|end| end <= region.len)
+}
+
+/// Copies `src` into `region` at `offset` with volatile writes. Returns `false` (and writes
+/// nothing) when the range is outside the region.
+pub(crate) fn write(region: &DmaRegion, offset: usize, src: &[u8]) -> bool {
+    if !in_bounds(region, offset, src.len()) {
+        return false;
+    }
+    let base = region.vaddr.as_ptr();
+    for (i, b) in src.iter().enumerate() {
+        // SAFETY: `offset + i < region.len` (checked above) and the region is valid, mapped
+        // memory until it is freed (DmaRegion contract); a volatile byte write creates no
+        // reference into memory the device shares.
+        unsafe { base.add(offset + i).write_volatile(*b) };
+    }
+    true
+}
+
+/// Fills `len` bytes of `region` at `offset` with `byte` (volatile).
+pub(crate) fn fill(region: &DmaRegion, offset: usize, len: usize, byte: u8) -> bool {
+    if !in_bounds(region, offset, len) {
+        return false;
+    }
+    let base = region.vaddr.as_ptr();
+    for i in 0..len {
+        // SAFETY: in bounds (checked above); see `write`.
+        unsafe { base.add(offset + i).write_volatile(byte) };
+    }
+    true
+}
+
+/// Copies `dst.len()` bytes out of `region` at `offset` with volatile reads. Returns `false`
+/// (and leaves `dst` alone) when the range is outside the region.
+pub(crate) fn read(region: &DmaRegion, offset: usize, dst: &mut [u8]) -> bool {
+    if !in_bounds(region, offset, dst.len()) {
+        return false;
+    }
+    let base = region.vaddr.as_ptr();
+    for (i, b) in dst.iter_mut().enumerate() {
+        // SAFETY: in bounds (checked above); the read is volatile because the device may
+        // write this memory concurrently.
+        *b = unsafe { base.add(offset + i).read_volatile() };
+    }
+    true
+}
+
+/// Reads one byte (volatile); `None` outside the region.
+pub(crate) fn read_u8(region: &DmaRegion, offset: usize) -> Option<u8> {
+    let mut b = [0u8];
+    read(region, offset, &mut b).then_some(b[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ptr::NonNull;
+
+    #[test]
+    fn bounds_are_checked() {
+        let mut backing = vec![0u8; 64];
+        let region = DmaRegion {
+            vaddr: NonNull::new(backing.as_mut_ptr()).unwrap(),
+            iova: 0x1000,
+            len: 64,
+        };
+        assert!(write(&region, 60, &[1, 2, 3, 4]));
+        assert!(!write(&region, 61, &[1, 2, 3, 4]));
+        assert!(!write(&region, usize::MAX, &[1]));
+        let mut out = [0u8; 4];
+        assert!(read(&region, 60, &mut out));
+        assert_eq!(out, [1, 2, 3, 4]);
+        assert!(!read(&region, 62, &mut out));
+        assert!(fill(&region, 0, 64, 0xAA));
+        assert_eq!(read_u8(&region, 63), Some(0xAA));
+        assert_eq!(read_u8(&region, 64), None);
+        let _ = region;
+        assert_eq!(backing[0], 0xAA);
+    }
+}

@@ -1,0 +1,180 @@
+//! The event queue: one EQ that firmware writes page requests and asynchronous events to,
+//! polled by the driver (CREATE_EQ's `event_bitmask` selects the events; there is no MAP_EQ).
+
+use crate::cmdq::CmdQueue;
+use crate::dma;
+use crate::error::DriverError;
+use crate::uar::Uar;
+use rnic_hw_regs::cmd::{CreateEqIn, DestroyEqIn};
+use rnic_hw_regs::doorbell::{UAR_EQ_UPDATE_ARM, eq_doorbell};
+use rnic_hw_regs::eqe::{EQE_OWNER_INIT, EQE_SIZE, Eqe, EqeEvent, EventType, eqe_is_sw_owned};
+use rnic_hw_regs::{Bus, DmaRegion};
+use std::sync::atomic::{Ordering, fence};
+use zerocopy::FromZeros;
+
+/// Adapter page size of the PAS list.
+const PAGE: usize = 4096;
+
+/// The events the driver's EQ subscribes to: page requests and every asynchronous event
+/// (QP/SRQ/CQ errors, port changes, internal errors). Completion events go to the EQ a CQ
+/// names, command completions are polled.
+pub const ASYNC_EVENTS: &[EventType] = &[
+    EventType::PathMig,
+    EventType::CommEst,
+    EventType::SqDrained,
+    EventType::CqError,
+    EventType::WqCatasError,
+    EventType::PathMigFailed,
+    EventType::InternalError,
+    EventType::PortChange,
+    EventType::PageRequest,
+    EventType::WqInvalReqError,
+    EventType::WqAccessError,
+    EventType::SrqCatasError,
+    EventType::SrqLastWqe,
+    EventType::SrqRqLimit,
+];
+
+/// An event queue owned by the driver.
+#[derive(Debug)]
+pub struct EventQueue {
+    buf: Option<DmaRegion>,
+    eqn: u8,
+    log_size: u8,
+    ci: u32,
+    uar: Uar,
+}
+
+impl EventQueue {
+    /// Allocates `2^log_size` EQEs (owner bits initialised to 1), creates the EQ with
+    /// `events` selected and arms it.
+    pub fn create(
+        cmdq: &CmdQueue,
+        bus: &dyn Bus,
+        uar: Uar,
+        log_size: u8,
+        events: &[EventType],
+    ) -> Result<Self, DriverError> {
+        let len = EQE_SIZE << log_size;
+        let buf = bus.alloc_dma(len.max(PAGE))?;
+        let npages = len.div_ceil(PAGE);
+        for i in 0..1usize << log_size {
+            dma::fill(&buf, i * EQE_SIZE, EQE_SIZE, 0);
+            dma::write(&buf, i * EQE_SIZE + EQE_SIZE - 1, &[EQE_OWNER_INIT]);
+        }
+        let mut cmd = CreateEqIn::new_cmd();
+        {
+            let eqc = cmd.eq_context_entry_mut();
+            eqc.set_log_eq_size(log_size);
+            eqc.set_uar_page(uar.index());
+            eqc.set_intr(0);
+            eqc.set_log_page_size(0);
+        }
+        for e in events {
+            cmd.set_event(e.raw(), true);
+        }
+        let pas: Vec<u8> = (0..npages)
+            .flat_map(|i| (buf.iova + (i * PAGE) as u64).to_be_bytes())
+            .collect();
+        let out = match cmdq.exec(&cmd, &pas, &mut []) {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = bus.free_dma(buf);
+                return Err(e);
+            }
+        };
+        let eq = Self {
+            buf: Some(buf),
+            eqn: out.eq_number(),
+            log_size,
+            ci: 0,
+            uar,
+        };
+        eq.doorbell(bus);
+        Ok(eq)
+    }
+
+    /// The EQ number.
+    pub fn eqn(&self) -> u8 {
+        self.eqn
+    }
+
+    /// Consumer index.
+    pub fn consumer_index(&self) -> u32 {
+        self.ci
+    }
+
+    fn doorbell(&self, bus: &dyn Bus) {
+        fence(Ordering::Release);
+        self.uar
+            .write32(bus, UAR_EQ_UPDATE_ARM, eq_doorbell(self.eqn, self.ci));
+    }
+
+    /// Takes the next EQE software owns, if any. An EQE with an unknown event type is
+    /// returned as `Err` (and consumed): the device is not trusted.
+    pub fn next_event(&mut self) -> Option<Result<EqeEvent, u8>> {
+        let buf = self.buf.as_ref()?;
+        let mask = (1u32 << self.log_size) - 1;
+        let off = (self.ci & mask) as usize * EQE_SIZE;
+        let owner = dma::read_u8(buf, off + EQE_SIZE - 1)?;
+        if !eqe_is_sw_owned(owner, self.ci, self.log_size) {
+            return None;
+        }
+        // Read the body only after the owner bit says it is ours.
+        fence(Ordering::Acquire);
+        let mut eqe = Eqe::new_zeroed();
+        dma::read(buf, off, &mut eqe.0);
+        self.ci = self.ci.wrapping_add(1) & 0xFF_FFFF;
+        Some(eqe.event().map_err(|_| eqe.event_type()))
+    }
+
+    /// Drains the EQ into `f`, then updates the consumer index and re-arms. Returns the
+    /// number of EQEs consumed.
+    pub fn poll(&mut self, bus: &dyn Bus, mut f: impl FnMut(Result<EqeEvent, u8>)) -> usize {
+        let mut n = 0;
+        // Never more than one lap: a device that keeps flipping owner bits cannot hang us.
+        while n < 1usize << self.log_size {
+            match self.next_event() {
+                Some(ev) => {
+                    f(ev);
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        if n > 0 {
+            self.doorbell(bus);
+        }
+        n
+    }
+
+    /// DESTROY_EQ and frees the buffer (the buffer is freed even if the command fails,
+    /// unless the device may still write it: then it is leaked).
+    pub fn destroy(mut self, cmdq: &CmdQueue, bus: &dyn Bus) -> Result<(), DriverError> {
+        let mut i = DestroyEqIn::new_cmd();
+        i.set_eq_number(self.eqn);
+        let r = cmdq.exec(&i, &[], &mut []);
+        match &r {
+            Ok(_) | Err(DriverError::Command { .. }) => {
+                if let Some(buf) = self.buf.take() {
+                    bus.free_dma(buf)?;
+                }
+            }
+            Err(_) => {
+                // Not delivered or timed out: the device may still write the EQ, so its
+                // memory is leaked rather than freed.
+                let _leaked = self.buf.take();
+            }
+        }
+        r.map(|_| ())
+    }
+
+    /// Frees the buffer without a command (device gone or disabled).
+    pub fn free_buffer(mut self, bus: &dyn Bus) {
+        if let Some(buf) = self.buf.take() {
+            if let Err(e) = bus.free_dma(buf) {
+                log::warn!("freeing the EQ buffer: {e}");
+            }
+        }
+    }
+}

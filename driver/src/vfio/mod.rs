@@ -1,0 +1,1 @@
+//! VFIO bus (in progress).
