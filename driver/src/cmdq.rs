@@ -33,7 +33,7 @@ use rnic_hw_regs::cmdq::{
 use rnic_hw_regs::init_seg;
 use rnic_hw_regs::status::{CmdStatus, DeliveryStatus};
 use rnic_hw_regs::{Bus, DmaRegion, PrmLayout};
-use std::sync::atomic::{Ordering, fence};
+use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
@@ -170,6 +170,8 @@ pub struct CmdQueue {
     state: Mutex<State>,
     slot_freed: Condvar,
     observer: Option<Arc<dyn CommandObserver>>,
+    /// The device may still write the queue: never free its DMA memory.
+    unresponsive: AtomicBool,
 }
 
 impl std::fmt::Debug for CmdQueue {
@@ -229,6 +231,7 @@ impl CmdQueue {
             }),
             slot_freed: Condvar::new(),
             observer,
+            unresponsive: AtomicBool::new(false),
         })
     }
 
@@ -662,16 +665,32 @@ impl CmdQueue {
         }
     }
 
+    /// Frees nothing on shutdown: when the device is unresponsive it may still write the
+    /// queue and the mailboxes, so their memory is leaked rather than reused.
+    pub fn mark_unresponsive(&self) {
+        self.unresponsive.store(true, Ordering::Release);
+    }
+
     /// Stops accepting commands and frees the DMA memory. Call only when the device no longer
-    /// uses the queue (after DISABLE_HCA, or when the device is gone).
+    /// uses the queue (after DISABLE_HCA, or when the device is gone). If a command timed out
+    /// or the queue was marked unresponsive, the memory is leaked instead.
     pub fn shutdown(&mut self) {
-        let pages = {
+        let (pages, leak) = {
             let mut st = self.lock();
             st.closed = true;
             st.free.clear();
-            std::mem::take(&mut st.pages)
+            let leak = st.leaked != 0 || self.unresponsive.load(Ordering::Acquire);
+            (std::mem::take(&mut st.pages), leak)
         };
         self.slot_freed.notify_all();
+        if leak {
+            log::warn!(
+                "command queue: the device may still write it; {} DMA pages leaked",
+                pages.len() + 1
+            );
+            let _leaked = self.page.take();
+            return;
+        }
         for p in pages {
             if let Err(e) = self.bus.free_dma(p) {
                 log::warn!("freeing a mailbox page: {e}");

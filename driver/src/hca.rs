@@ -10,7 +10,7 @@
 //! page back: DEALLOC_PD, DESTROY_EQ, DEALLOC_UAR, TEARDOWN_HCA, MANAGE_PAGES take until
 //! firmware holds none, DISABLE_HCA.
 
-use crate::cmdq::{CmdQueue, CommandObserver, DEFAULT_CMD_TIMEOUT, SlotClass};
+use crate::cmdq::{CmdQueue, CommandObserver, DEFAULT_CMD_TIMEOUT};
 use crate::eq::{ASYNC_EVENTS, EventQueue};
 use crate::error::DriverError;
 use crate::health::{self, HealthMonitor, HealthRegisters};
@@ -193,6 +193,28 @@ pub fn gid_link_local(mac: [u8; 6]) -> [u8; 16] {
 /// ```
 pub fn gid_ipv4(ip: Ipv4Addr) -> [u8; 16] {
     ip.to_ipv6_mapped().octets()
+}
+
+/// The general capability block the driver writes with SET_HCA_CAP: the current block with
+/// the fields the Linux driver sets: `log_max_qp` (the wanted value, capped by the maximum),
+/// `cmdif_checksum` 0, `pkey_table_size` 0 (128 entries) and `log_uar_page_sz` 0 (4 KiB UAR
+/// pages). A pure function.
+///
+/// On the ConnectX-4 of the real trace this changes only `log_max_qp` (14 to 17).
+pub fn general_caps_to_set(max: &CmdHcaCap, cur: &CmdHcaCap, log_max_qp: u8) -> CmdHcaCap {
+    let mut set = *cur;
+    set.set_log_max_qp(log_max_qp.min(max.log_max_qp()));
+    set.set_cmdif_checksum(0);
+    set.set_pkey_table_size(0);
+    set.set_log_uar_page_sz(0);
+    set
+}
+
+/// The HOST_ENDIANNESS register value for this host (`he` = 1 on big-endian hosts).
+pub fn host_endianness_register() -> RegisterHostEndianness {
+    let mut he = RegisterHostEndianness::default();
+    he.set_he(cfg!(target_endian = "big"));
+    he
 }
 
 /// Special mkeys from QUERY_SPECIAL_CONTEXTS.
@@ -386,8 +408,7 @@ impl Hca {
         let mut reg = AccessRegisterIn::new_cmd();
         reg.set_op_mod(op_mod::ACCESS_REG_WRITE);
         reg.set_register_id(REG_HOST_ENDIANNESS);
-        let mut he = RegisterHostEndianness::default();
-        he.set_he(cfg!(target_endian = "big"));
+        let he = host_endianness_register();
         let mut reg_out = [0u8; 16];
         let _: AccessRegisterOut = self.cmdq.exec(&reg, he.as_bytes(), &mut reg_out)?;
 
@@ -479,15 +500,10 @@ impl Hca {
         let n = res.pages.query(&self.cmdq, phase)?;
         log::debug!("firmware asks for {n} {phase:?} pages");
         if n > 0 {
-            res.pages
-                .give(&self.cmdq, &*self.bus, n as usize, SlotClass::Regular)?;
+            res.pages.give(&self.cmdq, &*self.bus, n as usize)?;
         } else if n < 0 {
-            res.pages.take(
-                &self.cmdq,
-                &*self.bus,
-                n.unsigned_abs() as usize,
-                SlotClass::Regular,
-            )?;
+            res.pages
+                .take(&self.cmdq, &*self.bus, n.unsigned_abs() as usize)?;
         }
         Ok(())
     }
@@ -521,12 +537,8 @@ impl Hca {
             })
         };
         let max = parse(&self.query_cap(op_mod::HCA_CAP_GENERAL, op_mod::HCA_CAP_MAX)?)?;
-        let mut cur = parse(&self.query_cap(op_mod::HCA_CAP_GENERAL, op_mod::HCA_CAP_CURRENT)?)?;
-        cur.set_log_max_qp(config.log_max_qp.min(max.log_max_qp()));
-        cur.set_cmdif_checksum(0);
-        // 128 P_Key entries (encoding 0) and 4 KiB UAR pages, as the kernel sets them.
-        cur.set_pkey_table_size(0);
-        cur.set_log_uar_page_sz(0);
+        let cur = parse(&self.query_cap(op_mod::HCA_CAP_GENERAL, op_mod::HCA_CAP_CURRENT)?)?;
+        let cur = general_caps_to_set(&max, &cur, config.log_max_qp);
         self.set_cap(op_mod::HCA_CAP_GENERAL, &cur.0)?;
 
         let mut atomic = None;
@@ -593,15 +605,10 @@ impl Hca {
         for (func_id, n) in requests {
             log::debug!("page request: function {func_id}, {n} pages");
             if n > 0 {
-                res.pages
-                    .give(&self.cmdq, &*self.bus, n as usize, SlotClass::Pages)?;
+                res.pages.give(&self.cmdq, &*self.bus, n as usize)?;
             } else if n < 0 {
-                res.pages.take(
-                    &self.cmdq,
-                    &*self.bus,
-                    n.unsigned_abs() as usize,
-                    SlotClass::Pages,
-                )?;
+                res.pages
+                    .take(&self.cmdq, &*self.bus, n.unsigned_abs() as usize)?;
             }
         }
         Ok(events)
@@ -749,6 +756,9 @@ impl Hca {
             log::warn!("teardown: {n} firmware pages not returned; leaked");
         }
         res.dead = dead;
+        if dead {
+            self.cmdq.mark_unresponsive();
+        }
         match first {
             Some(e) => Err(e),
             None => Ok(()),
@@ -823,6 +833,71 @@ mod tests {
             assert!(matches!(e, DriverError::InvalidArgument(_)), "{e}");
         }
         assert!(format!("{ok:?}").contains("observer: false"));
+    }
+
+    fn words(ws: &[u32]) -> Vec<u8> {
+        ws.iter().flat_map(|w| w.to_be_bytes()).collect()
+    }
+
+    /// The general current capabilities the ConnectX-4 of the real trace returned
+    /// (QUERY_HCA_CAP op_mod 1, first 0x100 bytes of the block).
+    const CX4_GENERAL_CURRENT: [u32; 64] = [
+        0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x0f0f000e, 0x00170000, 0x00160018,
+        0x16180008, 0x04401010, 0x00040004, 0x00040004, 0xe0000000, 0x40ff0000, 0xc7100101,
+        0x1e000000, 0x00010001, 0xc0060c0e, 0xe2fa030f, 0x0005000c, 0xa0090000, 0x00000400,
+        0x00000200, 0x00000100, 0x00000030, 0x00000015, 0x10180018, 0x00000000, 0x17171717,
+        0x97100900, 0x09040606, 0x0000000f, 0x800c0e0a, 0x00000000, 0x00000000, 0x00000000,
+        0x00000000, 0x10000000, 0x00000000, 0x00000113, 0x00000000, 0x00000000, 0x00000000,
+        0x00000000, 0x00000000, 0x00000000, 0x00000001, 0x00080010, 0x00000000, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+
+    #[test]
+    fn set_hca_cap_changes_what_the_kernel_changed() {
+        use zerocopy::FromBytes;
+        let cur = CmdHcaCap::read_from_bytes(&words(&CX4_GENERAL_CURRENT)).unwrap();
+        let mut max = cur;
+        max.set_log_max_qp(23);
+        let set = general_caps_to_set(&max, &cur, DEFAULT_LOG_MAX_QP);
+        // The kernel's SET_HCA_CAP input differs from the current block in DW@0x10 only:
+        // log_max_qp 0x0e -> 0x11.
+        let mut expect = words(&CX4_GENERAL_CURRENT);
+        expect[0x13] = 0x11;
+        assert_eq!(set.as_bytes(), &expect[..]);
+        // Capped by the maximum.
+        max.set_log_max_qp(12);
+        assert_eq!(general_caps_to_set(&max, &cur, 17).log_max_qp(), 12);
+        let mut sum = cur;
+        sum.set_cmdif_checksum(3);
+        assert_eq!(general_caps_to_set(&max, &sum, 17).cmdif_checksum(), 0);
+    }
+
+    #[test]
+    fn inputs_equal_the_kernels() {
+        // Inline input bytes (entry 0x10..0x20) of the real trace.
+        assert_eq!(
+            EnableHcaIn::new_cmd().as_bytes(),
+            &words(&[0x0104_0000, 0, 0, 0])[..]
+        );
+        assert_eq!(
+            QueryIssiIn::new_cmd().as_bytes(),
+            &words(&[0x010a_0000, 0, 0, 0])[..]
+        );
+        let mut i = SetIssiIn::new_cmd();
+        i.set_current_issi(1);
+        assert_eq!(i.as_bytes(), &words(&[0x010b_0000, 0, 1, 0])[..]);
+        assert_eq!(
+            InitHcaIn::new_cmd().as_bytes(),
+            &words(&[0x0102_0000, 0, 0, 0, 0, 0, 0, 0])[..]
+        );
+        let mut reg = AccessRegisterIn::new_cmd();
+        reg.set_op_mod(op_mod::ACCESS_REG_WRITE);
+        reg.set_register_id(REG_HOST_ENDIANNESS);
+        let mut full = reg.as_bytes().to_vec();
+        full.extend_from_slice(host_endianness_register().as_bytes());
+        if cfg!(target_endian = "little") {
+            assert_eq!(full, words(&[0x0805_0000, 0, 0x7004, 0, 0, 0, 0, 0]));
+        }
     }
 
     #[test]

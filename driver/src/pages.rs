@@ -1,7 +1,13 @@
 //! Firmware pages: 4 KiB DMA pages given to the device with MANAGE_PAGES (boot, init and
 //! regular phases, and page-request events) and taken back at teardown.
+//!
+//! Every MANAGE_PAGES goes through the command slot kept for page commands (the last one),
+//! as the Linux driver of the ConnectX-4 trace does (its MANAGE_PAGES ring doorbell bit 31).
 
 use crate::cmdq::{CmdQueue, SlotClass};
+
+/// The slot class of every MANAGE_PAGES.
+const CLASS: SlotClass = SlotClass::Pages;
 use crate::error::DriverError;
 use rnic_hw_regs::cmd::{CmdOpcode, ManagePagesIn, ManagePagesOut, QueryPagesIn, op_mod};
 use rnic_hw_regs::{Bus, DmaRegion};
@@ -67,7 +73,6 @@ impl FirmwarePages {
         cmdq: &CmdQueue,
         bus: &dyn Bus,
         count: usize,
-        class: SlotClass,
     ) -> Result<(), DriverError> {
         let mut left = count;
         while left > 0 {
@@ -80,7 +85,7 @@ impl FirmwarePages {
                         for p in batch {
                             let _ = bus.free_dma(p);
                         }
-                        self.cant_give(cmdq, class);
+                        self.cant_give(cmdq);
                         return Err(e.into());
                     }
                 }
@@ -90,7 +95,7 @@ impl FirmwarePages {
             i.set_op_mod(op_mod::MANAGE_PAGES_GIVE);
             i.set_function_id(self.function_id);
             i.set_input_num_entries(n as u32);
-            match cmdq.exec_class(&i, &pas, &mut [], class) {
+            match cmdq.exec_class(&i, &pas, &mut [], CLASS) {
                 Ok(_) => {}
                 Err(e) => {
                     // Delivered and refused: the pages are still ours. Otherwise the device
@@ -115,11 +120,11 @@ impl FirmwarePages {
         Ok(())
     }
 
-    fn cant_give(&self, cmdq: &CmdQueue, class: SlotClass) {
+    fn cant_give(&self, cmdq: &CmdQueue) {
         let mut i = ManagePagesIn::new_cmd();
         i.set_op_mod(op_mod::MANAGE_PAGES_CANT_GIVE);
         i.set_function_id(self.function_id);
-        if let Err(e) = cmdq.exec_class(&i, &[], &mut [], class) {
+        if let Err(e) = cmdq.exec_class(&i, &[], &mut [], CLASS) {
             log::warn!("MANAGE_PAGES can't-give failed: {e}");
         }
     }
@@ -131,7 +136,6 @@ impl FirmwarePages {
         cmdq: &CmdQueue,
         bus: &dyn Bus,
         count: usize,
-        class: SlotClass,
     ) -> Result<usize, DriverError> {
         let mut total = 0;
         let mut left = count;
@@ -142,7 +146,7 @@ impl FirmwarePages {
             i.set_function_id(self.function_id);
             i.set_input_num_entries(n as u32);
             let mut pas = vec![0u8; n * 8];
-            let out: ManagePagesOut = cmdq.exec_class(&i, &[], &mut pas, class)?;
+            let out: ManagePagesOut = cmdq.exec_class(&i, &[], &mut pas, CLASS)?;
             let got = out.output_num_entries() as usize;
             if got > n {
                 return Err(DriverError::BadOutput {
@@ -177,7 +181,7 @@ impl FirmwarePages {
     pub fn reclaim_all(&mut self, cmdq: &CmdQueue, bus: &dyn Bus) -> Result<(), DriverError> {
         while !self.held.is_empty() {
             let want = self.held.len();
-            let got = self.take(cmdq, bus, want, SlotClass::Regular)?;
+            let got = self.take(cmdq, bus, want)?;
             if got == 0 {
                 return Err(DriverError::BadOutput {
                     opcode: CmdOpcode::ManagePages,
