@@ -1,0 +1,108 @@
+# One rdma-core / perftest run between rnic (host side, in the namespace, on the emulated device
+# emu:10.11.0.1 over its UDP link) and the same tool on rxe in the guest (10.11.0.2).
+# usage: pair.sh ROLE TOOL [ARGS...]
+#   ROLE  rnic-server (rnic listens, the guest's tool connects) | rnic-client (the reverse)
+#   TOOL  rc_pingpong | write_bw | read_bw | send_bw | write_lat | send_lat
+#   ARGS  passed to both sides (e.g. -s 4096)
+# Both sides must exit 0; rc_pingpong runs with -c, so both sides verify the data they receive.
+# Each side's result line (usec/iter; the perftest table row) is kept. RoCE v2 frames on br0 are
+# captured to $LOGDIR/checks/NAME.pcap (headers only).
+# Developer mode RNIC_INTEROP_PEER=guest: the rnic side is a second rxe guest "peer" (10.11.0.3)
+# running the rdma-core tool, to exercise this script without rnic (the harness never counts
+# such a run as passed).
+role=$1 tool=$2; shift 2
+extra="$*"
+GUEST_IP=10.11.0.2
+case $tool in
+  rc_pingpong) gtool=ibv_rc_pingpong rsub=rc-pingpong common="-g 1 -n 1000 -c" ;;
+  write_bw|read_bw|send_bw) gtool=ib_$tool rsub=${tool/_/-} common="-x 1 -F -n 1000" ;;
+  write_lat|send_lat) gtool=ib_$tool rsub=${tool/_/-} common="-x 1 -F -n 1000" ;;
+  *) fail "unknown tool $tool" ;;
+esac
+name=${CHECK:-$role-$tool}
+PCAP=$LOGDIR/checks/$name.pcap
+TO=150          # seconds either side may take
+GCMD="$gtool -d rxe0 $common $extra"
+
+if [ "${RNIC_INTEROP_PEER:-rnic}" = guest ]; then
+  PEER_IP=10.11.0.3
+  PCMD="$gtool -d rxe0 $common $extra"
+else
+  PEER_IP=$NET_HOST
+  PCMD="$RNIC_BIN $rsub -d emu:$NET_HOST $common $extra"
+  [ -x "$RNIC_BIN" ] || fail "no rnic binary at $RNIC_BIN"
+fi
+ensure_rxe0
+[ "${RNIC_INTEROP_PEER:-rnic}" = guest ] && { gx peer --timeout 30 '[ -e /sys/class/infiniband/rxe0 ] || /usr/sbin/rdma link add rxe0 type rxe netdev eth0' || fail "rxe0 in the peer guest"; }
+
+# ---- the two sides: a guest (over its console) or the host (in the namespace) ----
+# side_start SIDE CMD: start CMD in the background; side_finish SIDE: wait, print output, return rc
+side_start() {
+  case $1 in
+    host) in_ns timeout $TO $2 > "$LOGDIR/checks/$name.host.log" 2>&1 & echo $! > "$RUNDIR/$name.hostpid" ;;
+    *) gx "$1" --timeout 10 "rm -f /tmp/side.log; (timeout $TO $2) >/tmp/side.log 2>&1 </dev/null & SIDE=\$!" ;;
+  esac
+}
+side_finish() {  # side_finish SIDE OUTFILE: wait for the background side; its output to OUTFILE
+  local rc out
+  case $1 in
+    host) wait "$(cat "$RUNDIR/$name.hostpid")"; rc=$?; cp "$LOGDIR/checks/$name.host.log" "$2" ;;
+    *) out=$(gx "$1" --timeout $((TO + 10)) 'wait $SIDE; echo "side-rc=$?"; cat /tmp/side.log')
+       echo "$out" | grep -v '^side-rc=' > "$2"
+       rc=$(echo "$out" | sed -n 's/^side-rc=//p' | head -1); rc=${rc:-125} ;;
+  esac
+  return "$rc"
+}
+side_run() {  # side_run SIDE CMD: foreground
+  case $1 in
+    host) in_ns timeout $TO $2 2>&1 ;;
+    *) gx "$1" --timeout $((TO + 10)) "timeout $TO $2" ;;
+  esac
+}
+# side_listening SIDE: the server side accepts on TCP 18515 (its out-of-band exchange port)
+side_listening() {
+  case $1 in
+    host) in_ns ss -Hltn 'sport = :18515' | grep -q . ;;
+    *) gx "$1" --timeout 10 'netstat -ltn | grep -q ":18515 "' >/dev/null ;;
+  esac
+}
+# the guest's side is always "rxe"; the peer is the host, or guest "peer" in developer mode
+PEER=host; [ "${RNIC_INTEROP_PEER:-rnic}" = guest ] && PEER=peer
+
+# ---- capture ----
+in_ns tcpdump -i br0 -n -U -s 96 -w "$PCAP" udp port 4791 2>/dev/null & TD=$!
+sleep 0.5
+
+if [ "$role" = rnic-server ]; then SRV=$PEER SRVCMD=$PCMD CLI=rxe CLICMD="$GCMD $PEER_IP"
+else SRV=rxe SRVCMD=$GCMD CLI=$PEER CLICMD="$PCMD $GUEST_IP"; fi
+echo "### server ($SRV): $SRVCMD"
+echo "### client ($CLI): $CLICMD"
+side_start "$SRV" "$SRVCMD"
+for i in $(seq 100); do side_listening "$SRV" && break; sleep 0.2; done
+side_listening "$SRV" || echo "(server not seen listening on 18515 after 20 s; trying anyway)"
+echo "--- client output"
+cout=$(side_run "$CLI" "$CLICMD"); crc=$?
+echo "$cout"
+echo "--- client exit status $crc"
+echo "--- server output"
+side_finish "$SRV" "$LOGDIR/checks/$name.server.out"; src=$?
+sout=$(cat "$LOGDIR/checks/$name.server.out"); echo "$sout"
+echo "--- server exit status $src"
+sleep 0.5; kill -INT $TD 2>/dev/null; wait $TD 2>/dev/null
+frames=$(tcpdump -r "$PCAP" -n 2>/dev/null | wc -l)
+
+# ---- verdict and result lines ----
+resline() {  # resline OUTPUT: the tool's result line(s)
+  case $tool in
+    rc_pingpong) echo "$1" | grep -E 'usec/iter' ;;
+    *) echo "$1" | awk '/#bytes/ { h = 1; next } h && /^ *[0-9]+ +[0-9]+ / { print; exit }' ;;
+  esac | sed -E 's/^ +//; s/ +/ /g'
+}
+cres=$(resline "$cout"); sres=$(resline "$sout")
+[ -n "$cres" ] && result "client ($CLI): $cres"
+[ -n "$sres" ] && result "server ($SRV): $sres"
+result "$frames RoCE v2 frames on br0"
+[ $crc -eq 0 ] || fail "client ($CLI) exit status $crc: $(echo "$cout" | grep -v '^ *$' | tail -1)"
+[ $src -eq 0 ] || fail "server ($SRV) exit status $src: $(echo "$sout" | grep -v '^ *$' | tail -1)"
+[ -n "$cres$sres" ] || fail "no result line from either side"
+[ "$frames" -gt 0 ] || fail "no RoCE v2 frame seen on br0"

@@ -1,0 +1,37 @@
+# The private network: one network namespace per harness run, so nothing addressed to
+# 10.11.0.0/24 can leave the machine.
+#   netns $NS:  br0 10.11.0.1/24 (the host side; rnic binds here)  <- tap0 (rxe guest 10.11.0.2)
+#                                                                   <- tap1 (spare: 10.11.0.3)
+NS=rnic-interop-$$
+NET_HOST=10.11.0.1
+NET_PREFIX=24
+
+net_up() {
+  # namespaces left by earlier runs that died without cleanup (their pid is gone)
+  local old
+  for old in $(ip netns list | awk '/^rnic-interop-[0-9]+/ { print $1 }'); do
+    kill -0 "${old##*-}" 2>/dev/null || { ip netns del "$old" && info "removed stale netns $old"; }
+  done
+  ip netns add "$NS" || { echo "net: ip netns add $NS failed"; return 1; }
+  on_exit net_down
+  ip -n "$NS" link set lo up &&
+  ip -n "$NS" link add br0 type bridge stp_state 0 forward_delay 0 &&
+  ip -n "$NS" addr add "$NET_HOST/$NET_PREFIX" dev br0 &&
+  ip -n "$NS" link set br0 up || { echo "net: bridge setup in $NS failed"; return 1; }
+  local t
+  for t in tap0 tap1; do
+    ip -n "$NS" tuntap add dev $t mode tap &&
+    ip -n "$NS" link set $t master br0 &&
+    ip -n "$NS" link set $t up || { echo "net: tap $t in $NS failed"; return 1; }
+  done
+  info "netns $NS: br0 $NET_HOST/$NET_PREFIX, tap0 tap1"
+}
+
+net_down() {
+  ip netns list | grep -qw "^$NS" || return 0
+  ip netns pids "$NS" 2>/dev/null | grep -q . && info "net: processes still in $NS: $(ip netns pids "$NS" | tr '\n' ' ')"
+  ip netns del "$NS" && info "netns $NS removed"
+}
+
+# in_ns CMD...: run CMD inside the namespace (the host side of every check).
+in_ns() { ip netns exec "$NS" "$@"; }

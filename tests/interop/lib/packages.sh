@@ -1,0 +1,104 @@
+# Debian packages the harness needs, installed through a private apt configuration.
+#
+# Why private: the machine's own sources may lack bookworm-backports, and QEMU must come from
+# there (bookworm's qemu-system-x86 7.2 would replace the installed qemu-utils 10.0.2), and other
+# configured repositories may be unreachable. So apt runs with its own sources list, lists
+# directory and archive cache under $CACHE/apt: nothing in /etc/apt or /var/lib/apt/lists changes.
+# Only dpkg's database (the installed packages) is shared with the machine.
+
+APT_PKGS_MAIN="busybox-static ibverbs-utils ibverbs-providers rdma-core rdmacm-utils perftest
+  iproute2 iputils-ping tcpdump tshark kmod cpio socat xz-utils file"
+APT_PKGS_BPO="qemu-system-x86 qemu-utils"
+APT_DIR=$CACHE/apt
+APT_OPTS=()
+
+apt_setup() {
+  mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/archives/partial"
+  local kr=/usr/share/keyrings/debian-archive-keyring.gpg
+  [ -f "$kr" ] || { echo "packages: $kr missing (package debian-archive-keyring)"; return 1; }
+  cat > "$APT_DIR/sources.list" <<SRC
+deb [signed-by=$kr] http://deb.debian.org/debian bookworm main
+deb [signed-by=$kr] http://deb.debian.org/debian bookworm-updates main
+deb [signed-by=$kr] http://deb.debian.org/debian bookworm-backports main
+deb [signed-by=$kr] http://deb.debian.org/debian-security bookworm-security main
+SRC
+  APT_OPTS=(-o "Dir::Etc::SourceList=$APT_DIR/sources.list" -o "Dir::Etc::SourceParts=$APT_DIR/none.d"
+            -o "Dir::State::Lists=$APT_DIR/lists" -o "Dir::Cache::Archives=$APT_DIR/archives"
+            -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Get::List-Cleanup=0"
+            -q)
+}
+
+# pkg_missing PKG...: prints the packages that are not installed.
+pkg_missing() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || printf '%s ' "$p"
+  done
+}
+
+apt_updated=
+apt_update_once() {
+  [ -n "$apt_updated" ] && return 0
+  # `apt-get update` exits 0 even when an index failed to download; treat any error line as fatal.
+  local out rc=0
+  out=$(apt-get "${APT_OPTS[@]}" update 2>&1) || rc=$?
+  if [ $rc -ne 0 ] || grep -qE '^(E:|W: (Failed|Some index))' <<<"$out"; then
+    printf '%s\n' "$out" | tail -5
+    echo "packages: apt-get update failed (rc=$rc)"
+    return 1
+  fi
+  apt_updated=1
+}
+
+install_packages() {
+  apt_setup || return 1
+  local main bpo
+  main=$(pkg_missing $APT_PKGS_MAIN)
+  # QEMU must be 10.x from backports: an installed 7.2 from bookworm counts as missing.
+  bpo=$(pkg_missing $APT_PKGS_BPO)
+  if [ -z "$bpo" ] && ! dpkg --compare-versions "$(dpkg-query -W -f='${Version}' qemu-system-x86)" ge 1:10; then
+    bpo=$APT_PKGS_BPO
+  fi
+  if [ -z "$main$bpo" ]; then
+    info "all packages present (qemu $(dpkg-query -W -f='${Version}' qemu-system-x86))"
+    return 0
+  fi
+  info "installing: $main$bpo"
+  apt_update_once || return 1
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer no, without a prompt.
+  echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
+  if [ -n "$bpo" ]; then
+    apt-get "${APT_OPTS[@]}" install -y --no-install-recommends -t bookworm-backports $bpo \
+      >"$LOGDIR/apt-bpo.log" 2>&1 || { tail -5 "$LOGDIR/apt-bpo.log"; echo "packages: installing $bpo from bookworm-backports failed"; return 1; }
+  fi
+  if [ -n "$main" ]; then
+    apt-get "${APT_OPTS[@]}" install -y --no-install-recommends $main \
+      >"$LOGDIR/apt-main.log" 2>&1 || { tail -5 "$LOGDIR/apt-main.log"; echo "packages: installing $main failed"; return 1; }
+  fi
+  local still; still=$(pkg_missing $APT_PKGS_MAIN $APT_PKGS_BPO)
+  [ -z "$still" ] || { echo "packages: still missing after install: $still"; return 1; }
+  info "qemu $(dpkg-query -W -f='${Version}' qemu-system-x86)"
+}
+
+# apt_download PKG DIR: fetch PKG's .deb into DIR (no install).
+apt_download() {
+  apt_setup || return 1
+  apt_update_once || return 1
+  (cd "$2" && apt-get "${APT_OPTS[@]}" download "$1") >"$LOGDIR/apt-download.log" 2>&1 \
+    || { tail -3 "$LOGDIR/apt-download.log"; echo "packages: apt-get download $1 failed"; return 1; }
+}
+
+# kernel_package: the linux-image-6.1.0-N-amd64 that linux-image-amd64 (bookworm) depends on.
+# Uses the private lists as they are (no network) unless they are empty.
+kernel_package() {
+  apt_setup || return 1
+  local k
+  k=$(apt-cache "${APT_OPTS[@]}" depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6\.1\./ { print $2; exit }')
+  if [ -z "$k" ]; then
+    apt_update_once >&2 || return 1
+    k=$(apt-cache "${APT_OPTS[@]}" depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6\.1\./ { print $2; exit }')
+  fi
+  [ -n "$k" ] || { echo "packages: linux-image-amd64 has no linux-image-6.1 dependency in bookworm" >&2; return 1; }
+  printf '%s\n' "$k"
+}
