@@ -711,3 +711,255 @@ impl Drop for CmdQueue {
 }
 
 const _: () = assert!(MAILBOX_SIZE <= MAILBOX_ALIGN);
+
+#[cfg(test)]
+mod tests {
+    //! Error paths of the command queue against a scripted fake device (the bring-up itself
+    //! is tested on the emulator, in the rnic-tests crate).
+    use super::*;
+    use rnic_hw_regs::cmd::{EnableHcaIn, QueryHcaCapIn, QueryIssiIn};
+    use std::alloc::{Layout, alloc_zeroed, dealloc};
+    use std::ptr::NonNull;
+
+    type Handler = Box<dyn Fn(&FakeBus, u8) + Send + Sync>;
+
+    /// Identity-mapped DMA (IOVA = host address) and a doorbell that runs `handler`.
+    struct FakeBus {
+        cmdq_l_sz: u32,
+        cmdq: Mutex<u64>,
+        handler: Handler,
+        live: Mutex<usize>,
+    }
+
+    impl FakeBus {
+        fn new(handler: Handler) -> Arc<Self> {
+            Arc::new(Self {
+                cmdq_l_sz: 0x56, // 32 slots of 64 bytes
+                cmdq: Mutex::new(0),
+                handler,
+                live: Mutex::new(0),
+            })
+        }
+        fn mem(&self, iova: u64, len: usize) -> DmaRegion {
+            DmaRegion {
+                vaddr: NonNull::new(iova as *mut u8).unwrap(),
+                iova,
+                len,
+            }
+        }
+        fn entry(&self, slot: u8) -> (DmaRegion, usize) {
+            (
+                self.mem(*self.cmdq.lock().unwrap(), 4096),
+                usize::from(slot) * 64,
+            )
+        }
+    }
+
+    impl Bus for FakeBus {
+        fn read32(&self, offset: usize) -> u32 {
+            match offset {
+                0x14 => self.cmdq_l_sz,
+                _ => 0,
+            }
+        }
+        fn write32(&self, offset: usize, value: u32) {
+            if offset == init_seg::CMD_DBELL {
+                (self.handler)(self, value.trailing_zeros() as u8);
+            }
+        }
+        fn write64(&self, _: usize, _: u64) {}
+        fn bar_len(&self) -> usize {
+            0x10_0000
+        }
+        fn alloc_dma(&self, len: usize) -> Result<DmaRegion, rnic_hw_regs::BusError> {
+            let len = len.div_ceil(4096) * 4096;
+            // SAFETY: non-zero size, valid alignment.
+            let p = unsafe { alloc_zeroed(Layout::from_size_align(len, 4096).unwrap()) };
+            *self.live.lock().unwrap() += 1;
+            Ok(self.mem(p as u64, len))
+        }
+        fn free_dma(&self, r: DmaRegion) -> Result<(), rnic_hw_regs::BusError> {
+            *self.live.lock().unwrap() -= 1;
+            // SAFETY: allocated by `alloc_dma` with this layout.
+            unsafe {
+                dealloc(
+                    r.vaddr.as_ptr(),
+                    Layout::from_size_align(r.len, 4096).unwrap(),
+                )
+            };
+            Ok(())
+        }
+        unsafe fn map_dma(&self, v: NonNull<u8>, _: usize) -> Result<u64, rnic_hw_regs::BusError> {
+            Ok(v.as_ptr() as u64)
+        }
+        fn unmap_dma(&self, _: u64, _: usize) -> Result<(), rnic_hw_regs::BusError> {
+            Ok(())
+        }
+        fn wait_irq(&self, _: u16, _: Duration) -> Result<bool, rnic_hw_regs::BusError> {
+            Ok(false)
+        }
+    }
+
+    fn queue(bus: &Arc<FakeBus>, timeout: Duration) -> CmdQueue {
+        let q = CmdQueue::new(bus.clone(), bus.cmdq_l_sz, timeout, None).unwrap();
+        *bus.cmdq.lock().unwrap() = q.iova();
+        q
+    }
+
+    /// Completes the command in `slot` with `status_own` and output status/syndrome.
+    fn complete(bus: &FakeBus, slot: u8, delivery: u8, status: u8, syndrome: u32) {
+        let (page, off) = bus.entry(slot);
+        let mut e = [0u8; 64];
+        dma::read(&page, off, &mut e);
+        e[0x20] = status;
+        e[0x24..0x28].copy_from_slice(&syndrome.to_be_bytes());
+        e[0x3F] = delivery << 1;
+        dma::write(&page, off, &e);
+    }
+
+    #[test]
+    fn statuses_become_typed_errors() {
+        let bus = FakeBus::new(Box::new(|b, slot| complete(b, slot, 0, 0x03, 0xABCD)));
+        let q = queue(&bus, Duration::from_secs(1));
+        let e = q.exec(&EnableHcaIn::new_cmd(), &[], &mut []).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DriverError::Command {
+                    opcode: CmdOpcode::EnableHca,
+                    status: CmdStatus::BadParam,
+                    syndrome: 0xABCD,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+
+        let bus = FakeBus::new(Box::new(|b, slot| complete(b, slot, 0, 0x77, 1)));
+        let q = queue(&bus, Duration::from_secs(1));
+        let e = q.exec(&EnableHcaIn::new_cmd(), &[], &mut []).unwrap_err();
+        assert!(
+            matches!(e, DriverError::UnknownCommandStatus { status: 0x77, .. }),
+            "{e}"
+        );
+
+        let bus = FakeBus::new(Box::new(|b, slot| complete(b, slot, 0x02, 0, 0)));
+        let q = queue(&bus, Duration::from_secs(1));
+        let e = q.exec(&EnableHcaIn::new_cmd(), &[], &mut []).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DriverError::Delivery {
+                    status: DeliveryStatus::TokenError,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let bus = FakeBus::new(Box::new(|b, slot| complete(b, slot, 0x55, 0, 0)));
+        let q = queue(&bus, Duration::from_secs(1));
+        let e = q.exec(&EnableHcaIn::new_cmd(), &[], &mut []).unwrap_err();
+        assert!(
+            matches!(e, DriverError::UnknownDeliveryStatus { status: 0x55, .. }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_silent_device_times_out_and_its_slot_is_never_reused() {
+        let bus = FakeBus::new(Box::new(|_, _| {}));
+        let mut q = queue(&bus, Duration::from_millis(20));
+        let e = q.exec(&EnableHcaIn::new_cmd(), &[], &mut []).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DriverError::Timeout {
+                    opcode: CmdOpcode::EnableHca,
+                    slot: 0,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = q.exec(&EnableHcaIn::new_cmd(), &[], &mut []).unwrap_err();
+        assert!(matches!(e, DriverError::Timeout { slot: 1, .. }), "{e}");
+        q.shutdown();
+        // Leaked, not freed: the device may still write them.
+        assert!(*bus.live.lock().unwrap() > 0);
+    }
+
+    #[test]
+    fn mailboxes_are_chained_pooled_and_checked() {
+        // The device answers QUERY_HCA_CAP with a 0x1010-byte output: 8 blocks, each with the
+        // entry's token and its block number (it checks the driver's chain too).
+        let bus = FakeBus::new(Box::new(|b, slot| {
+            let (page, off) = b.entry(slot);
+            let mut e = CmdqEntry::new_zeroed();
+            dma::read(&page, off, &mut e.0);
+            assert_eq!(e.cmd_type(), 7);
+            assert!(e.signature_ok(), "the driver signs the entry");
+            let token = e.token();
+            assert_ne!(token, 0);
+            let mut ptr = e.output_mailbox_pointer();
+            let mut n = 0;
+            while ptr != 0 {
+                assert_eq!(ptr % 1024, 0);
+                let blk = b.mem(ptr, MAILBOX_SIZE);
+                let mut m = CmdMailbox::new_zeroed();
+                dma::read(&blk, 0, &mut m.0);
+                assert_eq!((m.block_number(), m.token()), (n, token));
+                m.data_mut().0[0] = n as u8 + 1;
+                if n == 3 && e.input_inline().op_mod() == 0xBAD {
+                    m.set_token(token ^ 1);
+                }
+                dma::write(&blk, 0, &m.0);
+                ptr = m.next_pointer();
+                n += 1;
+            }
+            assert_eq!(n as usize, layout::blocks_for(e.output_length() as usize));
+            e.set_ownership(false);
+            dma::write(&page, off, &e.0);
+        }));
+        let q = queue(&bus, Duration::from_secs(1));
+        let out = q.exec(&QueryHcaCapIn::new_cmd(), &[], &mut []).unwrap();
+        assert_eq!(out.as_bytes()[0x10], 1);
+        assert_eq!(out.as_bytes()[0x10 + 512], 2);
+        assert_eq!(out.as_bytes()[0x10 + 7 * 512], 8);
+        let pool = q.pool_blocks();
+        let live = *bus.live.lock().unwrap();
+        for _ in 0..10 {
+            q.exec(&QueryHcaCapIn::new_cmd(), &[], &mut []).unwrap();
+        }
+        assert_eq!(q.pool_blocks(), pool, "steady state: no new DMA");
+        assert_eq!(*bus.live.lock().unwrap(), live);
+
+        let mut bad = QueryHcaCapIn::new_cmd();
+        bad.set_op_mod(0xBAD);
+        let e = q.exec(&bad, &[], &mut []).unwrap_err();
+        assert!(matches!(e, DriverError::BadOutput { .. }), "{e}");
+        assert!(e.to_string().contains("mailbox block 3"), "{e}");
+    }
+
+    #[test]
+    fn tokens_increment_and_skip_zero() {
+        let tokens = Arc::new(Mutex::new(Vec::new()));
+        let t2 = tokens.clone();
+        let bus = FakeBus::new(Box::new(move |b, slot| {
+            let (page, off) = b.entry(slot);
+            let mut e = [0u8; 64];
+            dma::read(&page, off, &mut e);
+            t2.lock().unwrap().push(e[0x3C]);
+            complete(b, slot, 0, 0, 0);
+        }));
+        let q = queue(&bus, Duration::from_secs(1));
+        for _ in 0..300 {
+            q.exec(&QueryIssiIn::new_cmd(), &[], &mut []).unwrap();
+        }
+        let t = tokens.lock().unwrap();
+        assert_eq!(&t[..3], &[1, 2, 3]);
+        assert!(!t.contains(&0));
+        assert_eq!(t[255], 1, "wraps past 0 to 1");
+        assert_eq!(q.slots(), 32);
+        assert_eq!(q.page_slot(), 31);
+    }
+}

@@ -10,7 +10,7 @@
 //! page back: DEALLOC_PD, DESTROY_EQ, DEALLOC_UAR, TEARDOWN_HCA, MANAGE_PAGES take until
 //! firmware holds none, DISABLE_HCA.
 
-use crate::cmdq::{CmdQueue, CommandObserver, DEFAULT_CMD_TIMEOUT};
+use crate::cmdq::{CmdQueue, CommandObserver, DEFAULT_CMD_TIMEOUT, SlotClass};
 use crate::eq::{ASYNC_EVENTS, EventQueue};
 use crate::error::DriverError;
 use crate::health::{self, HealthMonitor, HealthRegisters};
@@ -59,8 +59,16 @@ pub const DEFAULT_HEALTH_INTERVAL: Duration = Duration::from_secs(2);
 pub struct HcaConfig {
     /// Timeout of every command (default 60 s, as the kernel).
     pub cmd_timeout: Duration,
-    /// Timeout of each wait for the `initializing` bit (default 120 s).
+    /// Timeout of the wait for the `initializing` bit after the command queue address is
+    /// written (default 120 s).
     pub init_timeout: Duration,
+    /// Timeout of a wait for `initializing` *before* writing the command queue address, as
+    /// newer Linux kernels do (120 s there). Zero (the default) skips it, as rdma-core's VFIO
+    /// driver does: a device may keep `initializing` set until it knows the queue address.
+    pub pre_init_timeout: Duration,
+    /// Most firmware pages the driver gives (a device asking for more is refused with
+    /// [`DriverError::BadOutput`]); default 4 Mi pages (16 GiB).
+    pub max_firmware_pages: usize,
     /// IPv4 address for GID index 1 (`::ffff:a.b.c.d`, RoCE v2); `None`: no GID 1.
     pub ipv4: Option<Ipv4Addr>,
     /// `log_max_qp` to set with SET_HCA_CAP (capped by the device's maximum), 1..=24.
@@ -78,6 +86,8 @@ impl Default for HcaConfig {
         Self {
             cmd_timeout: DEFAULT_CMD_TIMEOUT,
             init_timeout: DEFAULT_INIT_TIMEOUT,
+            pre_init_timeout: Duration::ZERO,
+            max_firmware_pages: 1 << 22,
             ipv4: None,
             log_max_qp: DEFAULT_LOG_MAX_QP,
             eq_log_size: DEFAULT_EQ_LOG_SIZE,
@@ -92,6 +102,8 @@ impl fmt::Debug for HcaConfig {
         f.debug_struct("HcaConfig")
             .field("cmd_timeout", &self.cmd_timeout)
             .field("init_timeout", &self.init_timeout)
+            .field("pre_init_timeout", &self.pre_init_timeout)
+            .field("max_firmware_pages", &self.max_firmware_pages)
             .field("ipv4", &self.ipv4)
             .field("log_max_qp", &self.log_max_qp)
             .field("eq_log_size", &self.eq_log_size)
@@ -256,6 +268,7 @@ pub struct Hca {
     uar: Option<Uar>,
     pd: u32,
     eqn: u8,
+    max_pages: usize,
 }
 
 impl fmt::Debug for Hca {
@@ -314,11 +327,18 @@ impl Hca {
     /// down again (best effort; nothing more is sent to a device that stopped answering).
     pub fn open(bus: Arc<dyn Bus>, config: HcaConfig) -> Result<Self, DriverError> {
         config.validate()?;
-        wait_firmware(
-            &*bus,
-            config.init_timeout,
-            "before the command queue address",
-        )?;
+        if !config.pre_init_timeout.is_zero() {
+            wait_firmware(
+                &*bus,
+                config.pre_init_timeout,
+                "before the command queue address",
+            )?;
+        }
+        if bus.read32(init_seg::HEALTH_FW_VER) == init_seg::FW_VER_PCI_DEAD {
+            return Err(DriverError::DeviceFatal {
+                reason: health::FatalReason::PciLinkDead,
+            });
+        }
         let fw = FwVersion::decode(
             bus.read32(init_seg::FW_REV),
             bus.read32(init_seg::CMDIF_REV_FW_SUB),
@@ -361,6 +381,7 @@ impl Hca {
             uar: None,
             pd: 0,
             eqn: 0,
+            max_pages: config.max_firmware_pages,
         };
         match hca.bring_up(&config) {
             Ok(()) => Ok(hca),
@@ -416,7 +437,12 @@ impl Hca {
         self.caps = Some(caps);
 
         self.satisfy_pages(PagePhase::Init)?;
-        self.cmdq.exec(&InitHcaIn::new_cmd(), &[], &mut [])?;
+        // INIT_HCA without a software owner id: the 16-byte input the kernel of the
+        // ConnectX-4 trace sent (newer `mlx5_ifc.h` adds `sw_owner_id`, 0x20 bytes in all).
+        let init = InitHcaIn::new_cmd();
+        let mut init_out = [0u8; 16];
+        self.cmdq
+            .exec_raw(&init.as_bytes()[..16], &mut init_out, SlotClass::Regular)?;
         self.res().initialized = true;
 
         let caps = self.caps.clone().ok_or(DriverError::Closed)?;
@@ -499,11 +525,26 @@ impl Hca {
         let mut res = self.res();
         let n = res.pages.query(&self.cmdq, phase)?;
         log::debug!("firmware asks for {n} {phase:?} pages");
+        self.check_page_request(res.pages.held(), n)?;
         if n > 0 {
             res.pages.give(&self.cmdq, &*self.bus, n as usize)?;
         } else if n < 0 {
             res.pages
                 .take(&self.cmdq, &*self.bus, n.unsigned_abs() as usize)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses page requests beyond [`HcaConfig::max_firmware_pages`].
+    fn check_page_request(&self, held: usize, n: i32) -> Result<(), DriverError> {
+        if n > 0 && held.saturating_add(n as usize) > self.max_pages {
+            return Err(DriverError::BadOutput {
+                opcode: CmdOpcode::QueryPages,
+                what: format!(
+                    "firmware asks for {n} more pages (holds {held}); the limit is {}",
+                    self.max_pages
+                ),
+            });
         }
         Ok(())
     }
@@ -604,6 +645,7 @@ impl Hca {
         }
         for (func_id, n) in requests {
             log::debug!("page request: function {func_id}, {n} pages");
+            self.check_page_request(res.pages.held(), n)?;
             if n > 0 {
                 res.pages.give(&self.cmdq, &*self.bus, n as usize)?;
             } else if n < 0 {
@@ -887,8 +929,8 @@ mod tests {
         i.set_current_issi(1);
         assert_eq!(i.as_bytes(), &words(&[0x010b_0000, 0, 1, 0])[..]);
         assert_eq!(
-            InitHcaIn::new_cmd().as_bytes(),
-            &words(&[0x0102_0000, 0, 0, 0, 0, 0, 0, 0])[..]
+            &InitHcaIn::new_cmd().as_bytes()[..16],
+            &words(&[0x0102_0000, 0, 0, 0])[..]
         );
         let mut reg = AccessRegisterIn::new_cmd();
         reg.set_op_mod(op_mod::ACCESS_REG_WRITE);
