@@ -940,6 +940,67 @@ mod tests {
         assert!(e.to_string().contains("mailbox block 3"), "{e}");
     }
 
+    /// Captures the command dumps logged at `trace` level, with the logging thread (tests run
+    /// in parallel; each looks at its own lines).
+    struct Capture(Mutex<Vec<(std::thread::ThreadId, String)>>);
+
+    impl log::Log for Capture {
+        fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+            m.target() == trace::TRACE_TARGET
+        }
+        fn log(&self, r: &log::Record<'_>) {
+            if self.enabled(r.metadata()) {
+                let me = std::thread::current().id();
+                self.0.lock().unwrap().push((me, r.args().to_string()));
+            }
+        }
+        fn flush(&self) {}
+    }
+
+    static CAPTURE: Capture = Capture(Mutex::new(Vec::new()));
+
+    #[test]
+    fn trace_level_logs_kernel_dumps() {
+        let _ = log::set_logger(&CAPTURE);
+        log::set_max_level(log::LevelFilter::Trace);
+        let bus = FakeBus::new(Box::new(|b, slot| {
+            let (page, off) = b.entry(slot);
+            let mut e = CmdqEntry::new_zeroed();
+            dma::read(&page, off, &mut e.0);
+            e.set_ownership(false);
+            dma::write(&page, off, &e.0);
+        }));
+        let q = queue(&bus, Duration::from_secs(1));
+        q.exec(&rnic_hw_regs::cmd::QueryAdapterIn::new_cmd(), &[], &mut [])
+            .unwrap();
+        let me = std::thread::current().id();
+        let lines: Vec<String> = CAPTURE
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _)| *t == me)
+            .map(|(_, l)| l.clone())
+            .collect();
+        let at = |needle: &str| {
+            lines
+                .iter()
+                .position(|l| l == needle)
+                .unwrap_or_else(|| panic!("no line {needle:?} in {lines:#?}"))
+        };
+        let i = at("dump command QUERY_ADAPTER(0x101) INPUT");
+        assert_eq!(lines[i + 1], "000: 07000000 00000010 00000000 00000000");
+        assert_eq!(lines[i + 2], "010: 01010000 00000000 00000000 00000000");
+        assert!(lines[i + 4].starts_with("030: "), "{}", lines[i + 4]);
+        assert!(lines[i + 4].contains(" 00000110 "), "output length 0x110");
+        assert_eq!(lines[i + 5], "");
+        assert_eq!(lines[i + 6], "writing 0x1 to command doorbell");
+        let o = at("dump command QUERY_ADAPTER(0x101) OUTPUT");
+        assert_eq!(lines[o + 6], "command block:");
+        assert!(lines[o + 7].starts_with("040: "));
+        assert!(lines[o + 42].starts_with("270: "));
+    }
+
     #[test]
     fn tokens_increment_and_skip_zero() {
         let tokens = Arc::new(Mutex::new(Vec::new()));

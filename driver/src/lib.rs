@@ -6,9 +6,34 @@
 //!   ([`pages`]), the event queue ([`eq`]), UAR pages ([`uar`]) and health monitoring
 //!   ([`health`]);
 //! - [`vfio`]: [`vfio::VfioBus`], the [`Bus`](rnic_hw_regs::Bus) of a real device behind
-//!   Linux VFIO.
+//!   Linux VFIO, and the discovery of ConnectX functions bound to vfio-pci.
 //!
 //! Nothing here knows whether the bus is a real ConnectX or the emulator.
+//!
+//! Bringing up a real device (needs a ConnectX bound to vfio-pci, so not run here):
+//!
+//! ```no_run
+//! use rnic_driver::vfio::{discovery, VfioBus, VfioOptions};
+//! use rnic_driver::{Hca, HcaConfig};
+//! use std::net::Ipv4Addr;
+//! use std::path::Path;
+//! use std::sync::Arc;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let funcs = discovery::connectx_vfio_functions(Path::new(discovery::SYSFS_PCI_DEVICES));
+//! let func = funcs.first().ok_or("no ConnectX bound to vfio-pci")?;
+//! let bus = Arc::new(VfioBus::open(&func.address, VfioOptions::default())?);
+//! let hca = Hca::open(
+//!     bus,
+//!     HcaConfig { ipv4: Some(Ipv4Addr::new(192, 0, 2, 1)), ..HcaConfig::default() },
+//! )?;
+//! println!("firmware {}, MAC {:02x?}, {} pages", hca.fw_version(), hca.mac(), hca.pages_held());
+//! hca.check_health()?;
+//! hca.process_events()?; // serve page requests
+//! hca.close()?; // every firmware page comes back
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod cmdq;
 mod dma;
