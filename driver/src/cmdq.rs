@@ -172,7 +172,13 @@ pub struct CmdQueue {
     observer: Option<Arc<dyn CommandObserver>>,
     /// The device may still write the queue: never free its DMA memory.
     unresponsive: AtomicBool,
+    /// Called about every millisecond while a regular command waits.
+    idle_hook: Mutex<Option<IdleHook>>,
 }
+
+/// Work to do while a regular command waits for the device (the HCA serves page requests in
+/// it, through the page slot).
+pub type IdleHook = Arc<dyn Fn(&CmdQueue) + Send + Sync>;
 
 impl std::fmt::Debug for CmdQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -232,6 +238,7 @@ impl CmdQueue {
             slot_freed: Condvar::new(),
             observer,
             unresponsive: AtomicBool::new(false),
+            idle_hook: Mutex::new(None),
         })
     }
 
@@ -404,7 +411,7 @@ impl CmdQueue {
         self.bus.write32(init_seg::CMD_DBELL, 1u32 << slot);
 
         // 4. Poll.
-        let done = match self.poll(page, entry_off, opcode, slot) {
+        let done = match self.poll(page, entry_off, opcode, slot, class) {
             Ok(c) => c,
             Err(e) => {
                 // The device may still own the slot and its mailboxes: never reuse them.
@@ -529,10 +536,12 @@ impl CmdQueue {
         entry_off: usize,
         opcode: CmdOpcode,
         slot: u8,
+        class: SlotClass,
     ) -> Result<Completion, DriverError> {
         let start = Instant::now();
         let mut spins: u32 = 0;
         let mut next_health = start + Duration::from_millis(50);
+        let mut next_idle = start + Duration::from_millis(1);
         loop {
             let own = dma::read_u8(page, entry_off + CMDQ_ENTRY_SIZE - 1).unwrap_or(1);
             if own & 1 == 0 {
@@ -557,6 +566,17 @@ impl CmdQueue {
                     slot,
                     timeout: self.timeout,
                 });
+            }
+            if class == SlotClass::Regular && now >= next_idle {
+                next_idle = now + Duration::from_millis(1);
+                let hook = self
+                    .idle_hook
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                if let Some(hook) = hook {
+                    hook(self);
+                }
             }
             if now >= next_health {
                 next_health = now + Duration::from_millis(50);
@@ -663,6 +683,11 @@ impl CmdQueue {
             }
             None => block.0.fill(0),
         }
+    }
+
+    /// Sets (or clears) the work done while regular commands wait.
+    pub fn set_idle_hook(&self, hook: Option<IdleHook>) {
+        *self.idle_hook.lock().unwrap_or_else(|e| e.into_inner()) = hook;
     }
 
     /// Frees nothing on shutdown: when the device is unresponsive it may still write the

@@ -249,6 +249,8 @@ struct Resources {
     eq: Option<EventQueue>,
     pd: Option<u32>,
     pages: FirmwarePages,
+    /// Events drained while serving page requests, for [`Hca::process_events`].
+    pending: Vec<EqeEvent>,
     /// Set when the device stopped answering: teardown issues no more commands.
     dead: bool,
     closed: bool,
@@ -258,7 +260,7 @@ struct Resources {
 pub struct Hca {
     bus: Arc<dyn Bus>,
     cmdq: CmdQueue,
-    res: Mutex<Resources>,
+    res: Arc<Mutex<Resources>>,
     health: Mutex<HealthMonitor>,
     caps: Option<Caps>,
     fw: FwVersion,
@@ -371,7 +373,7 @@ impl Hca {
         let mut hca = Hca {
             bus: bus.clone(),
             cmdq,
-            res: Mutex::new(Resources::default()),
+            res: Arc::new(Mutex::new(Resources::default())),
             health: Mutex::new(HealthMonitor::new(config.health_interval)),
             caps: None,
             fw,
@@ -466,6 +468,22 @@ impl Hca {
         let eq = EventQueue::create(&self.cmdq, bus, uar, config.eq_log_size, ASYNC_EVENTS)?;
         self.eqn = eq.eqn();
         self.res().eq = Some(eq);
+        // Serve page requests while waiting for commands. `try_lock`: when the resources are
+        // held (bring-up giving pages, teardown), the holder is the one waiting.
+        let weak = Arc::downgrade(&self.res);
+        let hook_bus = self.bus.clone();
+        let max = self.max_pages;
+        self.cmdq
+            .set_idle_hook(Some(Arc::new(move |cmdq: &CmdQueue| {
+                let Some(res) = weak.upgrade() else { return };
+                let Ok(mut res) = res.try_lock() else { return };
+                if res.closed || res.dead {
+                    return;
+                }
+                if let Err(e) = serve_events(&mut res, cmdq, &*hook_bus, max) {
+                    log::warn!("serving a page request while waiting for a command: {e}");
+                }
+            })));
 
         let pd = self.cmdq.exec(&AllocPdIn::new_cmd(), &[], &mut [])?.pd();
         self.res().pd = Some(pd);
@@ -525,26 +543,12 @@ impl Hca {
         let mut res = self.res();
         let n = res.pages.query(&self.cmdq, phase)?;
         log::debug!("firmware asks for {n} {phase:?} pages");
-        self.check_page_request(res.pages.held(), n)?;
+        check_page_request(res.pages.held(), n, self.max_pages)?;
         if n > 0 {
             res.pages.give(&self.cmdq, &*self.bus, n as usize)?;
         } else if n < 0 {
             res.pages
                 .take(&self.cmdq, &*self.bus, n.unsigned_abs() as usize)?;
-        }
-        Ok(())
-    }
-
-    /// Refuses page requests beyond [`HcaConfig::max_firmware_pages`].
-    fn check_page_request(&self, held: usize, n: i32) -> Result<(), DriverError> {
-        if n > 0 && held.saturating_add(n as usize) > self.max_pages {
-            return Err(DriverError::BadOutput {
-                opcode: CmdOpcode::QueryPages,
-                what: format!(
-                    "firmware asks for {n} more pages (holds {held}); the limit is {}",
-                    self.max_pages
-                ),
-            });
         }
         Ok(())
     }
@@ -627,33 +631,16 @@ impl Hca {
 
     /// Drains the event queue: page requests are served here (pages given or taken back);
     /// the other events are returned. An EQE with an unknown type is logged and skipped.
+    ///
+    /// Page requests are also served while the driver waits for a command (firmware may hold
+    /// a command until it gets pages); events seen then are returned by the next call.
     pub fn process_events(&self) -> Result<Vec<EqeEvent>, DriverError> {
         let mut res = self.res();
         if res.closed || res.dead {
             return Err(DriverError::Closed);
         }
-        let mut events = Vec::new();
-        let mut requests = Vec::new();
-        if let Some(eq) = res.eq.as_mut() {
-            eq.poll(&*self.bus, |ev| match ev {
-                Ok(EqeEvent::PageRequest { func_id, num_pages }) => {
-                    requests.push((func_id, num_pages));
-                }
-                Ok(other) => events.push(other),
-                Err(t) => log::warn!("EQE with unknown event type {t:#x} skipped"),
-            });
-        }
-        for (func_id, n) in requests {
-            log::debug!("page request: function {func_id}, {n} pages");
-            self.check_page_request(res.pages.held(), n)?;
-            if n > 0 {
-                res.pages.give(&self.cmdq, &*self.bus, n as usize)?;
-            } else if n < 0 {
-                res.pages
-                    .take(&self.cmdq, &*self.bus, n.unsigned_abs() as usize)?;
-            }
-        }
-        Ok(events)
+        serve_events(&mut res, &self.cmdq, &*self.bus, self.max_pages)?;
+        Ok(std::mem::take(&mut res.pending))
     }
 
     /// Checks the device's health: `fw_ver`, `nic_interface`, the health syndrome, and the
@@ -738,6 +725,7 @@ impl Hca {
             return Ok(());
         }
         res.closed = true;
+        self.cmdq.set_idle_hook(None);
         let bus = &*self.bus;
         let mut first: Option<DriverError> = None;
         let mut note = |e: DriverError, what: &str, dead: &mut bool| {
@@ -806,6 +794,47 @@ impl Hca {
             None => Ok(()),
         }
     }
+}
+
+/// Refuses page requests beyond [`HcaConfig::max_firmware_pages`].
+fn check_page_request(held: usize, n: i32, max: usize) -> Result<(), DriverError> {
+    if n > 0 && held.saturating_add(n as usize) > max {
+        return Err(DriverError::BadOutput {
+            opcode: CmdOpcode::QueryPages,
+            what: format!("firmware asks for {n} more pages (holds {held}); the limit is {max}"),
+        });
+    }
+    Ok(())
+}
+
+/// Drains the EQ: serves page requests, keeps other events in `res.pending`.
+fn serve_events(
+    res: &mut Resources,
+    cmdq: &CmdQueue,
+    bus: &dyn Bus,
+    max_pages: usize,
+) -> Result<(), DriverError> {
+    let mut requests = Vec::new();
+    let pending = &mut res.pending;
+    if let Some(eq) = res.eq.as_mut() {
+        eq.poll(bus, |ev| match ev {
+            Ok(EqeEvent::PageRequest { func_id, num_pages }) => {
+                requests.push((func_id, num_pages));
+            }
+            Ok(other) => pending.push(other),
+            Err(t) => log::warn!("EQE with unknown event type {t:#x} skipped"),
+        });
+    }
+    for (func_id, n) in requests {
+        log::debug!("page request: function {func_id}, {n} pages");
+        check_page_request(res.pages.held(), n, max_pages)?;
+        if n > 0 {
+            res.pages.give(cmdq, bus, n as usize)?;
+        } else if n < 0 {
+            res.pages.take(cmdq, bus, n.unsigned_abs() as usize)?;
+        }
+    }
+    Ok(())
 }
 
 #[cold]
