@@ -84,11 +84,9 @@ impl Shared {
         }
     }
 
-    /// Processes every queued event; returns how many there were.
+    /// Processes every queued event, then runs the port (frames on the loopback and the link,
+    /// transport timers) until it is idle; returns how many events and frames there were.
     pub(crate) fn step(&self) -> usize {
-        if self.pending.is_empty() {
-            return 0;
-        }
         let mut st = self.lock();
         let mut n = 0;
         while let Some(ev) = self.pending.pop() {
@@ -114,8 +112,31 @@ impl Shared {
                 } => crate::doorbells::uar_write(&mut ctx, uar, offset, value, width),
             }
         }
+        if !self.bar.firmware_dead() {
+            let mut ctx = Ctx {
+                st: &mut st,
+                dma: &self.iommu,
+                irqs: &self.irqs,
+                clock: &self.clock,
+            };
+            n += crate::port::run(&mut ctx);
+        }
         st.counters.iommu_faults = self.iommu.faults();
         n
+    }
+
+    /// Runs `f` on the locked device state with a context (crate tests build resources
+    /// directly with it).
+    #[cfg(test)]
+    pub(crate) fn with_ctx<R>(&self, f: impl FnOnce(&mut Ctx<'_>) -> R) -> R {
+        let mut st = self.lock();
+        let mut ctx = Ctx {
+            st: &mut st,
+            dma: &self.iommu,
+            irqs: &self.irqs,
+            clock: &self.clock,
+        };
+        f(&mut ctx)
     }
 }
 
@@ -204,6 +225,12 @@ impl Device {
     /// The device's clock, in nanoseconds since it was created.
     pub fn now_ns(&self) -> u64 {
         self.shared.clock.now_ns()
+    }
+
+    /// Runs `f` with the device's context (crate tests only).
+    #[cfg(test)]
+    pub(crate) fn with_ctx<R>(&self, f: impl FnOnce(&mut Ctx<'_>) -> R) -> R {
+        self.shared.with_ctx(f)
     }
 
     /// Raises a health syndrome in the health buffer, as failing firmware does.

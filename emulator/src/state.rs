@@ -32,6 +32,16 @@ pub struct Counters {
     pub iommu_faults: u64,
     /// CQ overruns.
     pub cq_overruns: u64,
+    /// EQEs dropped because their EQ was full (or its buffer faulted).
+    pub eq_overruns: u64,
+    /// CQEs that could not be written (CQ in error, buffer fault, unknown CQ).
+    pub cqes_dropped: u64,
+    /// RoCE frames the port transmitted (to the loopback or the link).
+    pub frames_tx: u64,
+    /// RoCE frames the port received and handed to the transport.
+    pub frames_rx: u64,
+    /// Received frames dropped (malformed, bad ICRC, unknown QP, wrong state, Q_Key, ...).
+    pub rx_dropped: u64,
 }
 
 /// Everything the device's firmware holds.
@@ -43,6 +53,8 @@ pub(crate) struct DeviceState {
     pub caps: Caps,
     pub res: Resources,
     pub counters: Counters,
+    /// The device's one port: loopback and link.
+    pub port: crate::port::Port,
 }
 
 impl DeviceState {
@@ -53,6 +65,7 @@ impl DeviceState {
             caps: Caps::new(&profile),
             res: Resources::new(&profile),
             counters: Counters::default(),
+            port: crate::port::Port::new(),
             profile,
         }
     }

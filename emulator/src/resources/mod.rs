@@ -96,6 +96,23 @@ pub(crate) struct Qp {
     pub rq_ci: u16,
     /// Send doorbells rung so far (0x800 / 0x900 alternate).
     pub sq_doorbells: u64,
+    /// Transport state: parsed send WQEs in flight, the responder's message in progress,
+    /// retry state (see [`crate::transport`]). Starts empty ([`Default`]).
+    pub tr: crate::transport::QpTransport,
+}
+
+impl Qp {
+    /// A QP created with context `ctx` over `buf`, with no WQE consumed yet.
+    pub(crate) fn new(ctx: Qpc, buf: QueueBuf) -> Self {
+        Qp {
+            ctx,
+            buf,
+            sq_ci: 0,
+            rq_ci: 0,
+            sq_doorbells: 0,
+            tr: Default::default(),
+        }
+    }
 }
 
 /// A shared receive queue created with CREATE_SRQ.
@@ -110,6 +127,9 @@ pub(crate) struct Srq {
     pub dbr_addr: u64,
     /// WQEs consumed.
     pub ci: u16,
+    /// Index of the next WQE to consume: SRQ WQEs form a list through their next segment's
+    /// `next_wqe_index`, starting at 0.
+    pub head: u16,
 }
 
 /// The NIC vport context: MAC and RoCE enable.

@@ -1,0 +1,397 @@
+//! Memory keys as the data path uses them: lkey / rkey lookup, protection checks, address
+//! translation, and copies between host memory and the device through the IOMMU.
+//!
+//! A key is `mkey_index << 8 | variant`: the index selects the MKey, the low byte must equal
+//! the variant software chose at CREATE_MKEY. Then, in order: the MKey's PD must be the QP's
+//! PD; the access bits must allow the access (local read is always allowed; local write for
+//! receive buffers and RDMA READ / atomic result buffers; remote read, write and atomic for
+//! the responder's targets); the range must lie inside `[start_addr, start_addr + len)`
+//! (unless `length64`). Translation: a PA key's addresses are IOVAs; an MTT key's address is
+//! an offset from the page holding `start_addr` into its page list. The resulting IOVAs go
+//! through the IOMMU, whose faults are counted there.
+//!
+//! Which error a failed check becomes depends on the side: a bad lkey is a local protection
+//! error on the WQE, a bad rkey a remote access NAK; the caller decides.
+
+use crate::iommu::Iommu;
+use crate::resources::{Mkey, MkeyTranslation, Table};
+
+/// The access a check asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// The device reads local memory (send gather): always allowed.
+    LocalRead,
+    /// The device writes local memory (receive scatter, READ / atomic results): `lw`.
+    LocalWrite,
+    /// A remote peer reads (RDMA READ target): `rr`.
+    RemoteRead,
+    /// A remote peer writes (RDMA WRITE target): `rw`.
+    RemoteWrite,
+    /// A remote atomic (CMP_SWAP / FETCH_ADD target): `a`.
+    RemoteAtomic,
+}
+
+/// Why a key check or a copy through a key failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KeyError {
+    /// No MKey at that index, or the variant byte differs.
+    NoKey,
+    /// The MKey belongs to another PD.
+    Pd,
+    /// The MKey's access bits do not allow the access.
+    Access,
+    /// The range is outside the MKey.
+    Bounds,
+    /// The translation pointed at memory the IOMMU does not map (counted there), or an MTT
+    /// entry is missing.
+    Fault,
+}
+
+/// One data segment of a WQE: `len` bytes at `addr` under `lkey`, or inline bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seg {
+    /// A scatter/gather entry.
+    Key {
+        /// Local key.
+        lkey: u32,
+        /// Address, in the key's address space.
+        addr: u64,
+        /// Length in bytes.
+        len: u32,
+    },
+    /// Inline data: `len` bytes at `off` in the WQE's inline buffer.
+    Inline {
+        /// Offset in the inline buffer.
+        off: u32,
+        /// Length in bytes.
+        len: u32,
+    },
+}
+
+impl Seg {
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> u64 {
+        match *self {
+            Seg::Key { len, .. } | Seg::Inline { len, .. } => u64::from(len),
+        }
+    }
+}
+
+/// Total length of a segment list.
+pub(crate) fn total_len(segs: &[Seg]) -> u64 {
+    segs.iter().map(Seg::len).sum()
+}
+
+/// Looks `key` up and checks PD, access and bounds for `len` bytes at `addr`.
+pub(crate) fn check<'a>(
+    mkeys: &'a Table<Mkey>,
+    key: u32,
+    pd: u32,
+    need: Need,
+    addr: u64,
+    len: u64,
+) -> Result<&'a Mkey, KeyError> {
+    let m = mkeys.get(key >> 8).ok_or(KeyError::NoKey)?;
+    if m.variant != (key & 0xFF) as u8 {
+        return Err(KeyError::NoKey);
+    }
+    if m.pd != pd {
+        return Err(KeyError::Pd);
+    }
+    let allowed = match need {
+        Need::LocalRead => true,
+        Need::LocalWrite => m.lw,
+        Need::RemoteRead => m.rr,
+        Need::RemoteWrite => m.rw,
+        Need::RemoteAtomic => m.a,
+    };
+    if !allowed {
+        return Err(KeyError::Access);
+    }
+    if !m.length64 {
+        let end = addr.checked_add(len).ok_or(KeyError::Bounds)?;
+        let m_end = m.start_addr.checked_add(m.len).ok_or(KeyError::Bounds)?;
+        if addr < m.start_addr || end > m_end {
+            return Err(KeyError::Bounds);
+        }
+    }
+    Ok(m)
+}
+
+/// Calls `f(iova, offset, n)` for each physically contiguous piece of `len` bytes at `addr`
+/// under `m` (already checked).
+fn pieces(
+    m: &Mkey,
+    addr: u64,
+    len: usize,
+    mut f: impl FnMut(u64, usize, usize) -> Result<(), KeyError>,
+) -> Result<(), KeyError> {
+    match &m.translation {
+        MkeyTranslation::Pa => f(addr, 0, len),
+        MkeyTranslation::Mtt {
+            pages,
+            log_page_size,
+        } => {
+            let log = u32::from((*log_page_size).clamp(12, 40));
+            let page = 1u64 << log;
+            let base = m.start_addr & !(page - 1);
+            let mut done = 0usize;
+            while done < len {
+                let off = (addr - base) + done as u64;
+                let idx = usize::try_from(off >> log).map_err(|_| KeyError::Fault)?;
+                let entry = *pages.get(idx).ok_or(KeyError::Fault)?;
+                let within = off & (page - 1);
+                let n = ((page - within) as usize).min(len - done);
+                f((entry & !(page - 1)) + within, done, n)?;
+                done += n;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Copies `buf.len()` bytes at `addr` under `key` into `buf`, after the checks of [`check`].
+pub(crate) fn read(
+    dma: &Iommu,
+    mkeys: &Table<Mkey>,
+    key: u32,
+    pd: u32,
+    need: Need,
+    addr: u64,
+    buf: &mut [u8],
+) -> Result<(), KeyError> {
+    let m = check(mkeys, key, pd, need, addr, buf.len() as u64)?;
+    pieces(m, addr, buf.len(), |iova, off, n| {
+        dma.read(iova, &mut buf[off..off + n])
+            .map_err(|_| KeyError::Fault)
+    })
+}
+
+/// Copies `data` to `addr` under `key`, after the checks of [`check`].
+pub(crate) fn write(
+    dma: &Iommu,
+    mkeys: &Table<Mkey>,
+    key: u32,
+    pd: u32,
+    need: Need,
+    addr: u64,
+    data: &[u8],
+) -> Result<(), KeyError> {
+    let m = check(mkeys, key, pd, need, addr, data.len() as u64)?;
+    pieces(m, addr, data.len(), |iova, off, n| {
+        dma.write(iova, &data[off..off + n])
+            .map_err(|_| KeyError::Fault)
+    })
+}
+
+/// Checks every key segment of `segs` for `need` (inline segments need nothing).
+pub(crate) fn check_segs(
+    mkeys: &Table<Mkey>,
+    pd: u32,
+    need: Need,
+    segs: &[Seg],
+) -> Result<(), KeyError> {
+    for s in segs {
+        if let Seg::Key { lkey, addr, len } = *s {
+            check(mkeys, lkey, pd, need, addr, u64::from(len))?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies bytes `off .. off + out.len()` of the message `segs` describes (key segments read
+/// through their lkeys, inline segments from `inline`) into `out`.
+pub(crate) fn gather(
+    dma: &Iommu,
+    mkeys: &Table<Mkey>,
+    pd: u32,
+    segs: &[Seg],
+    inline: &[u8],
+    mut off: u64,
+    out: &mut [u8],
+) -> Result<(), KeyError> {
+    let mut done = 0usize;
+    for s in segs {
+        if done == out.len() {
+            break;
+        }
+        let len = s.len();
+        if off >= len {
+            off -= len;
+            continue;
+        }
+        let n = ((len - off) as usize).min(out.len() - done);
+        let dst = &mut out[done..done + n];
+        match *s {
+            Seg::Key { lkey, addr, .. } => {
+                read(dma, mkeys, lkey, pd, Need::LocalRead, addr + off, dst)?;
+            }
+            Seg::Inline { off: start, .. } => {
+                let from = start as usize + off as usize;
+                let src = inline.get(from..from + n).ok_or(KeyError::Bounds)?;
+                dst.copy_from_slice(src);
+            }
+        }
+        done += n;
+        off = 0;
+    }
+    if done < out.len() {
+        return Err(KeyError::Bounds);
+    }
+    Ok(())
+}
+
+/// Writes `data` at message offset `off` into the buffers `segs` describes (local write
+/// access required); inline segments cannot be written.
+pub(crate) fn scatter(
+    dma: &Iommu,
+    mkeys: &Table<Mkey>,
+    pd: u32,
+    segs: &[Seg],
+    mut off: u64,
+    data: &[u8],
+) -> Result<(), KeyError> {
+    let mut done = 0usize;
+    for s in segs {
+        if done == data.len() {
+            break;
+        }
+        let len = s.len();
+        if off >= len {
+            off -= len;
+            continue;
+        }
+        let n = ((len - off) as usize).min(data.len() - done);
+        match *s {
+            Seg::Key { lkey, addr, .. } => {
+                write(
+                    dma,
+                    mkeys,
+                    lkey,
+                    pd,
+                    Need::LocalWrite,
+                    addr + off,
+                    &data[done..done + n],
+                )?;
+            }
+            Seg::Inline { .. } => return Err(KeyError::Access),
+        }
+        done += n;
+        off = 0;
+    }
+    if done < data.len() {
+        return Err(KeyError::Bounds);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(translation: MkeyTranslation, start: u64, len: u64) -> Mkey {
+        Mkey {
+            variant: 0x42,
+            pd: 3,
+            qpn: 0xFF_FFFF,
+            lw: true,
+            rr: true,
+            rw: false,
+            a: false,
+            length64: false,
+            start_addr: start,
+            len,
+            translation,
+        }
+    }
+
+    #[test]
+    fn checks_key_variant_pd_access_and_bounds() {
+        let mut t = Table::new(1, 8);
+        let idx = t.insert(key(MkeyTranslation::Pa, 0x1000, 0x100)).unwrap();
+        let k = idx << 8 | 0x42;
+        assert!(check(&t, k, 3, Need::LocalWrite, 0x1000, 0x100).is_ok());
+        assert_eq!(
+            check(&t, k ^ 1, 3, Need::LocalRead, 0x1000, 1).err(),
+            Some(KeyError::NoKey)
+        );
+        assert_eq!(
+            check(&t, (idx + 1) << 8 | 0x42, 3, Need::LocalRead, 0x1000, 1).err(),
+            Some(KeyError::NoKey)
+        );
+        assert_eq!(
+            check(&t, k, 4, Need::LocalRead, 0x1000, 1).err(),
+            Some(KeyError::Pd)
+        );
+        assert_eq!(
+            check(&t, k, 3, Need::RemoteWrite, 0x1000, 1).err(),
+            Some(KeyError::Access)
+        );
+        assert_eq!(
+            check(&t, k, 3, Need::RemoteRead, 0x10FF, 2).err(),
+            Some(KeyError::Bounds)
+        );
+        assert_eq!(
+            check(&t, k, 3, Need::RemoteRead, 0xFFF, 1).err(),
+            Some(KeyError::Bounds)
+        );
+        assert_eq!(
+            check(&t, k, 3, Need::RemoteRead, u64::MAX, 2).err(),
+            Some(KeyError::Bounds)
+        );
+    }
+
+    #[test]
+    fn mtt_keys_translate_page_by_page() {
+        let iommu = Iommu::new();
+        let mut a = vec![0u8; 4096];
+        let mut b = vec![0u8; 4096];
+        // SAFETY: both buffers outlive the IOMMU accesses below.
+        unsafe {
+            iommu.map(0x10_0000, a.as_mut_ptr(), 4096).unwrap();
+            iommu.map(0x30_0000, b.as_mut_ptr(), 4096).unwrap();
+        }
+        let mut t = Table::new(1, 8);
+        let m = key(
+            MkeyTranslation::Mtt {
+                pages: vec![0x10_0000 | 3, 0x30_0000 | 3],
+                log_page_size: 12,
+            },
+            0x7000_0800,
+            0x1000,
+        );
+        let k = t.insert(m).unwrap() << 8 | 0x42;
+        let data: Vec<u8> = (0..16).collect();
+        write(
+            &iommu,
+            &t,
+            k,
+            3,
+            Need::LocalWrite,
+            0x7000_0FF8,
+            &data,
+        )
+        .unwrap();
+        assert_eq!(&a[0xFF8..], &data[..8]);
+        assert_eq!(&b[..8], &data[8..]);
+        let mut back = [0u8; 16];
+        read(&iommu, &t, k, 3, Need::LocalRead, 0x7000_0FF8, &mut back).unwrap();
+        assert_eq!(&back[..], &data[..]);
+        let segs = [
+            Seg::Inline { off: 1, len: 2 },
+            Seg::Key {
+                lkey: k,
+                addr: 0x7000_0FF8,
+                len: 16,
+            },
+        ];
+        let mut out = [0u8; 5];
+        gather(&iommu, &t, 3, &segs, &[9, 8, 7], 1, &mut out).unwrap();
+        assert_eq!(out, [7, 0, 1, 2, 3]);
+        assert_eq!(total_len(&segs), 18);
+        assert_eq!(
+            gather(&iommu, &t, 3, &segs, &[9, 8, 7], 17, &mut out),
+            Err(KeyError::Bounds)
+        );
+    }
+}

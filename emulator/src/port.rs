@@ -1,0 +1,204 @@
+//! The device's one Ethernet port: where the transport's frames leave and arrive.
+//!
+//! A frame the transport emits whose destination IP is one of this device's own GIDs (GID
+//! table entries with RoCE v2) is looped back to the receive path inside the port, as a NIC's
+//! internal loopback does; any other frame goes to the port's [`Link`]. Received frames are
+//! queued and processed by the device's `step` until the port is idle: each is checked
+//! (structure, ICRC, destination QP, destination IP), then handed to the responder (requests)
+//! or the completer (ACKs and responses). Malformed or unroutable frames are dropped and
+//! counted in `rx_dropped`.
+//!
+//! Frame buffers are pooled, so a steady flow of packets does not allocate.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use crate::device::Ctx;
+use crate::transport::poll_timers;
+use crate::wire::{Opcode, PacketRepr, RocePacket};
+
+/// Where frames that are not for this device go, and where frames from other devices come
+/// from. The transport issue implements it with an in-process pair and a UDP socket.
+pub trait Link: Send + fmt::Debug {
+    /// Sends a whole Ethernet frame.
+    fn transmit(&mut self, frame: &[u8]);
+    /// Receives the next frame into `buf` (cleared first), if one is waiting.
+    fn receive(&mut self, buf: &mut Vec<u8>) -> bool;
+}
+
+/// A link to nowhere: frames sent are dropped, nothing arrives.
+#[derive(Debug, Default)]
+pub struct NullLink {
+    /// Frames dropped so far.
+    pub dropped: u64,
+}
+
+impl Link for NullLink {
+    fn transmit(&mut self, _frame: &[u8]) {
+        self.dropped += 1;
+    }
+
+    fn receive(&mut self, _buf: &mut Vec<u8>) -> bool {
+        false
+    }
+}
+
+/// Frames processed per `run` at most, so a livelock between QPs cannot hang the device.
+const MAX_FRAMES_PER_RUN: usize = 1 << 20;
+
+/// Frame buffers kept for reuse.
+const POOL_MAX: usize = 256;
+
+/// The port: link, loopback queue, buffer pool.
+pub(crate) struct Port {
+    link: Box<dyn Link>,
+    rx: VecDeque<Vec<u8>>,
+    pool: Vec<Vec<u8>>,
+    /// A reusable payload buffer for the transport (gather / READ responses).
+    pub(crate) scratch: Vec<u8>,
+    /// QPs with a transport timer armed (0: nothing to poll).
+    pub(crate) timers_armed: usize,
+}
+
+impl fmt::Debug for Port {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Port")
+            .field("link", &self.link)
+            .field("rx_queued", &self.rx.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Port {
+    /// A port with a [`NullLink`].
+    pub(crate) fn new() -> Self {
+        Port {
+            link: Box::new(NullLink::default()),
+            rx: VecDeque::new(),
+            pool: Vec::new(),
+            scratch: Vec::new(),
+            timers_armed: 0,
+        }
+    }
+
+    /// An empty frame buffer.
+    pub(crate) fn buffer(&mut self) -> Vec<u8> {
+        let mut b = self.pool.pop().unwrap_or_default();
+        b.clear();
+        b
+    }
+
+    /// Gives a frame buffer back to the pool.
+    pub(crate) fn recycle(&mut self, b: Vec<u8>) {
+        if self.pool.len() < POOL_MAX {
+            self.pool.push(b);
+        }
+    }
+
+    /// Frames waiting to be processed.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.rx.len()
+    }
+}
+
+/// The destination IP of an Ethernet frame carrying IPv4 or IPv6, as a GID.
+fn dest_gid(frame: &[u8]) -> Option<[u8; 16]> {
+    let mut off = 12;
+    let mut ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
+    if ethertype == 0x8100 {
+        off += 4;
+        ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
+    }
+    let ip = off + 2;
+    let mut gid = [0u8; 16];
+    match ethertype {
+        0x0800 => {
+            gid[10] = 0xFF;
+            gid[11] = 0xFF;
+            gid[12..].copy_from_slice(frame.get(ip + 16..ip + 20)?);
+        }
+        0x86DD => gid.copy_from_slice(frame.get(ip + 24..ip + 40)?),
+        _ => return None,
+    }
+    Some(gid)
+}
+
+/// Whether `gid` is one of the device's RoCE v2 GIDs.
+fn is_own_gid(ctx: &Ctx<'_>, gid: &[u8; 16]) -> bool {
+    ctx.st.res.gids.iter().flatten().any(|e| {
+        e.roce_version() == rnic_hw_regs::ctx::ROCE_VERSION_2 && e.source_l3_address() == *gid
+    })
+}
+
+/// Sends a frame: looped back when it is for this device, else onto the link.
+pub(crate) fn transmit(ctx: &mut Ctx<'_>, frame: Vec<u8>) {
+    ctx.st.counters.frames_tx += 1;
+    if dest_gid(&frame).is_some_and(|g| is_own_gid(ctx, &g)) {
+        ctx.st.port.rx.push_back(frame);
+    } else {
+        ctx.st.port.link.transmit(&frame);
+        ctx.st.port.recycle(frame);
+    }
+}
+
+/// Processes received frames and due timers until the port is idle; returns how many frames
+/// and timers there were.
+pub(crate) fn run(ctx: &mut Ctx<'_>) -> usize {
+    let mut n = poll_timers(ctx);
+    while n < MAX_FRAMES_PER_RUN {
+        let frame = match ctx.st.port.rx.pop_front() {
+            Some(f) => f,
+            None => {
+                let mut b = ctx.st.port.buffer();
+                if ctx.st.port.link.receive(&mut b) {
+                    b
+                } else {
+                    ctx.st.port.recycle(b);
+                    break;
+                }
+            }
+        };
+        n += 1;
+        receive(ctx, &frame);
+        ctx.st.port.recycle(frame);
+    }
+    n
+}
+
+/// Checks one received frame and hands it to the transport.
+fn receive(ctx: &mut Ctx<'_>, frame: &[u8]) {
+    let Ok(packet) = RocePacket::new_checked(frame) else {
+        ctx.st.counters.rx_dropped += 1;
+        return;
+    };
+    if packet.verify_icrc().is_err() {
+        ctx.st.counters.rx_dropped += 1;
+        return;
+    }
+    let Ok((repr, payload)) = PacketRepr::parse(frame) else {
+        ctx.st.counters.rx_dropped += 1;
+        return;
+    };
+    let dst_ok = dest_gid(frame).is_some_and(|g| is_own_gid(ctx, &g));
+    let qpn = repr.bth.dest_qp;
+    if !dst_ok
+        || qpn == 0
+        || repr.bth.opcode == Opcode::Cnp
+        || !ctx.st.res.vport.roce_en
+        || ctx.st.res.qps.get(qpn).is_none()
+    {
+        ctx.st.counters.rx_dropped += 1;
+        return;
+    }
+    ctx.st.counters.frames_rx += 1;
+    if crate::transport::completer::is_response(repr.bth.opcode) {
+        crate::transport::completer::handle(ctx, qpn, &repr, payload);
+    } else {
+        let ip_start = repr.eth.buffer_len();
+        let ip_header = frame
+            .get(ip_start..ip_start + repr.ip.buffer_len())
+            .unwrap_or(&[]);
+        crate::transport::responder::handle(ctx, qpn, &repr, payload, ip_header);
+    }
+}

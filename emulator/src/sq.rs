@@ -1,0 +1,356 @@
+//! The SQ engine: reads send WQEs from host memory and hands them to the requester.
+//!
+//! The SQ follows the RQ in the QP's buffer (at `2^log_rq_size * (16 << log_rq_stride)`
+//! bytes for a QP with its own RQ, at 0 for an SRQ or zero-length RQ), `2^log_sq_size`
+//! WQEBBs of 64 bytes; a WQE of several WQEBBs wraps around the end of the ring. A send
+//! doorbell names the QP; the engine reads the send counter from dword 1 of the QP's
+//! doorbell record and consumes every WQE up to it, in order.
+//!
+//! Each WQE is checked as a ConnectX checks it: the control segment's `wqe_index` must be the
+//! expected counter and its QPN the QP's; DS between 1 and 63, and the WQEBBs it spans
+//! posted; the opcode valid for the QP's service type (RC: NOP, SEND, SEND_IMM, SEND_INVAL,
+//! RDMA_WRITE, RDMA_WRITE_IMM, RDMA_READ, ATOMIC_CS, ATOMIC_FA; UC: NOP, SEND, SEND_IMM,
+//! RDMA_WRITE, RDMA_WRITE_IMM; UD: NOP, SEND, SEND_IMM); the segments the opcode needs
+//! (datagram for UD, remote address for RDMA and atomics, atomic, then data or inline
+//! segments that fit the DS; READ and atomic results cannot be inline, an atomic's buffer is
+//! 8 bytes). A WQE that fails, or that cannot be read (IOMMU fault), completes with a local
+//! QP operation error; the QP then enters ERR and the rest is flushed.
+//!
+//! Data segments with a byte count of 0 stand for 2 GiB, as on ConnectX.
+
+use rnic_hw_regs::cqe::CqeSyndrome;
+use rnic_hw_regs::ctx::{QpSt, QpState};
+use rnic_hw_regs::wqe::{DS_SIZE, MAX_DS, SendOpcode, WQEBB, WqeAv, ds_to_wqebbs};
+
+use crate::device::Ctx;
+use crate::mkey::Seg;
+use crate::resources::Qp;
+use crate::transport::{QpTransport, SendWqe, UdDest};
+
+/// Size of the UD datagram segment (an address vector).
+const AV_LEN: usize = 48;
+
+/// The largest WQE: 16 WQEBBs.
+const MAX_WQE: usize = 16 * WQEBB;
+
+/// A send doorbell (UAR + 0x800 / 0x900): `value` is the first 8 bytes of the last WQE's
+/// control segment. Returns false when it names no QP of this UAR, or the QP cannot send.
+pub(crate) fn doorbell(ctx: &mut Ctx<'_>, uar: u32, value: u64) -> bool {
+    let qpn = ((value as u32) >> 8) & 0xFF_FFFF;
+    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        return false;
+    };
+    if qp.ctx.uar_page() != uar || qp.ctx.no_sq() {
+        return false;
+    }
+    qp.sq_doorbells += 1;
+    match QpState::try_from(qp.ctx.state()) {
+        Ok(QpState::Err) => {
+            // WQEs posted to a QP in error are flushed.
+            flush_qp(ctx, qpn);
+            return true;
+        }
+        Ok(QpState::Rts | QpState::Sqd) => {}
+        _ => return false,
+    }
+    let Ok(counter) = ctx.dma.read_be32(qp.ctx.dbr_addr() + 4) else {
+        // The doorbell record faulted (counted by the IOMMU): nothing can be read.
+        return true;
+    };
+    let counter = counter as u16;
+    let size = 1u32 << qp.ctx.log_sq_size().min(15);
+    if u32::from(counter.wrapping_sub(qp.sq_ci)) > size {
+        return false;
+    }
+    consume(ctx, qpn, counter);
+    crate::transport::requester::run(ctx, qpn);
+    true
+}
+
+/// Byte offset of the SQ in the QP's buffer.
+fn sq_base(qp: &Qp) -> u64 {
+    if qp.ctx.rq_type() == 0 {
+        (1u64 << qp.ctx.log_rq_size().min(15)) * (16u64 << qp.ctx.log_rq_stride())
+    } else {
+        0
+    }
+}
+
+/// Reads WQEBB `index` (a counter value, wrapped to the ring) into `out`.
+fn read_wqebb(ctx: &Ctx<'_>, qp: &Qp, index: u16, out: &mut [u8]) -> bool {
+    let size = 1u32 << qp.ctx.log_sq_size().min(15);
+    let off = sq_base(qp) + u64::from(u32::from(index) & (size - 1)) * WQEBB as u64;
+    match qp.buf.iova(off) {
+        Some(iova) => ctx.dma.read(iova, out).is_ok(),
+        None => false,
+    }
+}
+
+/// Parses WQEs from `sq_ci` up to `counter` into the QP's transport queue; stops after a
+/// WQE that fails.
+fn consume(ctx: &mut Ctx<'_>, qpn: u32, counter: u16) {
+    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        return;
+    };
+    let mut tr = std::mem::take(&mut qp.tr);
+    let mut raw = [0u8; MAX_WQE];
+    loop {
+        let Some(qp) = ctx.st.res.qps.get(qpn) else {
+            break;
+        };
+        let ci = qp.sq_ci;
+        if ci == counter {
+            break;
+        }
+        let avail = counter.wrapping_sub(ci);
+        let (wqe, nbb) = parse(ctx, qp, qpn, ci, avail, &mut raw);
+        let failed = wqe.error.is_some();
+        tr.sq.push_back(wqe);
+        if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+            qp.sq_ci = ci.wrapping_add(nbb);
+            qp.ctx.set_hw_sq_wqebb_counter(qp.sq_ci);
+        }
+        if failed {
+            break;
+        }
+    }
+    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+        qp.tr = tr;
+    }
+}
+
+/// A WQE that failed to parse: it completes with a local QP operation error.
+fn bad(index: u16, opcode: u8, s: CqeSyndrome) -> SendWqe {
+    SendWqe {
+        wqe_index: index,
+        opcode,
+        started: true,
+        error: Some(s),
+        ..SendWqe::default()
+    }
+}
+
+/// Whether `op` is valid on a QP of service type `st`.
+fn opcode_valid(st: Option<QpSt>, op: SendOpcode) -> bool {
+    use SendOpcode as O;
+    match st {
+        Some(QpSt::Rc) => matches!(
+            op,
+            O::Nop
+                | O::Send
+                | O::SendImm
+                | O::SendInval
+                | O::RdmaWrite
+                | O::RdmaWriteImm
+                | O::RdmaRead
+                | O::AtomicCs
+                | O::AtomicFa
+        ),
+        Some(QpSt::Uc) => matches!(
+            op,
+            O::Nop | O::Send | O::SendImm | O::RdmaWrite | O::RdmaWriteImm
+        ),
+        Some(QpSt::Ud) => matches!(op, O::Nop | O::Send | O::SendImm),
+        None => false,
+    }
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn be64(b: &[u8], at: usize) -> u64 {
+    (u64::from(be32(b, at)) << 32) | u64::from(be32(b, at + 4))
+}
+
+/// Parses the WQE at counter `ci` with `avail` WQEBBs posted; returns it (possibly failed)
+/// and the WQEBBs it occupies.
+fn parse(
+    ctx: &Ctx<'_>,
+    qp: &Qp,
+    qpn: u32,
+    ci: u16,
+    avail: u16,
+    raw: &mut [u8; MAX_WQE],
+) -> (SendWqe, u16) {
+    let local_op = CqeSyndrome::LocalQpOp;
+    if !read_wqebb(ctx, qp, ci, &mut raw[..WQEBB]) {
+        return (bad(ci, 0, local_op), 1);
+    }
+    let opcode = raw[3];
+    let wqe_index = u16::from_be_bytes([raw[1], raw[2]]);
+    let ctrl_qpn = be32(&raw[..], 4) >> 8;
+    let ds = raw[7] & 0x3F;
+    if ds == 0 || ds > MAX_DS {
+        return (bad(ci, opcode, local_op), 1);
+    }
+    let nbb = ds_to_wqebbs(ds) as u16;
+    if nbb > avail {
+        return (bad(ci, opcode, local_op), avail.max(1));
+    }
+    for i in 1..nbb {
+        let at = usize::from(i) * WQEBB;
+        if !read_wqebb(ctx, qp, ci.wrapping_add(i), &mut raw[at..at + WQEBB]) {
+            return (bad(ci, opcode, local_op), nbb);
+        }
+    }
+    if wqe_index != ci || ctrl_qpn != qpn {
+        return (bad(ci, opcode, local_op), nbb);
+    }
+    let st = QpSt::try_from(qp.ctx.st()).ok();
+    let op = match SendOpcode::try_from(opcode) {
+        Ok(op) if opcode_valid(st, op) => op,
+        _ => return (bad(ci, opcode, local_op), nbb),
+    };
+    let fm_ce_se = raw[11];
+    let mut w = SendWqe {
+        wqe_index,
+        opcode,
+        signaled: fm_ce_se & 0x08 != 0,
+        solicited: fm_ce_se & 0x02 != 0,
+        fence: fm_ce_se & 0xE0 != 0,
+        imm: be32(&raw[..], 12),
+        ..SendWqe::default()
+    };
+    let end = usize::from(ds) * DS_SIZE;
+    let mut p = DS_SIZE;
+    if st == Some(QpSt::Ud) && op != SendOpcode::Nop {
+        if p + AV_LEN > end {
+            return (bad(ci, opcode, local_op), nbb);
+        }
+        let mut av = WqeAv::default();
+        av.0.copy_from_slice(&raw[p..p + AV_LEN]);
+        w.ud = Some(UdDest {
+            qkey: av.qkey(),
+            dqpn: av.dqp_dct(),
+            rmac: av.rmac(),
+            rgid: av.rgid(),
+            hop_limit: av.hop_limit(),
+            tclass: av.tclass(),
+            sgid_index: av.sgid_index(),
+            flow_label: av.flow_label(),
+        });
+        p += AV_LEN;
+    }
+    let rdma = matches!(
+        op,
+        SendOpcode::RdmaWrite
+            | SendOpcode::RdmaWriteImm
+            | SendOpcode::RdmaRead
+            | SendOpcode::AtomicCs
+            | SendOpcode::AtomicFa
+    );
+    let atomic = matches!(op, SendOpcode::AtomicCs | SendOpcode::AtomicFa);
+    if rdma {
+        if p + DS_SIZE > end {
+            return (bad(ci, opcode, local_op), nbb);
+        }
+        w.raddr = be64(&raw[..], p);
+        w.rkey = be32(&raw[..], p + 8);
+        p += DS_SIZE;
+    }
+    if atomic {
+        if p + DS_SIZE > end {
+            return (bad(ci, opcode, local_op), nbb);
+        }
+        w.swap_add = be64(&raw[..], p);
+        w.compare = be64(&raw[..], p + 8);
+        p += DS_SIZE;
+    }
+    if op != SendOpcode::Nop {
+        while p < end {
+            let word = be32(&raw[..], p);
+            if word & 0x8000_0000 != 0 {
+                let len = (word & 0x7FFF_FFFF) as usize;
+                let span = (4 + len).div_ceil(DS_SIZE) * DS_SIZE;
+                if p + span > end || matches!(op, SendOpcode::RdmaRead) || atomic {
+                    return (bad(ci, opcode, local_op), nbb);
+                }
+                let off = w.inline.len() as u32;
+                w.inline.extend_from_slice(&raw[p + 4..p + 4 + len]);
+                w.segs.push(Seg::Inline {
+                    off,
+                    len: len as u32,
+                });
+                p += span;
+            } else {
+                let bc = word & 0x7FFF_FFFF;
+                w.segs.push(Seg::Key {
+                    lkey: be32(&raw[..], p + 4),
+                    addr: be64(&raw[..], p + 8),
+                    len: if bc == 0 { 1 << 31 } else { bc },
+                });
+                p += DS_SIZE;
+            }
+        }
+    }
+    w.len = crate::mkey::total_len(&w.segs);
+    if atomic && w.len != 8 {
+        return (bad(ci, opcode, local_op), nbb);
+    }
+    (w, nbb)
+}
+
+/// Completes every outstanding send WQE (parsed or still in the ring up to the doorbell
+/// record's send counter) and every posted receive WQE of QP `qpn` with WR_FLUSH_ERR. The
+/// command interface's 2ERR handler calls it after moving the QP to ERR.
+pub(crate) fn flush_qp(ctx: &mut Ctx<'_>, qpn: u32) {
+    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        return;
+    };
+    let mut tr = std::mem::take(&mut qp.tr);
+    flush_with(ctx, qpn, &mut tr);
+    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+        qp.tr = tr;
+    }
+}
+
+/// [`flush_qp`] with the QP's transport state taken out by the caller.
+pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
+    let Some(qp) = ctx.st.res.qps.get(qpn) else {
+        return;
+    };
+    let cqn = qp.ctx.cqn_snd();
+    tr.resp.msg = None;
+    tr.rnr_wait = None;
+    for w in std::mem::take(&mut tr.sq) {
+        let mut c = crate::cq::err_cqe(true, qpn, w.wqe_index, w.opcode, CqeSyndrome::WrFlush);
+        crate::cq::push(ctx, cqn, &mut c);
+    }
+    // WQEs still in the ring, up to the send counter.
+    let Some(qp) = ctx.st.res.qps.get(qpn) else {
+        return;
+    };
+    if !qp.ctx.no_sq() {
+        if let Ok(counter) = ctx.dma.read_be32(qp.ctx.dbr_addr() + 4) {
+            let counter = counter as u16;
+            let size = 1u32 << qp.ctx.log_sq_size().min(15);
+            let mut ci = qp.sq_ci;
+            if u32::from(counter.wrapping_sub(ci)) <= size {
+                let mut first = [0u8; WQEBB];
+                let mut flushed = Vec::new();
+                while ci != counter {
+                    let (opcode, nbb) = if read_wqebb(ctx, qp, ci, &mut first) {
+                        let ds = first[7] & 0x3F;
+                        let nbb = ds_to_wqebbs(ds).max(1) as u16;
+                        (first[3], nbb.min(counter.wrapping_sub(ci)))
+                    } else {
+                        (0, 1)
+                    };
+                    flushed.push((ci, opcode));
+                    ci = ci.wrapping_add(nbb);
+                }
+                if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+                    qp.sq_ci = ci;
+                    qp.ctx.set_hw_sq_wqebb_counter(ci);
+                }
+                for (index, opcode) in flushed {
+                    let mut c =
+                        crate::cq::err_cqe(true, qpn, index, opcode, CqeSyndrome::WrFlush);
+                    crate::cq::push(ctx, cqn, &mut c);
+                }
+            }
+        }
+    }
+    crate::rq::flush(ctx, qpn);
+}

@@ -1,0 +1,307 @@
+//! The completer: matches ACKs, NAKs, READ responses and atomic ACKs to the requester's
+//! outstanding WQEs, and writes the requester's CQEs in WQE order.
+//!
+//! An ACK for PSN `p` completes every SEND / WRITE whose last PSN is at or before `p`. A READ
+//! response's payload is written at `(psn - first_psn) * MTU` into the READ's local buffers;
+//! the last (or only) response completes it. An atomic ACK's original value is written to the
+//! atomic's 8-byte local buffer (host byte order, as `atomic_req_8B_endianness_mode` 1).
+//! A NAK completes what precedes its PSN, then: PSN sequence error -> go back to that PSN
+//! (bounded by `retry_count`); invalid request / remote access / remote operational error ->
+//! the WQE fails with REMOTE_INVAL_REQ / REMOTE_ACCESS / REMOTE_OP. An RNR NAK waits the
+//! coded time and resends (bounded by `rnr_retry`, 7 = infinite), or fails with
+//! RNR_RETRY_EXC.
+//!
+//! CQEs are written from the head of the queue: a signaled WQE that completed gets a REQ CQE
+//! whose `wqe_counter` is its `wqe_index`; an unsignaled one none; a failed one always gets
+//! an error CQE, and then the QP enters ERR and everything after it is flushed.
+
+use rnic_hw_regs::cqe::CqeSyndrome;
+use rnic_hw_regs::ctx::QpState;
+use rnic_hw_regs::wqe::SendOpcode;
+
+use super::{QpTransport, SendWqe, enter_error, mtu_bytes, psn_cmp};
+use crate::device::Ctx;
+use crate::mkey::{self, KeyError};
+use crate::wire::{NakCode, Opcode, Operation, PacketRepr, Position, Syndrome};
+
+/// Handles a response packet (ACK, NAK, READ response, atomic ACK) for QP `qpn`.
+pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[u8]) {
+    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        ctx.st.counters.rx_dropped += 1;
+        return;
+    };
+    if qp.ctx.state() != u8::from(QpState::Rts) && qp.ctx.state() != u8::from(QpState::Sqd) {
+        ctx.st.counters.rx_dropped += 1;
+        return;
+    }
+    let pd = qp.ctx.pd();
+    let mtu = mtu_bytes(qp.ctx.mtu()).unwrap_or(256);
+    let retry_count = qp.ctx.retry_count();
+    let rnr_retry = qp.ctx.rnr_retry();
+    let mut tr = std::mem::take(&mut qp.tr);
+    let psn = repr.bth.psn;
+    let opcode = repr.bth.opcode;
+    let mut accepted = true;
+    match opcode.operation() {
+        Operation::Acknowledge => {
+            let syndrome = repr.ext.aeth.map(|a| a.syndrome);
+            match syndrome {
+                Some(Syndrome::Ack { .. }) => {
+                    ack_upto(&mut tr, psn);
+                    tr.retry_left = None;
+                    tr.rnr_left = None;
+                }
+                Some(Syndrome::RnrNak { .. }) => {
+                    ack_before(&mut tr, psn);
+                    let left = tr.rnr_left.get_or_insert(rnr_retry);
+                    if *left == 0 {
+                        fail_at(&mut tr, psn, CqeSyndrome::RnrRetryExc);
+                    } else {
+                        if *left != 7 {
+                            *left -= 1;
+                        }
+                        let wait_ns = syndrome
+                            .and_then(Syndrome::rnr_timer_us)
+                            .map_or(0, |us| u64::from(us) * 1000);
+                        tr.rnr_wait = Some((ctx.clock.now_ns() + wait_ns, psn));
+                        ctx.st.port.timers_armed += 1;
+                    }
+                }
+                Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
+                    ack_before(&mut tr, psn);
+                    let left = tr.retry_left.get_or_insert(retry_count);
+                    if *left == 0 {
+                        fail_at(&mut tr, psn, CqeSyndrome::TransportRetryExc);
+                    } else {
+                        *left -= 1;
+                        go_back(&mut tr, psn);
+                    }
+                }
+                Some(Syndrome::Nak(code)) => {
+                    ack_before(&mut tr, psn);
+                    let s = match code {
+                        NakCode::InvalidRequest => CqeSyndrome::RemoteInvalReq,
+                        NakCode::RemoteAccessError => CqeSyndrome::RemoteAccess,
+                        _ => CqeSyndrome::RemoteOp,
+                    };
+                    fail_at(&mut tr, psn, s);
+                }
+                None => accepted = false,
+            }
+        }
+        Operation::RdmaReadResponse => {
+            accepted = read_response(ctx, pd, mtu, &mut tr, repr, payload);
+        }
+        Operation::AtomicAcknowledge => {
+            accepted = atomic_ack(ctx, pd, &mut tr, repr);
+        }
+        _ => accepted = false,
+    }
+    if !accepted {
+        ctx.st.counters.rx_dropped += 1;
+    }
+    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+        qp.tr = tr;
+    }
+    complete_head(ctx, qpn);
+    super::requester::run(ctx, qpn);
+}
+
+/// Completes SENDs and WRITEs whose last PSN is at or before `psn`, in order.
+fn ack_upto(tr: &mut QpTransport, psn: u32) {
+    for w in tr.sq.iter_mut() {
+        if w.done {
+            continue;
+        }
+        if !w.fully_sent() || w.error.is_some() || psn_cmp(w.last_psn(), psn) > 0 {
+            break;
+        }
+        if w.is_rd_atomic() {
+            // Its response should have come first: lost (the transport issue retries).
+            break;
+        }
+        w.done = true;
+    }
+}
+
+/// Completes SENDs and WRITEs that end before `psn`.
+fn ack_before(tr: &mut QpTransport, psn: u32) {
+    ack_upto(tr, super::psn_add(psn, 0xFF_FFFF));
+}
+
+/// The first unfinished WQE whose PSN range holds `psn`.
+fn wqe_at(tr: &mut QpTransport, psn: u32) -> Option<&mut SendWqe> {
+    tr.sq.iter_mut().find(|w| {
+        !w.done
+            && w.started
+            && w.npkts > 0
+            && psn_cmp(psn, w.first_psn) >= 0
+            && psn_cmp(psn, w.last_psn()) <= 0
+    })
+}
+
+/// Fails the WQE that holds `psn` (or the oldest unfinished one): it sends nothing more and
+/// completes with `s` once it reaches the head.
+fn fail_at(tr: &mut QpTransport, psn: u32, s: CqeSyndrome) {
+    let idx = tr
+        .sq
+        .iter()
+        .position(|w| {
+            !w.done
+                && w.started
+                && w.npkts > 0
+                && psn_cmp(psn, w.first_psn) >= 0
+                && psn_cmp(psn, w.last_psn()) <= 0
+        })
+        .or_else(|| tr.sq.iter().position(|w| !w.done));
+    if let Some(w) = idx.and_then(|i| tr.sq.get_mut(i)) {
+        w.error = Some(s);
+        w.started = true;
+        w.next_pkt = w.npkts;
+    }
+}
+
+/// Go-back-N: resend from `psn` (the WQE holding it restarts there; a READ or atomic is
+/// requested again whole; later WQEs resend from their start).
+pub(crate) fn go_back(tr: &mut QpTransport, psn: u32) {
+    for w in tr.sq.iter_mut() {
+        if w.done || !w.started || w.error.is_some() {
+            continue;
+        }
+        if psn_cmp(psn, w.last_psn()) > 0 {
+            continue;
+        }
+        let k = if psn_cmp(psn, w.first_psn) <= 0 || w.is_rd_atomic() {
+            0
+        } else {
+            psn.wrapping_sub(w.first_psn) & 0xFF_FFFF
+        };
+        w.next_pkt = w.next_pkt.min(k);
+    }
+}
+
+/// A READ response: scatter into the READ's buffers; the last one completes it.
+fn read_response(
+    ctx: &mut Ctx<'_>,
+    pd: u32,
+    mtu: u32,
+    tr: &mut QpTransport,
+    repr: &PacketRepr,
+    payload: &[u8],
+) -> bool {
+    let psn = repr.bth.psn;
+    let opcode = repr.bth.opcode;
+    if let Some(a) = repr.ext.aeth {
+        if !a.syndrome.is_ack() {
+            return false;
+        }
+    }
+    // Earlier SENDs and WRITEs are implicitly acknowledged.
+    ack_before(tr, psn);
+    let Some(w) = wqe_at(tr, psn) else {
+        return false;
+    };
+    if w.op() != Some(SendOpcode::RdmaRead) {
+        return false;
+    }
+    let k = psn.wrapping_sub(w.first_psn) & 0xFF_FFFF;
+    let off = u64::from(k) * u64::from(mtu);
+    let expect = w.len.saturating_sub(off).min(u64::from(mtu));
+    let pos = opcode.position();
+    let last = k + 1 == w.npkts;
+    let pos_ok = match pos {
+        Position::Only => w.npkts == 1,
+        Position::First => k == 0 && !last,
+        Position::Middle => k > 0 && !last,
+        Position::Last => k > 0 && last,
+    };
+    if !pos_ok || payload.len() as u64 != expect {
+        return false;
+    }
+    if let Err(e) = mkey::scatter(ctx.dma, &ctx.st.res.mkeys, pd, &w.segs, off, payload) {
+        w.error = Some(match e {
+            KeyError::Fault => CqeSyndrome::LocalAccess,
+            _ => CqeSyndrome::LocalProt,
+        });
+        return true;
+    }
+    if last {
+        w.done = true;
+    }
+    true
+}
+
+/// An atomic ACK: write the original value and complete the atomic.
+fn atomic_ack(ctx: &mut Ctx<'_>, pd: u32, tr: &mut QpTransport, repr: &PacketRepr) -> bool {
+    let psn = repr.bth.psn;
+    let Some(orig) = repr.ext.atomic_ack_eth.map(|a| a.orig_data) else {
+        return false;
+    };
+    ack_before(tr, psn);
+    let Some(w) = wqe_at(tr, psn) else {
+        return false;
+    };
+    if !matches!(
+        w.op(),
+        Some(SendOpcode::AtomicCs | SendOpcode::AtomicFa)
+    ) {
+        return false;
+    }
+    if let Err(e) = mkey::scatter(
+        ctx.dma,
+        &ctx.st.res.mkeys,
+        pd,
+        &w.segs,
+        0,
+        &orig.to_le_bytes(),
+    ) {
+        w.error = Some(match e {
+            KeyError::Fault => CqeSyndrome::LocalAccess,
+            _ => CqeSyndrome::LocalProt,
+        });
+        return true;
+    }
+    w.done = true;
+    true
+}
+
+/// Writes CQEs for the completed WQEs at the head of QP `qpn`'s send queue; a failed WQE at
+/// the head gets its error CQE and moves the QP to ERR (flushing the rest).
+pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
+    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        return;
+    };
+    let cqn = qp.ctx.cqn_snd();
+    let mut tr = std::mem::take(&mut qp.tr);
+    while let Some(w) = tr.sq.front() {
+        if let Some(s) = w.error.filter(|_| w.fully_sent()) {
+            let mut c = crate::cq::err_cqe(true, qpn, w.wqe_index, w.opcode, s);
+            tr.sq.pop_front();
+            crate::cq::push(ctx, cqn, &mut c);
+            enter_error(ctx, qpn, &mut tr);
+            break;
+        }
+        if !w.done {
+            break;
+        }
+        let Some(w) = tr.sq.pop_front() else {
+            break;
+        };
+        if w.signaled {
+            let byte_cnt = w.len.min(u64::from(u32::MAX)) as u32;
+            let mut c = crate::cq::req_cqe(qpn, w.wqe_index, w.opcode, byte_cnt);
+            crate::cq::push(ctx, cqn, &mut c);
+        }
+    }
+    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+        qp.tr = tr;
+    }
+}
+
+/// Whether `opcode` is one the completer handles (responses), not the responder.
+pub(crate) fn is_response(opcode: Opcode) -> bool {
+    matches!(
+        opcode.operation(),
+        Operation::Acknowledge | Operation::AtomicAcknowledge | Operation::RdmaReadResponse
+    )
+}

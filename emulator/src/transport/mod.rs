@@ -1,0 +1,411 @@
+//! The RoCE v2 transport, in the shape of Linux rxe: a requester that turns send WQEs into
+//! packets, a responder that executes incoming requests and answers them, and a completer
+//! that matches ACKs and responses to WQEs and writes the requester's CQEs.
+//!
+//! Today's scope (the device issue) is the local path: every frame goes through the device's
+//! port ([`crate::port`]), which loops frames for its own GIDs back to the receive path, so
+//! QPs of one device talk to each other with real packets built and parsed by
+//! [`crate::wire`]. The state that makes RC reliable lives here per QP
+//! ([`QpTransport`], in [`crate::resources::Qp::tr`]; PSNs and MSN in the QP context) so that
+//! retransmission, duplicates and the other RC rules of the transport issue extend it.
+//!
+//! What exists: PSN assignment and 24-bit arithmetic; segmentation by path MTU; SEND (+IMM,
+//! +INV), RDMA WRITE (+IMM), RDMA READ with multi-packet responses, CMP_SWAP and FETCH_ADD;
+//! AckReq on the last packet of a message (and every 64 packets); ACK, NAK (PSN sequence,
+//! invalid request, remote access, remote operational) and RNR NAK generation; RNR retry on
+//! the RNR timer and go-back-N on a PSN sequence NAK; fence and max_rd_atomic on the
+//! requester; UD with DETH, Q_Key and the 40-byte GRH area; UC without ACKs. Errors complete
+//! the failing WQE with an error CQE, move the QP to ERR and flush the rest.
+//!
+//! Not yet (transport issue): the local ACK timeout and retransmission on it, duplicate READ
+//! re-execution and atomic replay, ACK coalescing, SEND_WITH_INVALIDATE actually invalidating
+//! the rkey (the CQE reports it), the receive-side drop counters per rule.
+
+pub(crate) mod completer;
+pub(crate) mod requester;
+pub(crate) mod responder;
+
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use rnic_hw_regs::ctx::{Qpc, QpState};
+use rnic_hw_regs::cqe::CqeSyndrome;
+use rnic_hw_regs::wqe::SendOpcode;
+
+use crate::device::Ctx;
+use crate::mkey::Seg;
+use crate::rq::RecvWqe;
+use crate::wire::{
+    BthRepr, EthRepr, EthernetAddress, IpRepr, Ipv4Repr, Ipv6Repr, Opcode, PacketRepr, UdpRepr,
+    VlanTag, rdma_get_udp_sport,
+};
+
+/// Adds `n` to a 24-bit PSN.
+pub(crate) const fn psn_add(psn: u32, n: u32) -> u32 {
+    psn.wrapping_add(n) & 0xFF_FFFF
+}
+
+/// Compares two 24-bit PSNs in the half space: negative when `a` is before `b`.
+pub(crate) const fn psn_cmp(a: u32, b: u32) -> i32 {
+    (a.wrapping_sub(b) << 8) as i32
+}
+
+/// Payload bytes per packet for an IB MTU code (1 = 256 .. 5 = 4096).
+pub(crate) const fn mtu_bytes(code: u8) -> Option<u32> {
+    match code {
+        1..=5 => Some(128 << code),
+        _ => None,
+    }
+}
+
+/// The IB MTU code of the largest IB MTU that fits an Ethernet MTU with RoCE headers (as
+/// rxe: the netdev MTU minus 80).
+pub(crate) fn port_mtu_code(eth_mtu: u16) -> u8 {
+    let room = u32::from(eth_mtu).saturating_sub(80);
+    (1..=5u8).rev().find(|&c| 128 << c <= room).unwrap_or(1)
+}
+
+/// Where a UD send WQE goes (its datagram segment).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct UdDest {
+    /// Q_Key (MSB set: use the QP's Q_Key).
+    pub qkey: u32,
+    /// Destination QPN.
+    pub dqpn: u32,
+    /// Destination MAC.
+    pub rmac: [u8; 6],
+    /// Destination GID.
+    pub rgid: [u8; 16],
+    /// Hop limit / TTL.
+    pub hop_limit: u8,
+    /// Traffic class (DSCP << 2 | ECN).
+    pub tclass: u8,
+    /// Source GID index.
+    pub sgid_index: u8,
+    /// Flow label.
+    pub flow_label: u32,
+}
+
+/// A send WQE as the SQ engine parsed it, with the requester's progress on it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SendWqe {
+    /// The control segment's `wqe_index` (the CQE's `wqe_counter`).
+    pub wqe_index: u16,
+    /// Send opcode, raw (checked by the SQ engine).
+    pub opcode: u8,
+    /// CQ_UPDATE: a CQE on success too.
+    pub signaled: bool,
+    /// Solicited event.
+    pub solicited: bool,
+    /// Wait for earlier READs and atomics before starting.
+    pub fence: bool,
+    /// Immediate data, or the rkey to invalidate.
+    pub imm: u32,
+    /// Remote address (WRITE, READ, atomics).
+    pub raddr: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Swap (CMP_SWAP) or add (FETCH_ADD) value.
+    pub swap_add: u64,
+    /// Compare value (CMP_SWAP).
+    pub compare: u64,
+    /// UD destination.
+    pub ud: Option<UdDest>,
+    /// Data segments.
+    pub segs: Vec<Seg>,
+    /// Inline data of the inline segments.
+    pub inline: Vec<u8>,
+    /// Message length.
+    pub len: u64,
+    /// The requester has started it (PSNs assigned, local checks done).
+    pub started: bool,
+    /// First PSN.
+    pub first_psn: u32,
+    /// PSNs it takes (READ: one per response packet; 0 for NOP).
+    pub npkts: u32,
+    /// Packets sent so far (the next one to send).
+    pub next_pkt: u32,
+    /// Complete (acknowledged, or needs no acknowledgement).
+    pub done: bool,
+    /// Failed with this syndrome: completes with an error CQE and moves the QP to ERR.
+    pub error: Option<CqeSyndrome>,
+}
+
+impl SendWqe {
+    /// The opcode, typed.
+    pub(crate) fn op(&self) -> Option<SendOpcode> {
+        SendOpcode::try_from(self.opcode).ok()
+    }
+
+    /// A READ or an atomic (counts against max_rd_atomic; fences wait for them).
+    pub(crate) fn is_rd_atomic(&self) -> bool {
+        matches!(
+            self.op(),
+            Some(SendOpcode::RdmaRead | SendOpcode::AtomicCs | SendOpcode::AtomicFa)
+        )
+    }
+
+    /// Last PSN (meaningful once started and `npkts > 0`).
+    pub(crate) fn last_psn(&self) -> u32 {
+        psn_add(self.first_psn, self.npkts.saturating_sub(1))
+    }
+
+    /// Every packet has been sent.
+    pub(crate) fn fully_sent(&self) -> bool {
+        self.started && self.next_pkt >= self.npkts
+    }
+}
+
+/// What kind of message the responder is in the middle of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MsgKind {
+    /// SEND (any flavour).
+    Send,
+    /// RDMA WRITE (any flavour).
+    Write,
+}
+
+/// The responder's multi-packet message in progress.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct InMsg {
+    /// SEND or WRITE.
+    pub kind: MsgKind,
+    /// The receive WQE a SEND consumed.
+    pub recv: Option<RecvWqe>,
+    /// Bytes received so far.
+    pub off: u64,
+    /// WRITE target from the RETH.
+    pub va: u64,
+    /// WRITE rkey.
+    pub rkey: u32,
+    /// WRITE length from the RETH.
+    pub dma_len: u64,
+}
+
+/// Responder state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RespState {
+    /// The message in progress.
+    pub msg: Option<InMsg>,
+    /// A PSN sequence NAK was sent and the expected PSN has not arrived since.
+    pub nak_sent: bool,
+    /// The last atomic executed: its PSN and the original value (for duplicates).
+    pub last_atomic: Option<(u32, u64)>,
+}
+
+/// Per-QP transport state (requester, completer and responder).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct QpTransport {
+    /// Send WQEs parsed and not yet completed, oldest first.
+    pub sq: VecDeque<SendWqe>,
+    /// Responder state.
+    pub resp: RespState,
+    /// An RNR NAK asked to resend from `.1` once the clock reaches `.0` (ns).
+    pub rnr_wait: Option<(u64, u32)>,
+    /// RNR retries left in this attempt (7 = infinite); loaded from the QP at first use.
+    pub rnr_left: Option<u8>,
+    /// Transport retries left (PSN sequence NAKs).
+    pub retry_left: Option<u8>,
+}
+
+/// Error returned while building a frame: the WQE fails with this syndrome.
+pub(crate) type Fail = CqeSyndrome;
+
+/// The 4 IPv4 address bytes of an IPv4-mapped GID (`::ffff:a.b.c.d`).
+pub(crate) fn gid_v4(gid: &[u8; 16]) -> Option<Ipv4Addr> {
+    (gid[..10].iter().all(|b| *b == 0) && gid[10] == 0xFF && gid[11] == 0xFF)
+        .then(|| Ipv4Addr::new(gid[12], gid[13], gid[14], gid[15]))
+}
+
+/// The IP address a GID stands for.
+pub(crate) fn gid_ip(gid: &[u8; 16]) -> std::net::IpAddr {
+    match gid_v4(gid) {
+        Some(v4) => v4.into(),
+        None => Ipv6Addr::from(*gid).into(),
+    }
+}
+
+/// The addressing of a QP's packets: who sends, to whom, and how.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Path {
+    /// Destination GID.
+    pub rgid: [u8; 16],
+    /// Destination MAC.
+    pub rmac: [u8; 6],
+    /// Source GID table index.
+    pub sgid_index: u8,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// DSCP << 2 | ECN.
+    pub tclass: u8,
+    /// Flow label.
+    pub flow_label: u32,
+    /// UDP source port (0: derive from the QPNs).
+    pub udp_sport: u16,
+    /// Service level (VLAN priority).
+    pub sl: u8,
+    /// Destination QPN.
+    pub dqpn: u32,
+}
+
+impl Path {
+    /// The primary address path of a connected QP.
+    pub(crate) fn of_qp(qpc: &Qpc) -> Path {
+        let a = qpc.primary_address_path();
+        Path {
+            rgid: a.rgid_rip(),
+            rmac: a.rmac(),
+            sgid_index: a.src_addr_index(),
+            hop_limit: a.hop_limit(),
+            // RoCE v2 on ConnectX takes the IP DSCP and ECN from the address path.
+            tclass: (a.dscp() << 2) | a.ecn(),
+            flow_label: a.flow_label(),
+            udp_sport: a.udp_sport(),
+            sl: a.sl(),
+            dqpn: qpc.remote_qpn(),
+        }
+    }
+
+    /// A UD WQE's destination.
+    pub(crate) fn of_ud(ud: &UdDest) -> Path {
+        Path {
+            rgid: ud.rgid,
+            rmac: ud.rmac,
+            sgid_index: ud.sgid_index,
+            hop_limit: ud.hop_limit,
+            tclass: ud.tclass,
+            flow_label: ud.flow_label,
+            udp_sport: 0,
+            sl: 0,
+            dqpn: ud.dqpn,
+        }
+    }
+}
+
+/// The headers of a packet of QP `qpn` along `path` with `bth` (extension headers empty),
+/// or the error the WQE gets when the path is unusable (no RoCE v2 source GID, mixed IP
+/// versions).
+pub(crate) fn packet_repr(
+    ctx: &Ctx<'_>,
+    qpn: u32,
+    path: &Path,
+    bth: BthRepr,
+) -> Result<PacketRepr, Fail> {
+    let entry = ctx
+        .st
+        .res
+        .gids
+        .get(usize::from(path.sgid_index))
+        .and_then(|e| e.as_ref())
+        .filter(|e| e.roce_version() == rnic_hw_regs::ctx::ROCE_VERSION_2)
+        .ok_or(CqeSyndrome::LocalQpOp)?;
+    let sgid = entry.source_l3_address();
+    let mut eth = EthRepr::new(
+        EthernetAddress(path.rmac),
+        EthernetAddress(entry.source_mac()),
+    );
+    if entry.vlan_valid() {
+        eth.vlan = Some(VlanTag {
+            pcp: path.sl & 7,
+            dei: false,
+            vid: entry.vlan_id(),
+        });
+    }
+    let ip = match (gid_v4(&sgid), gid_v4(&path.rgid)) {
+        (Some(src), Some(dst)) => {
+            let mut v4 = Ipv4Repr::new(src, dst);
+            v4.dscp = path.tclass >> 2;
+            v4.ecn = path.tclass & 3;
+            v4.ttl = path.hop_limit;
+            IpRepr::V4(v4)
+        }
+        (None, None) => {
+            let mut v6 = Ipv6Repr::new(Ipv6Addr::from(sgid), Ipv6Addr::from(path.rgid));
+            v6.traffic_class = path.tclass;
+            v6.flow_label = path.flow_label & 0xF_FFFF;
+            v6.hop_limit = path.hop_limit;
+            IpRepr::V6(v6)
+        }
+        _ => return Err(CqeSyndrome::LocalQpOp),
+    };
+    let sport = if path.udp_sport != 0 {
+        path.udp_sport
+    } else {
+        rdma_get_udp_sport(path.flow_label, qpn, path.dqpn)
+    };
+    Ok(PacketRepr::new(eth, ip, UdpRepr::new(sport), bth))
+}
+
+/// Emits `repr` with `payload` into a port buffer and transmits it.
+pub(crate) fn send_frame(ctx: &mut Ctx<'_>, repr: &PacketRepr, payload: &[u8]) {
+    let mut frame = ctx.st.port.buffer();
+    frame.resize(repr.buffer_len(payload.len()), 0);
+    match repr.emit(&mut frame, payload) {
+        Ok(n) => {
+            frame.truncate(n);
+            crate::port::transmit(ctx, frame);
+        }
+        Err(_) => {
+            // The requester sizes packets by the path MTU, so this is an internal bug; the
+            // packet is lost like a dropped frame.
+            ctx.st.counters.rx_dropped += 1;
+            ctx.st.port.recycle(frame);
+        }
+    }
+}
+
+/// A BTH with the P_Key rxe and ConnectX use by default (0xFFFF).
+pub(crate) fn bth(opcode: Opcode, dest_qp: u32, psn: u32) -> BthRepr {
+    BthRepr::new(opcode, dest_qp, psn)
+}
+
+/// Whether the QP's state lets it receive (RTR and later, not ERR / RST / INIT).
+pub(crate) fn can_receive(qpc: &Qpc) -> bool {
+    matches!(
+        QpState::try_from(qpc.state()),
+        Ok(QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqer)
+    )
+}
+
+/// Moves QP `qpn` to ERR and flushes its outstanding work; `tr` is the QP's transport state
+/// (taken out of the QP by the caller, who puts it back).
+pub(crate) fn enter_error(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
+    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+        qp.ctx.set_state(QpState::Err.into());
+    }
+    crate::sq::flush_with(ctx, qpn, tr);
+}
+
+/// Runs transport timers that are due (RNR waits); returns how many fired.
+pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
+    if ctx.st.port.timers_armed == 0 {
+        return 0;
+    }
+    let now = ctx.clock.now_ns();
+    let due: Vec<(u32, u32)> = ctx
+        .st
+        .res
+        .qps
+        .iter()
+        .filter_map(|(n, qp)| match qp.tr.rnr_wait {
+            Some((at, psn)) if at <= now => Some((n, psn)),
+            _ => None,
+        })
+        .collect();
+    let armed = ctx
+        .st
+        .res
+        .qps
+        .iter()
+        .filter(|(_, qp)| qp.tr.rnr_wait.is_some())
+        .count();
+    ctx.st.port.timers_armed = armed - due.len();
+    for &(qpn, psn) in &due {
+        if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+            qp.tr.rnr_wait = None;
+            completer::go_back(&mut qp.tr, psn);
+        }
+        requester::run(ctx, qpn);
+    }
+    due.len()
+}

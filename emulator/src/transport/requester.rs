@@ -1,0 +1,280 @@
+//! The requester: turns parsed send WQEs into RoCE v2 packets.
+//!
+//! WQEs start in order. Starting one checks its local data segments (lkey, PD, access,
+//! bounds: a failure is a local protection error) and the message size, and assigns its PSNs
+//! from the QP context's `next_send_psn` (a READ takes one PSN per response packet). A WQE
+//! with the fence bit waits until earlier READs and atomics have completed, and at most
+//! `2^log_sra_max` READs / atomics are outstanding. Packets are segmented by the path MTU
+//! (UD: the port's MTU); AckReq is set on the last packet of a message and every 64 packets.
+//! UC and UD WQEs are complete once sent; RC WQEs wait for the completer.
+
+use rnic_hw_regs::cqe::CqeSyndrome;
+use rnic_hw_regs::ctx::{Qpc, QpSt, QpState};
+use rnic_hw_regs::wqe::SendOpcode;
+
+use super::{Path, SendWqe, bth, mtu_bytes, packet_repr, port_mtu_code, psn_add, send_frame};
+use crate::device::Ctx;
+use crate::mkey::{self, KeyError, Need};
+use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, RethRepr};
+
+/// Sends what QP `qpn` may send now, then completes what finished.
+pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
+    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        return;
+    };
+    if qp.ctx.state() != u8::from(QpState::Rts) {
+        return;
+    }
+    let qpc = qp.ctx.clone();
+    let mut tr = std::mem::take(&mut qp.tr);
+    let max_rd = 1usize << qpc.log_sra_max();
+    let mut rd_outstanding = 0usize;
+    for i in 0..tr.sq.len() {
+        let w = &tr.sq[i];
+        if w.error.is_some() && w.started {
+            // Nothing after a failed WQE is sent.
+            break;
+        }
+        if w.fully_sent() {
+            if w.is_rd_atomic() && !w.done {
+                rd_outstanding += 1;
+            }
+            continue;
+        }
+        if w.fence && tr.sq.iter().take(i).any(|e| e.is_rd_atomic() && !e.done) {
+            break;
+        }
+        if w.is_rd_atomic() && rd_outstanding >= max_rd {
+            break;
+        }
+        let w = &mut tr.sq[i];
+        if !w.started {
+            start(ctx, &qpc, qpn, w);
+            if w.error.is_some() {
+                break;
+            }
+        }
+        send_packets(ctx, &qpc, qpn, w);
+        if w.error.is_some() {
+            break;
+        }
+        let st = QpSt::try_from(qpc.st()).ok();
+        if st != Some(QpSt::Rc) || w.npkts == 0 {
+            w.done = true;
+        } else if w.is_rd_atomic() {
+            rd_outstanding += 1;
+        }
+    }
+    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+        qp.tr = tr;
+    }
+    super::completer::complete_head(ctx, qpn);
+}
+
+/// The MTU the WQE's packets use.
+fn mtu_of(ctx: &Ctx<'_>, qpc: &Qpc) -> Option<u32> {
+    if qpc.st() == u8::from(QpSt::Ud) {
+        mtu_bytes(port_mtu_code(ctx.st.res.vport.mtu))
+    } else {
+        mtu_bytes(qpc.mtu())
+    }
+}
+
+/// Local checks and PSN assignment.
+fn start(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
+    w.started = true;
+    let Some(mtu) = mtu_of(ctx, qpc) else {
+        w.error = Some(CqeSyndrome::LocalQpOp);
+        return;
+    };
+    let op = w.op();
+    let need = match op {
+        Some(SendOpcode::RdmaRead | SendOpcode::AtomicCs | SendOpcode::AtomicFa) => {
+            Need::LocalWrite
+        }
+        _ => Need::LocalRead,
+    };
+    if let Err(e) = mkey::check_segs(&ctx.st.res.mkeys, qpc.pd(), need, &w.segs) {
+        w.error = Some(match e {
+            KeyError::Fault => CqeSyndrome::LocalAccess,
+            _ => CqeSyndrome::LocalProt,
+        });
+        return;
+    }
+    let log_max = qpc.log_msg_max();
+    let max_msg = if log_max == 0 { 1u64 << 31 } else { 1u64 << log_max.min(31) };
+    let ud = qpc.st() == u8::from(QpSt::Ud);
+    if w.len > max_msg || (ud && w.len > u64::from(mtu)) {
+        w.error = Some(CqeSyndrome::LocalLength);
+        return;
+    }
+    w.npkts = match op {
+        Some(SendOpcode::Nop) | None => 0,
+        Some(SendOpcode::AtomicCs | SendOpcode::AtomicFa) => 1,
+        _ => w.len.div_ceil(u64::from(mtu)).max(1) as u32,
+    };
+    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        return;
+    };
+    w.first_psn = qp.ctx.next_send_psn();
+    w.next_pkt = 0;
+    let next = psn_add(w.first_psn, w.npkts);
+    qp.ctx.set_next_send_psn(next);
+}
+
+/// The opcode of packet `i` of `n` of a SEND / WRITE on transport base `base` (0x00 RC,
+/// 0x20 UC).
+fn seq_opcode(base: u8, first: u8, middle: u8, last: u8, only: u8, i: u32, n: u32) -> u8 {
+    base + match (i == 0, i + 1 == n) {
+        (true, true) => only,
+        (true, false) => first,
+        (false, false) => middle,
+        (false, true) => last,
+    }
+}
+
+/// Sends the WQE's packets from `next_pkt` on.
+fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
+    let Some(mtu) = mtu_of(ctx, qpc) else {
+        w.error = Some(CqeSyndrome::LocalQpOp);
+        return;
+    };
+    let st = QpSt::try_from(qpc.st()).unwrap_or(QpSt::Rc);
+    let base: u8 = if st == QpSt::Uc { 0x20 } else { 0 };
+    let path = match &w.ud {
+        Some(ud) => Path::of_ud(ud),
+        None => Path::of_qp(qpc),
+    };
+    let Some(op) = w.op() else {
+        w.error = Some(CqeSyndrome::LocalQpOp);
+        return;
+    };
+    let mut payload = std::mem::take(&mut ctx.st.port.scratch);
+    // READ and atomics are one request packet; the other PSNs belong to the responses.
+    let sends = match op {
+        SendOpcode::RdmaRead | SendOpcode::AtomicCs | SendOpcode::AtomicFa => 1,
+        _ => w.npkts,
+    };
+    while w.next_pkt < sends {
+        let i = w.next_pkt;
+        let psn = psn_add(w.first_psn, i);
+        let last = i + 1 == sends;
+        let (code, data_len) = match op {
+            SendOpcode::Send | SendOpcode::SendImm | SendOpcode::SendInval => {
+                let (l, o) = match op {
+                    SendOpcode::SendImm => (0x03, 0x05),
+                    SendOpcode::SendInval => (0x16, 0x17),
+                    _ => (0x02, 0x04),
+                };
+                let code = if st == QpSt::Ud {
+                    if op == SendOpcode::SendImm { 0x65 } else { 0x64 }
+                } else {
+                    seq_opcode(base, 0x00, 0x01, l, o, i, sends)
+                };
+                (code, chunk(w.len, mtu, i))
+            }
+            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteImm => {
+                let (l, o) = if op == SendOpcode::RdmaWriteImm {
+                    (0x09, 0x0B)
+                } else {
+                    (0x08, 0x0A)
+                };
+                (
+                    seq_opcode(base, 0x06, 0x07, l, o, i, sends),
+                    chunk(w.len, mtu, i),
+                )
+            }
+            SendOpcode::RdmaRead => (0x0C, 0),
+            SendOpcode::AtomicCs => (0x13, 0),
+            SendOpcode::AtomicFa => (0x14, 0),
+            _ => {
+                w.error = Some(CqeSyndrome::LocalQpOp);
+                break;
+            }
+        };
+        let Some(opcode) = Opcode::from_u8(code) else {
+            w.error = Some(CqeSyndrome::LocalQpOp);
+            break;
+        };
+        let mut b = bth(opcode, path.dqpn, psn);
+        b.ack_req = st == QpSt::Rc && (last || (i + 1) % 64 == 0);
+        b.solicited = last
+            && w.solicited
+            && matches!(
+                op,
+                SendOpcode::Send
+                    | SendOpcode::SendImm
+                    | SendOpcode::SendInval
+                    | SendOpcode::RdmaWriteImm
+            );
+        let mut repr = match packet_repr(ctx, qpn, &path, b) {
+            Ok(r) => r,
+            Err(s) => {
+                w.error = Some(s);
+                break;
+            }
+        };
+        if opcode.has_deth() {
+            let qkey = match &w.ud {
+                Some(ud) if ud.qkey & 0x8000_0000 == 0 => ud.qkey,
+                _ => qpc.q_key(),
+            };
+            repr.ext.deth = Some(DethRepr {
+                qkey,
+                src_qp: qpn,
+            });
+        }
+        if opcode.has_reth() {
+            repr.ext.reth = Some(RethRepr {
+                virtual_addr: w.raddr,
+                rkey: w.rkey,
+                dma_len: w.len as u32,
+            });
+        }
+        if opcode.has_atomic_eth() {
+            repr.ext.atomic_eth = Some(AtomicEthRepr {
+                virtual_addr: w.raddr,
+                rkey: w.rkey,
+                swap_add: w.swap_add,
+                compare: w.compare,
+            });
+        }
+        if opcode.has_imm() {
+            repr.ext.imm = Some(ImmDtRepr { imm: w.imm });
+        }
+        if opcode.has_ieth() {
+            repr.ext.ieth = Some(IethRepr { rkey: w.imm });
+        }
+        payload.clear();
+        payload.resize(data_len, 0);
+        let off = u64::from(i) * u64::from(mtu);
+        if let Err(e) = mkey::gather(
+            ctx.dma,
+            &ctx.st.res.mkeys,
+            qpc.pd(),
+            &w.segs,
+            &w.inline,
+            off,
+            &mut payload,
+        ) {
+            w.error = Some(match e {
+                KeyError::Fault => CqeSyndrome::LocalAccess,
+                _ => CqeSyndrome::LocalProt,
+            });
+            break;
+        }
+        send_frame(ctx, &repr, &payload);
+        w.next_pkt += 1;
+    }
+    if w.error.is_some() {
+        // A failed WQE sends nothing more.
+        w.next_pkt = w.npkts;
+    }
+    ctx.st.port.scratch = payload;
+}
+
+/// Payload bytes of packet `i` of a `len`-byte message.
+fn chunk(len: u64, mtu: u32, i: u32) -> usize {
+    let off = u64::from(i) * u64::from(mtu);
+    len.saturating_sub(off).min(u64::from(mtu)) as usize
+}
