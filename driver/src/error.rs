@@ -138,6 +138,15 @@ pub enum DriverError {
     /// A bus operation (DMA allocation, mapping) failed.
     #[error("bus: {0}")]
     Bus(#[from] BusError),
+    /// Teardown could not run to the end because the device stopped answering: its firmware
+    /// pages and the command queue were leaked (never freed while the device may write them).
+    #[error(
+        "teardown incomplete: the device is not answering; {leaked_pages} firmware pages leaked"
+    )]
+    TeardownIncomplete {
+        /// Firmware pages the device kept.
+        leaked_pages: usize,
+    },
     /// The HCA was closed already.
     #[error("the HCA is closed")]
     Closed,

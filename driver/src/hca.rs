@@ -780,10 +780,11 @@ impl Hca {
             }
             res.enabled = false;
         }
+        let mut leaked_pages = 0;
         if res.pages.held() > 0 {
             // The device may still use them: never free memory it can write.
-            let n = res.pages.leak_all();
-            log::warn!("teardown: {n} firmware pages not returned; leaked");
+            leaked_pages = res.pages.leak_all();
+            log::warn!("teardown: {leaked_pages} firmware pages not returned; leaked");
         }
         res.dead = dead;
         if dead {
@@ -791,6 +792,7 @@ impl Hca {
         }
         match first {
             Some(e) => Err(e),
+            None if dead => Err(DriverError::TeardownIncomplete { leaked_pages }),
             None => Ok(()),
         }
     }
