@@ -260,6 +260,22 @@ impl Device {
         self.shared.lock().pages.held.len()
     }
 
+    /// Asks the host for `n` more firmware pages at run time (negative: offers `-n` pages
+    /// back), as firmware does: a page-request EQE (type 0x0B, func_id 0, num_pages signed)
+    /// on the EQ subscribed to page requests; the host answers with MANAGE_PAGES give (or
+    /// can't give) or take, and QUERY_PAGES regular reports what is still outstanding.
+    /// Returns whether an EQ took the event.
+    pub fn request_pages(&self, n: i32) -> bool {
+        let mut st = self.shared.lock();
+        let mut ctx = Ctx {
+            st: &mut st,
+            dma: &self.shared.iommu,
+            irqs: &self.shared.irqs,
+            clock: &self.shared.clock,
+        };
+        crate::pages::request(&mut ctx, n)
+    }
+
     /// IOVA mappings the host has made and not removed (DMA regions and registered memory).
     pub fn dma_mappings(&self) -> usize {
         self.shared.iommu.mappings()

@@ -52,6 +52,13 @@ pub struct Profile {
     pub gid_table_size: u16,
     /// Largest path MTU the port supports (IB enum: 5 = 4096).
     pub max_mtu: u8,
+    /// The firmware image's parameter-set ID (QUERY_ADAPTER `vsd_contd_psid`).
+    pub psid: &'static str,
+    /// Whether the device supports `atomic_req_8B_endianness_mode` 1 (8-byte atomic
+    /// responses in host byte order); a ConnectX-4 does not.
+    pub atomic_endianness_mode_1: bool,
+    /// Firmware pages the device holds at most (MANAGE_PAGES give beyond it: no resources).
+    pub max_fw_pages: u32,
 }
 
 impl Profile {
@@ -84,6 +91,9 @@ impl Profile {
             log_max_msg: 30,
             gid_table_size: 256,
             max_mtu: 5,
+            psid: "MT_2430110027",
+            atomic_endianness_mode_1: false,
+            max_fw_pages: 1 << 20,
         }
     }
 
@@ -108,6 +118,9 @@ impl Default for Profile {
             log_max_pd: 12,
             log_max_srq: 10,
             mac: [0x02, 0x52, 0x4e, 0x49, 0x43, 0x00],
+            psid: "RNIC_EMU0000001",
+            atomic_endianness_mode_1: true,
+            max_fw_pages: 4096,
             ..Profile::connectx4()
         }
     }

@@ -14,6 +14,10 @@ pub(crate) struct HcaState {
     pub issi: u16,
     /// INIT_HCA done (and no TEARDOWN_HCA since).
     pub initialized: bool,
+    /// TEARDOWN_HCA done since the last ENABLE_HCA: INIT_HCA needs DISABLE + ENABLE first.
+    pub torn_down: bool,
+    /// The host is big-endian (ACCESS_REG HOST_ENDIANNESS `he`).
+    pub host_big_endian: bool,
 }
 
 /// Counters tests and tools can read (see [`crate::Device::counters`]).

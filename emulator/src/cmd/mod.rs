@@ -15,8 +15,22 @@ use rnic_hw_regs::cmdq::{
     self, CMD_TYPE_PCIE, CMDQ_ENTRY_SIZE, CmdMailbox, CmdqEntry, Direction, INLINE_LEN,
     MAILBOX_ALIGN, MAILBOX_SIZE,
 };
+use rnic_hw_regs::eqe::EventType;
 use rnic_hw_regs::status::{CmdStatus, DeliveryStatus};
 use zerocopy::{FromBytes, IntoBytes};
+
+mod access_reg;
+mod caps;
+mod cq;
+mod eq;
+mod hca;
+mod mkey;
+mod pages;
+mod pd_uar;
+mod qp;
+mod roce_addr;
+mod srq;
+mod vport;
 
 use crate::bar::Bar;
 use crate::device::Ctx;
@@ -41,6 +55,16 @@ impl CmdFail {
 /// What a handler returns.
 pub(crate) type CmdResult = Result<(), CmdFail>;
 
+/// Fails with `status` and `syndrome`.
+pub(crate) fn fail<T>(status: CmdStatus, syndrome: u32) -> Result<T, CmdFail> {
+    Err(CmdFail::new(status, syndrome))
+}
+
+/// Fails with `status` and `syndrome` unless `ok`.
+pub(crate) fn ensure(ok: bool, status: CmdStatus, syndrome: u32) -> CmdResult {
+    if ok { Ok(()) } else { fail(status, syndrome) }
+}
+
 /// One delivered command, as a handler sees it.
 pub(crate) struct Cmd<'a> {
     pub opcode: CmdOpcode,
@@ -61,6 +85,18 @@ impl Cmd<'_> {
         t
     }
 
+    /// The fixed part of the input as layout `T`, which the input must hold entirely
+    /// (else BAD_INPUT_LENGTH).
+    pub(crate) fn fixed<T: PrmLayout + Default>(&self) -> Result<T, CmdFail> {
+        if self.input.len() < T::SIZE {
+            return Err(CmdFail::new(
+                CmdStatus::BadInputLength,
+                syndrome::INPUT_SHORTER_THAN_LAYOUT,
+            ));
+        }
+        Ok(self.input::<T>())
+    }
+
     /// The input bytes from `offset` on (flexible arrays such as PAS), empty past the end.
     pub(crate) fn input_tail(&self, offset: usize) -> &[u8] {
         self.input.get(offset..).unwrap_or(&[])
@@ -74,15 +110,292 @@ impl Cmd<'_> {
     }
 }
 
-/// Syndromes the command processor itself reports. Handlers define their own, one per check,
-/// so a failure can be traced to the rule that caused it.
+/// Declares the syndrome constants and the list of all of them (tests check they are unique).
+macro_rules! syndromes {
+    ($($(#[$m:meta])* $name:ident = $v:literal;)*) => {
+        $($(#[$m])* pub(crate) const $name: u32 = $v;)*
+
+        /// Every syndrome with its name.
+        #[cfg(test)]
+        pub(crate) const ALL: &[(&str, u32)] = &[$((stringify!($name), $v)),*];
+    };
+}
+
+/// Every syndrome the command processor reports: one constant per check, so a failure can be
+/// traced to the rule that caused it. Firmware syndromes are opaque 32-bit values; these are
+/// the emulator's own, grouped by family in the high half (0x0100 processor, 0x0200 HCA life
+/// cycle, 0x0300 pages, 0x0400 capabilities, 0x0500 ACCESS_REG, 0x0600 vport, 0x0700 GID
+/// table, 0x0800 PD/UAR, 0x0900 EQ, 0x0A00 CQ, 0x0B00 MKey, 0x0C00 QP, 0x0D00 SRQ).
 pub(crate) mod syndrome {
-    /// The opcode is not one this device implements.
-    pub(crate) const UNKNOWN_OPCODE: u32 = 0x0100_0001;
-    /// The output buffer is shorter than the command's output.
-    pub(crate) const OUTPUT_TOO_SHORT: u32 = 0x0100_0002;
-    /// The input is shorter than the command's header.
-    pub(crate) const INPUT_TOO_SHORT: u32 = 0x0100_0003;
+    syndromes! {
+        /// The opcode is not one this device implements.
+        UNKNOWN_OPCODE = 0x0100_0001;
+        /// The output buffer is shorter than the command's output.
+        OUTPUT_TOO_SHORT = 0x0100_0002;
+        /// The input is shorter than the command's header.
+        INPUT_TOO_SHORT = 0x0100_0003;
+        /// A command other than ENABLE_HCA before ENABLE_HCA (or after DISABLE_HCA).
+        NOT_ENABLED = 0x0100_0004;
+        /// A command that needs INIT_HCA before it (object and port commands).
+        NOT_INITIALIZED = 0x0100_0005;
+        /// The input is shorter than the fixed part of the command's input layout.
+        INPUT_SHORTER_THAN_LAYOUT = 0x0100_0006;
+        /// An op_mod the command does not define.
+        BAD_OP_MOD = 0x0100_0007;
+        /// A command about another function (function_id / other_vport / embedded CPU):
+        /// this device is one physical function.
+        OTHER_FUNCTION = 0x0100_0008;
+        /// A command the device knows but does not implement (RESIZE_SRQ).
+        UNSUPPORTED_OPCODE = 0x0100_0009;
+
+        /// ENABLE_HCA while already enabled.
+        ENABLE_TWICE = 0x0200_0001;
+        /// DISABLE_HCA while the HCA is initialized (TEARDOWN_HCA first).
+        DISABLE_WHILE_INITIALIZED = 0x0200_0002;
+        /// DISABLE_HCA while firmware still holds pages (take them back first).
+        DISABLE_WITH_PAGES_HELD = 0x0200_0003;
+        /// INIT_HCA while initialized, or again after TEARDOWN_HCA without a new ENABLE_HCA.
+        INIT_TWICE = 0x0200_0004;
+        /// INIT_HCA before the boot and init pages were given.
+        INIT_PAGES_MISSING = 0x0200_0005;
+        /// TEARDOWN_HCA while not initialized.
+        TEARDOWN_NOT_INITIALIZED = 0x0200_0006;
+        /// TEARDOWN_HCA with a profile other than graceful (0) or force (1).
+        TEARDOWN_BAD_PROFILE = 0x0200_0007;
+        /// SET_ISSI with an ISSI the device does not support.
+        ISSI_UNSUPPORTED = 0x0200_0008;
+        /// SET_ISSI after INIT_HCA.
+        ISSI_AFTER_INIT = 0x0200_0009;
+
+        /// QUERY_PAGES with an op_mod other than boot (1), init (2) or regular (3).
+        QUERY_PAGES_BAD_MODE = 0x0300_0001;
+        /// MANAGE_PAGES input shorter than its page list.
+        PAGES_LIST_SHORT = 0x0300_0002;
+        /// MANAGE_PAGES give: an address that is zero or not 4 KiB aligned.
+        PAGE_MISALIGNED = 0x0300_0003;
+        /// MANAGE_PAGES give: a page firmware already holds (or listed twice).
+        PAGE_DUPLICATE = 0x0300_0004;
+        /// MANAGE_PAGES give: a page the device cannot reach (IOMMU fault).
+        PAGE_UNMAPPED = 0x0300_0005;
+        /// MANAGE_PAGES give: more pages than firmware can track.
+        PAGES_TOO_MANY = 0x0300_0006;
+        /// MANAGE_PAGES take: the output has no room for the pages asked for.
+        PAGES_OUTPUT_SHORT = 0x0300_0007;
+
+        /// QUERY/SET_HCA_CAP of a capability type the device does not have.
+        CAP_TYPE_UNSUPPORTED = 0x0400_0001;
+        /// SET_HCA_CAP with the mode bit set (only current values can be set).
+        CAP_SET_MODE = 0x0400_0002;
+        /// SET_HCA_CAP after INIT_HCA.
+        CAP_SET_AFTER_INIT = 0x0400_0003;
+        /// SET_HCA_CAP: log_max_qp beyond its maximum.
+        CAP_LOG_MAX_QP = 0x0400_0004;
+        /// SET_HCA_CAP: cmdif_checksum beyond its maximum.
+        CAP_CMDIF_CHECKSUM = 0x0400_0005;
+        /// SET_HCA_CAP: log_uar_page_sz beyond its maximum.
+        CAP_LOG_UAR_PAGE_SZ = 0x0400_0006;
+        /// SET_HCA_CAP: uar_4k set but not supported.
+        CAP_UAR_4K = 0x0400_0007;
+        /// SET_HCA_CAP: sw_r_roce_src_udp_port set but not supported.
+        CAP_SW_R_ROCE_SRC_UDP_PORT = 0x0400_0008;
+        /// SET_HCA_CAP: atomic_req_8B_endianness_mode 1 but not supported, or above 1.
+        CAP_ATOMIC_ENDIANNESS = 0x0400_0009;
+        /// SET_HCA_CAP: pkey_table_size beyond its maximum.
+        CAP_PKEY_TABLE_SIZE = 0x0400_000A;
+        /// SET_HCA_CAP: an ODP capability enabled that the device does not support.
+        CAP_ODP = 0x0400_000B;
+
+        /// ACCESS_REG of a register the device does not implement.
+        REG_UNSUPPORTED = 0x0500_0001;
+        /// ACCESS_REG input without the register data.
+        REG_DATA_SHORT = 0x0500_0002;
+        /// ACCESS_REG read: the output has no room for the register.
+        REG_OUTPUT_SHORT = 0x0500_0003;
+
+        /// A vport number other than 0 (this function's own).
+        VPORT_NUMBER = 0x0600_0001;
+        /// MODIFY_NIC_VPORT_CONTEXT: an MTU outside 68..=9978.
+        VPORT_MTU = 0x0600_0002;
+        /// MODIFY_VPORT_STATE: admin_state other than down (0), up (1) or follow (2).
+        VPORT_ADMIN_STATE = 0x0600_0003;
+        /// MODIFY_NIC_VPORT_CONTEXT of the permanent address (read-only).
+        VPORT_PERMANENT_ADDRESS = 0x0600_0004;
+
+        /// SET/QUERY_ROCE_ADDRESS index beyond the GID table.
+        GID_INDEX = 0x0700_0001;
+        /// SET_ROCE_ADDRESS with a RoCE version other than v1 (0), v1.5 (1) or v2 (2).
+        GID_VERSION = 0x0700_0002;
+        /// SET_ROCE_ADDRESS with an L3 type other than IPv4 (0) or IPv6 (1).
+        GID_L3_TYPE = 0x0700_0003;
+        /// SET/QUERY_ROCE_ADDRESS for a port other than 1 (or 0, this port).
+        GID_PORT = 0x0700_0004;
+
+        /// ALLOC_UAR with every UAR page in use.
+        UAR_TABLE_FULL = 0x0800_0001;
+        /// DEALLOC_UAR of a UAR that is not allocated.
+        UAR_UNKNOWN = 0x0800_0002;
+        /// DEALLOC_UAR of a UAR an EQ, CQ or QP uses.
+        UAR_BUSY = 0x0800_0003;
+        /// ALLOC_PD with every PD in use.
+        PD_TABLE_FULL = 0x0800_0004;
+        /// DEALLOC_PD of a PD that is not allocated.
+        PD_UNKNOWN = 0x0800_0005;
+        /// DEALLOC_PD of a PD an MKey, QP or SRQ uses.
+        PD_BUSY = 0x0800_0006;
+
+        /// CREATE_EQ with a UAR that is not allocated.
+        EQ_BAD_UAR = 0x0900_0001;
+        /// CREATE_EQ larger than log_max_eq_sz.
+        EQ_TOO_BIG = 0x0900_0002;
+        /// CREATE_EQ whose PAS does not cover the queue.
+        EQ_PAS_SHORT = 0x0900_0003;
+        /// CREATE_EQ with every EQ in use.
+        EQ_TABLE_FULL = 0x0900_0004;
+        /// An EQ number that does not exist.
+        EQ_UNKNOWN = 0x0900_0005;
+        /// DESTROY_EQ of an EQ CQs still use.
+        EQ_BUSY = 0x0900_0006;
+        /// A queue context with a non-zero page_offset (not modelled: use page-aligned
+        /// buffers).
+        EQ_PAGE_OFFSET = 0x0900_0007;
+        /// A PAS entry that is not aligned to the queue's page size.
+        EQ_PAS_MISALIGNED = 0x0900_0008;
+        /// CREATE_EQ with a page size beyond 2^30 bytes (log_page_size above 18).
+        EQ_PAGE_SIZE = 0x0900_0009;
+        /// GEN_EQE: the EQ could not take the entry (full or buffer fault).
+        EQ_WRITE_FAILED = 0x0900_000A;
+
+        /// CREATE_CQ with a UAR that is not allocated.
+        CQ_BAD_UAR = 0x0A00_0001;
+        /// CREATE_CQ (or MODIFY_CQ) with an EQ that does not exist.
+        CQ_BAD_EQN = 0x0A00_0002;
+        /// CREATE_CQ larger than log_max_cq_sz.
+        CQ_TOO_BIG = 0x0A00_0003;
+        /// CREATE_CQ whose PAS does not cover the queue.
+        CQ_PAS_SHORT = 0x0A00_0004;
+        /// CREATE_CQ with every CQ in use.
+        CQ_TABLE_FULL = 0x0A00_0005;
+        /// A CQ number that does not exist.
+        CQ_UNKNOWN = 0x0A00_0006;
+        /// DESTROY_CQ of a CQ a QP or SRQ still uses.
+        CQ_BUSY = 0x0A00_0007;
+        /// CREATE_CQ with a CQE size other than 64 (0) or 128 (1) bytes.
+        CQ_CQE_SIZE = 0x0A00_0008;
+        /// A CQ context with a non-zero page_offset.
+        CQ_PAGE_OFFSET = 0x0A00_0009;
+        /// A CQ doorbell record address that is not 8-byte aligned.
+        CQ_DBR_MISALIGNED = 0x0A00_000A;
+        /// A CQ PAS entry not aligned to the page size.
+        CQ_PAS_MISALIGNED = 0x0A00_000B;
+        /// A CQ page size beyond 2^30 bytes.
+        CQ_PAGE_SIZE = 0x0A00_000C;
+        /// MODIFY_CQ with a field_select bit the device does not implement.
+        CQ_MODIFY_FIELD = 0x0A00_000D;
+        /// MODIFY_CQ resize (op_mod 1): not supported (cap cq_resize is 0).
+        CQ_RESIZE = 0x0A00_000E;
+
+        /// CREATE_MKEY with a PD that does not exist.
+        MKEY_BAD_PD = 0x0B00_0001;
+        /// CREATE_MKEY with an access mode other than PA (0) or MTT (1).
+        MKEY_ACCESS_MODE = 0x0B00_0002;
+        /// CREATE_MKEY in the free state (UMR-only keys are not modelled).
+        MKEY_FREE = 0x0B00_0003;
+        /// CREATE_MKEY MTT: a page size outside 4 KiB ..= 1 GiB.
+        MKEY_PAGE_SIZE = 0x0B00_0004;
+        /// CREATE_MKEY MTT: translations_octword_actual_size smaller than the region needs.
+        MKEY_MTT_TOO_FEW = 0x0B00_0005;
+        /// CREATE_MKEY MTT: input shorter than its translation array.
+        MKEY_MTT_SHORT = 0x0B00_0006;
+        /// CREATE_MKEY MTT: an entry not aligned to the page size.
+        MKEY_MTT_MISALIGNED = 0x0B00_0007;
+        /// CREATE_MKEY: the region wraps the 64-bit address space, or MTT with length64.
+        MKEY_BAD_RANGE = 0x0B00_0008;
+        /// CREATE_MKEY with every MKey in use.
+        MKEY_TABLE_FULL = 0x0B00_0009;
+        /// An MKey index that does not exist.
+        MKEY_UNKNOWN = 0x0B00_000A;
+        /// CREATE_MKEY bound to a QP (qpn other than 0xFFFFFF): memory windows are not
+        /// modelled.
+        MKEY_QPN_BOUND = 0x0B00_000B;
+        /// CREATE_MKEY MTT with more translation entries than the device allows.
+        MKEY_MTT_TOO_MANY = 0x0B00_000C;
+
+        /// CREATE_QP with a service type other than RC (0), UC (1) or UD (3).
+        QP_BAD_ST = 0x0C00_0001;
+        /// CREATE_QP with a PD that does not exist.
+        QP_BAD_PD = 0x0C00_0002;
+        /// CREATE_QP with a send CQ that does not exist.
+        QP_BAD_CQN_SND = 0x0C00_0003;
+        /// CREATE_QP with a receive CQ that does not exist.
+        QP_BAD_CQN_RCV = 0x0C00_0004;
+        /// CREATE_QP with an SRQ that does not exist.
+        QP_BAD_SRQ = 0x0C00_0005;
+        /// CREATE_QP with a UAR that is not allocated.
+        QP_BAD_UAR = 0x0C00_0006;
+        /// CREATE_QP with an SQ larger than log_max_qp_sz.
+        QP_SQ_TOO_BIG = 0x0C00_0007;
+        /// CREATE_QP with an RQ larger than log_max_qp_sz.
+        QP_RQ_TOO_BIG = 0x0C00_0008;
+        /// CREATE_QP with receive WQEs larger than max_wqe_sz_rq.
+        QP_RQ_STRIDE = 0x0C00_0009;
+        /// CREATE_QP whose PAS does not cover the queues.
+        QP_PAS_SHORT = 0x0C00_000A;
+        /// CREATE_QP with every QP in use (current log_max_qp).
+        QP_TABLE_FULL = 0x0C00_000B;
+        /// A QP number that does not exist.
+        QP_UNKNOWN = 0x0C00_000C;
+        /// A transition from a state it does not start from.
+        QP_BAD_TRANSITION = 0x0C00_000D;
+        /// RST2INIT / INIT2INIT on a port other than 1.
+        QP_BAD_PORT = 0x0C00_000E;
+        /// RST2INIT of a UD QP without a Q_Key (zero).
+        QP_UD_NO_QKEY = 0x0C00_000F;
+        /// INIT2RTR of an RC/UC QP with an MTU outside 256..=the port's maximum.
+        QP_BAD_MTU = 0x0C00_0010;
+        /// INIT2RTR of an RC/UC QP without a remote QPN (zero).
+        QP_NO_REMOTE_QPN = 0x0C00_0011;
+        /// INIT2RTR of an RC/UC QP whose source GID index is beyond the GID table.
+        QP_GID_INDEX = 0x0C00_0012;
+        /// INIT2RTR of an RC/UC QP whose source GID entry is empty.
+        QP_GID_EMPTY = 0x0C00_0013;
+        /// INIT2RTR: log_msg_max beyond the capability log_max_msg.
+        QP_MSG_MAX = 0x0C00_0014;
+        /// INIT2RTR: log_rra_max beyond log_max_ra_res_qp.
+        QP_RRA_MAX = 0x0C00_0015;
+        /// RTR2RTS: log_sra_max beyond log_max_ra_req_qp.
+        QP_SRA_MAX = 0x0C00_0016;
+        /// CREATE_QP with an RQ type other than normal (0), SRQ (1) or zero-length (3).
+        QP_RQ_TYPE = 0x0C00_0017;
+        /// CREATE_QP with a non-zero page_offset.
+        QP_PAGE_OFFSET = 0x0C00_0018;
+        /// CREATE_QP with a doorbell record address that is not 8-byte aligned.
+        QP_DBR_MISALIGNED = 0x0C00_0019;
+        /// CREATE_QP with a PAS entry not aligned to the page size.
+        QP_PAS_MISALIGNED = 0x0C00_001A;
+        /// CREATE_QP with a page size beyond 2^30 bytes.
+        QP_PAGE_SIZE = 0x0C00_001B;
+
+        /// CREATE_SRQ with a PD that does not exist.
+        SRQ_BAD_PD = 0x0D00_0001;
+        /// CREATE_SRQ larger than log_max_srq_sz.
+        SRQ_TOO_BIG = 0x0D00_0002;
+        /// CREATE_SRQ with WQEs larger than max_wqe_sz_rq.
+        SRQ_STRIDE = 0x0D00_0003;
+        /// CREATE_SRQ whose PAS does not cover the queue.
+        SRQ_PAS_SHORT = 0x0D00_0004;
+        /// CREATE_SRQ with every SRQ in use.
+        SRQ_TABLE_FULL = 0x0D00_0005;
+        /// An SRQ number that does not exist.
+        SRQ_UNKNOWN = 0x0D00_0006;
+        /// DESTROY_SRQ of an SRQ a QP still uses.
+        SRQ_BUSY = 0x0D00_0007;
+        /// CREATE_SRQ with a CQ (XRC) that does not exist.
+        SRQ_BAD_CQN = 0x0D00_0008;
+        /// ARM_RQ: limit (lwm) not below the SRQ size.
+        SRQ_LWM = 0x0D00_0009;
+        /// CREATE_SRQ with a page_offset, misaligned PAS or doorbell record.
+        SRQ_LAYOUT = 0x0D00_000A;
+    }
 }
 
 /// A command doorbell: run every slot whose bit is set, in slot order.
@@ -99,13 +412,15 @@ pub(crate) fn doorbell(ctx: &mut Ctx<'_>, bar: &Bar, mask: u32) {
     let base = bar.cmdq_addr();
     for slot in 0..slots {
         if mask & (1 << slot) != 0 {
-            execute(ctx, base + (u64::from(slot) << log_stride));
+            execute(ctx, base + (u64::from(slot) << log_stride), slot);
         }
     }
 }
 
-/// Runs the command in the entry at `iova` and completes it.
-fn execute(ctx: &mut Ctx<'_>, iova: u64) {
+/// Runs the command in the entry at `iova` (command slot `slot`) and completes it; then, when
+/// an EQ subscribed to command completions (event 0x0A), posts the slot's completion EQE
+/// there (the driver's events mode).
+fn execute(ctx: &mut Ctx<'_>, iova: u64, slot: u32) {
     let mut entry = CmdqEntry::default();
     if ctx.dma.read(iova, entry.as_mut_bytes()).is_err() {
         ctx.st.counters.bad_doorbells += 1;
@@ -128,6 +443,9 @@ fn execute(ctx: &mut Ctx<'_>, iova: u64) {
     entry.set_ownership(false);
     let _ = ctx.dma.write_owned(iova, entry.as_bytes());
     debug_assert_eq!(entry.as_bytes().len(), CMDQ_ENTRY_SIZE);
+    let mut data = [0u8; 28];
+    data[..4].copy_from_slice(&(1u32 << slot).to_be_bytes());
+    crate::eq::post_event(ctx, EventType::Cmd.raw(), 0, &data);
 }
 
 /// Checks delivery, gathers the input, runs the handler and scatters the output.
@@ -241,14 +559,167 @@ fn scatter_chain(
     Ok(())
 }
 
-/// Runs a delivered command.
+/// Commands that run before INIT_HCA (all others need an initialized HCA).
+fn allowed_before_init(op: CmdOpcode) -> bool {
+    use CmdOpcode as O;
+    matches!(
+        op,
+        O::EnableHca
+            | O::DisableHca
+            | O::InitHca
+            | O::TeardownHca
+            | O::QueryIssi
+            | O::SetIssi
+            | O::QueryPages
+            | O::ManagePages
+            | O::QueryHcaCap
+            | O::SetHcaCap
+            | O::AccessReg
+            | O::QueryAdapter
+            | O::Nop
+    )
+}
+
+/// Runs a delivered command: the life-cycle gate (ENABLE_HCA first, objects after INIT_HCA),
+/// then the family's handler.
 fn dispatch(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
+    use CmdOpcode as O;
     if cmd.input.len() < 8 {
-        return Err(CmdFail::new(
-            CmdStatus::BadInputLength,
-            syndrome::INPUT_TOO_SHORT,
-        ));
+        return fail(CmdStatus::BadInputLength, syndrome::INPUT_TOO_SHORT);
     }
-    let _ = ctx;
-    Err(CmdFail::new(CmdStatus::BadOp, syndrome::UNKNOWN_OPCODE))
+    if !ctx.st.hca.enabled && cmd.opcode != O::EnableHca {
+        return fail(CmdStatus::BadSysState, syndrome::NOT_ENABLED);
+    }
+    if !ctx.st.hca.initialized && !allowed_before_init(cmd.opcode) {
+        return fail(CmdStatus::BadSysState, syndrome::NOT_INITIALIZED);
+    }
+    match cmd.opcode {
+        O::EnableHca => hca::enable_hca(ctx, cmd),
+        O::DisableHca => hca::disable_hca(ctx, cmd),
+        O::InitHca => hca::init_hca(ctx, cmd),
+        O::TeardownHca => hca::teardown_hca(ctx, cmd),
+        O::QueryIssi => hca::query_issi(ctx, cmd),
+        O::SetIssi => hca::set_issi(ctx, cmd),
+        O::QueryAdapter => hca::query_adapter(ctx, cmd),
+        O::Nop => hca::nop(ctx, cmd),
+        O::QueryPages => pages::query_pages(ctx, cmd),
+        O::ManagePages => pages::manage_pages(ctx, cmd),
+        O::QueryHcaCap => caps::query_hca_cap(ctx, cmd),
+        O::SetHcaCap => caps::set_hca_cap(ctx, cmd),
+        O::AccessReg => access_reg::access_reg(ctx, cmd),
+        O::QueryNicVportContext => vport::query_nic_vport_context(ctx, cmd),
+        O::ModifyNicVportContext => vport::modify_nic_vport_context(ctx, cmd),
+        O::QueryVportState => vport::query_vport_state(ctx, cmd),
+        O::ModifyVportState => vport::modify_vport_state(ctx, cmd),
+        O::QueryRoceAddress => roce_addr::query_roce_address(ctx, cmd),
+        O::SetRoceAddress => roce_addr::set_roce_address(ctx, cmd),
+        O::AllocPd => pd_uar::alloc_pd(ctx, cmd),
+        O::DeallocPd => pd_uar::dealloc_pd(ctx, cmd),
+        O::AllocUar => pd_uar::alloc_uar(ctx, cmd),
+        O::DeallocUar => pd_uar::dealloc_uar(ctx, cmd),
+        O::CreateEq => eq::create_eq(ctx, cmd),
+        O::DestroyEq => eq::destroy_eq(ctx, cmd),
+        O::QueryEq => eq::query_eq(ctx, cmd),
+        O::GenEqe => eq::gen_eqe(ctx, cmd),
+        O::CreateCq => cq::create_cq(ctx, cmd),
+        O::DestroyCq => cq::destroy_cq(ctx, cmd),
+        O::QueryCq => cq::query_cq(ctx, cmd),
+        O::ModifyCq => cq::modify_cq(ctx, cmd),
+        O::CreateMkey => mkey::create_mkey(ctx, cmd),
+        O::QueryMkey => mkey::query_mkey(ctx, cmd),
+        O::DestroyMkey => mkey::destroy_mkey(ctx, cmd),
+        O::QuerySpecialContexts => mkey::query_special_contexts(ctx, cmd),
+        O::CreateQp => qp::create_qp(ctx, cmd),
+        O::DestroyQp => qp::destroy_qp(ctx, cmd),
+        O::QueryQp => qp::query_qp(ctx, cmd),
+        O::Rst2InitQp
+        | O::Init2InitQp
+        | O::Init2RtrQp
+        | O::Rtr2RtsQp
+        | O::Rts2RtsQp
+        | O::Sqerr2RtsQp
+        | O::Qp2Err
+        | O::Qp2Rst => qp::modify_qp(ctx, cmd),
+        O::CreateSrq => srq::create_srq(ctx, cmd),
+        O::DestroySrq => srq::destroy_srq(ctx, cmd),
+        O::QuerySrq => srq::query_srq(ctx, cmd),
+        O::ArmRq => srq::arm_rq(ctx, cmd),
+        O::ResizeSrq => fail(CmdStatus::BadOp, syndrome::UNSUPPORTED_OPCODE),
+    }
+}
+
+/// Checks that `op_mod` is one of `allowed` (else BAD_OP).
+pub(crate) fn check_op_mod(cmd: &Cmd<'_>, allowed: &[u16]) -> CmdResult {
+    ensure(
+        allowed.contains(&cmd.op_mod),
+        CmdStatus::BadOp,
+        syndrome::BAD_OP_MOD,
+    )
+}
+
+/// Reads `n` big-endian u64 entries (a PAS or page list) from the input at `offset`;
+/// `None` when the input is shorter.
+pub(crate) fn be64_list(input: &[u8], offset: usize, n: usize) -> Option<Vec<u64>> {
+    let bytes = input.get(offset..)?.get(..n.checked_mul(8)?)?;
+    Some(
+        bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_be_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::syndrome;
+    use std::collections::HashSet;
+
+    #[test]
+    fn syndromes_are_unique_and_non_zero() {
+        let mut seen = HashSet::new();
+        for (name, v) in syndrome::ALL {
+            assert_ne!(*v, 0, "{name}");
+            assert!(seen.insert(*v), "{name} = {v:#x} is used twice");
+        }
+        assert!(syndrome::ALL.len() > 100);
+    }
+}
+
+/// The syndromes a queue's PAS checks report (each queue family has its own).
+pub(crate) struct PasSyndromes {
+    /// A page size beyond 1 GiB.
+    pub page_size: u32,
+    /// A PAS entry not aligned to the page size.
+    pub misaligned: u32,
+    /// A PAS shorter than the queue needs.
+    pub short: u32,
+}
+
+/// The buffer of a queue of `len` bytes whose PAS (one BE64 page address per page of
+/// `4096 << log_page_size` bytes) starts at input byte `offset`: the PAS must cover the whole
+/// queue (else BAD_INPUT_LENGTH) and every entry must be page aligned (else BAD_PARAM).
+pub(crate) fn queue_buf(
+    cmd: &Cmd<'_>,
+    offset: usize,
+    len: u64,
+    log_page_size: u8,
+    syn: PasSyndromes,
+) -> Result<crate::resources::QueueBuf, CmdFail> {
+    ensure(log_page_size <= 18, CmdStatus::BadParam, syn.page_size)?;
+    let shift = 12 + log_page_size;
+    let npages = usize::try_from(len.div_ceil(1u64 << shift)).unwrap_or(usize::MAX);
+    let Some(pages) = be64_list(cmd.input, offset, npages) else {
+        return fail(CmdStatus::BadInputLength, syn.short);
+    };
+    let mask = (1u64 << shift) - 1;
+    ensure(
+        pages.iter().all(|p| p & mask == 0),
+        CmdStatus::BadParam,
+        syn.misaligned,
+    )?;
+    Ok(crate::resources::QueueBuf {
+        pages,
+        log_page_size: shift,
+        len,
+    })
 }

@@ -10,7 +10,12 @@ mod table;
 pub(crate) use buf::QueueBuf;
 pub(crate) use table::Table;
 
-use rnic_hw_regs::ctx::{Qpc, RoceAddrLayout};
+use rnic_hw_regs::ctx::{Cqc, Qpc, RoceAddrLayout};
+
+/// The reserved lkey QUERY_SPECIAL_CONTEXTS reports: MKey index 0, which CREATE_MKEY never
+/// hands out (indices start at 1); a data segment with it addresses bus addresses (IOVAs)
+/// directly, like a PA key.
+pub(crate) const RESD_LKEY: u32 = 0x0000_0007;
 
 /// A UAR page allocated with ALLOC_UAR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +86,26 @@ pub(crate) struct Cq {
     pub armed: Option<bool>,
     /// An overrun happened: the CQ is in error and writes nothing more.
     pub overrun: bool,
+    /// The context as created (cqe_sz, oi, moderation, updated by MODIFY_CQ); QUERY_CQ
+    /// returns it with the counters.
+    pub ctx: Cqc,
+}
+
+impl Cq {
+    /// A CQ created with context `ctx` over `buf`, with no CQE written yet.
+    pub(crate) fn new(ctx: Cqc, buf: QueueBuf, uar: u32, eqn: u8, dbr_addr: u64) -> Self {
+        Cq {
+            log_size: ctx.log_cq_size(),
+            buf,
+            uar,
+            eqn,
+            dbr_addr,
+            pi: 0,
+            armed: None,
+            overrun: false,
+            ctx,
+        }
+    }
 }
 
 /// A queue pair created with CREATE_QP.
@@ -130,6 +155,8 @@ pub(crate) struct Srq {
     /// Index of the next WQE to consume: SRQ WQEs form a list through their next segment's
     /// `next_wqe_index`, starting at 0.
     pub head: u16,
+    /// SRQ limit (ARM_RQ `lwm`): 0 = disarmed.
+    pub lwm: u16,
 }
 
 /// The NIC vport context: MAC and RoCE enable.
@@ -138,6 +165,8 @@ pub(crate) struct Vport {
     pub mac: [u8; 6],
     pub roce_en: bool,
     pub mtu: u16,
+    /// Administrative state (MODIFY_VPORT_STATE): 0 down, 1 up, 2 follow the port.
+    pub admin_state: u8,
 }
 
 /// Every table of the device.
@@ -171,6 +200,7 @@ impl Resources {
                 mac: profile.mac,
                 roce_en: false,
                 mtu: 1500,
+                admin_state: 2,
             },
         }
     }

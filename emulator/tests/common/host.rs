@@ -410,7 +410,7 @@ impl Host {
     }
 
     /// The CREATE_EQ input for an EQ of `1 << log_size` entries in one fresh page-list
-    /// buffer (owner bits initialized to 1), on `uar`, vector `intr`, subscribed to
+    /// buffer of 4 KiB pages (owner bits initialized to 1), on `uar`, vector `intr`, subscribed to
     /// `events`; returns the input and its PAS bytes.
     pub(crate) fn eq_input(
         &mut self,
@@ -420,7 +420,7 @@ impl Host {
         events: &[u8],
     ) -> (cmd::CreateEqIn, Vec<u8>) {
         let len = 64usize << log_size;
-        let iova = self.alloc(len);
+        let (iova, pas) = self.queue_buf(len);
         // Owner bit 1 in every EQE, as drivers initialize them.
         let mut init = vec![0u8; len];
         for e in init.chunks_exact_mut(64) {
@@ -432,11 +432,12 @@ impl Host {
         c.set_log_eq_size(log_size);
         c.set_uar_page(uar);
         c.set_intr(intr);
-        c.set_log_page_size((u32::from(log_size) + 6).saturating_sub(12) as u8);
+        // 4 KiB pages (log_page_size 0), one PAS entry each.
+        c.set_log_page_size(0);
         for &t in events {
             i.set_event(t, true);
         }
-        (i, iova.to_be_bytes().to_vec())
+        (i, pas)
     }
 
     /// CREATE_EQ (see [`Host::eq_input`]): the EQ number and the buffer's IOVA.
