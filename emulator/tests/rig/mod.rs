@@ -1,0 +1,546 @@
+//! A host-side rig for the queue engines: CQs, MKeys, QPs created through real commands (on
+//! top of `common::host`), and hand-built WQEs, doorbells and CQE polling, as a driver
+//! would do them (never through the driver).
+
+#![allow(dead_code)]
+
+use rnic_hw_regs::Bus;
+use rnic_hw_regs::cmd::{
+    CreateCqIn, CreateCqOut, CreateMkeyIn, CreateMkeyOut, CreateQpIn, CreateQpOut,
+    Init2RtrQpIn, Qp2ErrIn, Rst2InitQpIn, Rtr2RtsQpIn, SetRoceAddressIn,
+};
+use rnic_hw_regs::cqe::{CQE_OP_OWN_INIT, Cqe64, cqe_is_sw_owned};
+use rnic_hw_regs::ctx::{MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA, QpSt, ROCE_VERSION_2};
+use rnic_hw_regs::doorbell::{
+    CqArmCmd, UAR_CQ_ARM, UAR_EQ_UPDATE_ARM, cq_arm_doorbell, cq_arm_word, eq_doorbell,
+    send_doorbell_offset, uar_bar_offset,
+};
+use rnic_hw_regs::eqe::{Eqe, eqe_is_sw_owned};
+use rnic_hw_regs::wqe::{CtrlSeg, DataSeg, SendOpcode, WqeAv};
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::common::host::{BringUp, Host};
+
+/// The device's IPv4 address (GID 0 is `::ffff:10.0.0.1`).
+pub(crate) const IP: [u8; 4] = [10, 0, 0, 1];
+/// The MAC the rig programs in GID entry 0.
+pub(crate) const MAC: [u8; 6] = [0x02, 0x52, 0x4e, 0x49, 0x43, 0x00];
+/// Q_Key of the rig's UD QPs.
+pub(crate) const QKEY: u32 = 0x1111_1111;
+
+/// The device's GID 0.
+pub(crate) fn gid() -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[10] = 0xFF;
+    g[11] = 0xFF;
+    g[12..].copy_from_slice(&IP);
+    g
+}
+
+/// A CQ the host polls.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cq {
+    pub(crate) cqn: u32,
+    pub(crate) buf: u64,
+    pub(crate) dbr: u64,
+    pub(crate) log_size: u8,
+    pub(crate) ci: u32,
+    pub(crate) arm_sn: u32,
+}
+
+/// Registered memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mr {
+    /// IOVA of the buffer.
+    pub(crate) iova: u64,
+    /// The address WQEs use (the IOVA for PA keys, the start VA for MTT keys).
+    pub(crate) addr: u64,
+    pub(crate) len: usize,
+    pub(crate) key: u32,
+}
+
+/// A QP with its host-side counters.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Qp {
+    pub(crate) qpn: u32,
+    pub(crate) st: QpSt,
+    pub(crate) buf: u64,
+    pub(crate) dbr: u64,
+    pub(crate) log_sq: u8,
+    pub(crate) log_rq: u8,
+    pub(crate) rq_stride_log: u8,
+    pub(crate) sq_pi: u16,
+    pub(crate) rq_pi: u16,
+    pub(crate) doorbells: u64,
+    pub(crate) scq: u32,
+    pub(crate) rcq: u32,
+}
+
+impl Qp {
+    fn rq_bytes(&self) -> u64 {
+        (1u64 << self.log_rq) * (16u64 << self.rq_stride_log)
+    }
+}
+
+/// Access bits of a memory key.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Access {
+    pub(crate) lw: bool,
+    pub(crate) rr: bool,
+    pub(crate) rw: bool,
+    pub(crate) a: bool,
+}
+
+impl Access {
+    pub(crate) const ALL: Access = Access {
+        lw: true,
+        rr: true,
+        rw: true,
+        a: true,
+    };
+    pub(crate) const NONE: Access = Access {
+        lw: false,
+        rr: false,
+        rw: false,
+        a: false,
+    };
+}
+
+/// One host and its device, brought up with a GID and a completion EQ.
+pub(crate) struct Rig {
+    pub(crate) h: Host,
+    pub(crate) up: BringUp,
+    /// EQ for completion events (vector 1).
+    pub(crate) ceq: u8,
+    pub(crate) ceq_buf: u64,
+    pub(crate) ceq_ci: u32,
+    pub(crate) pd: u32,
+    next_variant: u8,
+}
+
+impl Rig {
+    /// Bring-up, GID 0 = `::ffff:10.0.0.1`, a completion EQ of 64 entries on vector 1.
+    pub(crate) fn new() -> Rig {
+        let mut h = Host::small();
+        let up = h.bring_up();
+        let mut s = SetRoceAddressIn::new_cmd();
+        s.set_roce_address_index(0);
+        s.set_vhca_port_num(1);
+        let a = s.roce_address_mut();
+        a.set_source_l3_address(gid());
+        a.set_source_mac(MAC);
+        a.set_roce_version(ROCE_VERSION_2);
+        h.ok(&s, &[]);
+        let (ceq, ceq_buf) = h.create_eq(6, up.uar, 1, &[]);
+        Rig {
+            h,
+            up,
+            ceq,
+            ceq_buf,
+            ceq_ci: 0,
+            pd: up.pd,
+            next_variant: 0x10,
+        }
+    }
+
+    /// CREATE_CQ of `2^log_size` CQEs (op_own initialized to 0xF1) on the completion EQ.
+    pub(crate) fn cq(&mut self, log_size: u8) -> Cq {
+        let len = 64usize << log_size;
+        let (buf, pas) = self.h.queue_buf(len);
+        let mut init = vec![0u8; len];
+        for c in init.chunks_exact_mut(64) {
+            c[63] = CQE_OP_OWN_INIT;
+        }
+        self.h.write_mem(buf, &init);
+        let dbr = self.h.alloc(64);
+        let mut i = CreateCqIn::new_cmd();
+        let c = i.cq_context_mut();
+        c.set_log_cq_size(log_size);
+        c.set_uar_page(self.up.uar);
+        c.set_c_eqn(u32::from(self.ceq));
+        c.set_log_page_size(0);
+        c.set_dbr_addr(dbr);
+        let r = self.h.ok(&i, &pas);
+        Cq {
+            cqn: r.view::<CreateCqOut>().cqn(),
+            buf,
+            dbr,
+            log_size,
+            ci: 0,
+            arm_sn: 0,
+        }
+    }
+
+    /// A zeroed buffer of `len` bytes registered with an MTT key (start VA distinct from the
+    /// IOVA) and `access`.
+    pub(crate) fn mr(&mut self, len: usize, access: Access) -> Mr {
+        self.mr_in_pd(len, access, self.pd, true)
+    }
+
+    /// Like [`Rig::mr`] with a PD and a choice of PA (false) or MTT (true) translation.
+    pub(crate) fn mr_in_pd(&mut self, len: usize, access: Access, pd: u32, mtt: bool) -> Mr {
+        let (iova, _) = self.h.queue_buf(len);
+        let variant = self.next_variant;
+        self.next_variant = self.next_variant.wrapping_add(1);
+        let mut i = CreateMkeyIn::new_cmd();
+        let addr = if mtt { 0x7000_0000_0000 + iova } else { iova };
+        let npages = len.div_ceil(4096);
+        {
+            let m = i.memory_key_mkey_entry_mut();
+            m.set_access_mode(if mtt {
+                MKC_ACCESS_MODE_MTT
+            } else {
+                MKC_ACCESS_MODE_PA
+            });
+            m.set_lr(true);
+            m.set_lw(access.lw);
+            m.set_rr(access.rr);
+            m.set_rw(access.rw);
+            m.set_a(access.a);
+            m.set_qpn(0xFF_FFFF);
+            m.set_mkey_7_0(variant);
+            m.set_pd(pd);
+            m.set_start_addr(addr);
+            m.set_len(len as u64);
+            m.set_log_page_size(12);
+            if mtt {
+                m.set_translations_octword_size(npages.div_ceil(2) as u32);
+            }
+        }
+        let mut extra = Vec::new();
+        if mtt {
+            i.set_translations_octword_actual_size(npages.div_ceil(2) as u32);
+            for p in 0..npages.div_ceil(2) * 2 {
+                let e = if p < npages {
+                    (iova + 4096 * p as u64) | 3
+                } else {
+                    0
+                };
+                extra.extend_from_slice(&e.to_be_bytes());
+            }
+        }
+        let r = self.h.ok(&i, &extra);
+        let index = r.view::<CreateMkeyOut>().mkey_index();
+        Mr {
+            iova,
+            addr,
+            len,
+            key: index << 8 | u32::from(variant),
+        }
+    }
+
+    /// CREATE_QP of type `st` with `2^log_sq` WQEBBs and `2^log_rq` receive WQEs of 64 bytes.
+    pub(crate) fn qp(&mut self, st: QpSt, scq: &Cq, rcq: &Cq, log_sq: u8, log_rq: u8) -> Qp {
+        let stride_log = 2; // 64-byte receive WQEs: 4 data segments
+        let rq = (1usize << log_rq) * (16 << stride_log);
+        let sq = 64usize << log_sq;
+        let (buf, pas) = self.h.queue_buf(rq + sq);
+        let dbr = self.h.alloc(64);
+        let mut i = CreateQpIn::new_cmd();
+        let c = i.qpc_mut();
+        c.set_st(st.into());
+        c.set_pm_state(3);
+        c.set_pd(self.pd);
+        c.set_uar_page(self.up.uar);
+        c.set_log_page_size(0);
+        c.set_cqn_snd(scq.cqn);
+        c.set_cqn_rcv(rcq.cqn);
+        c.set_log_sq_size(log_sq);
+        c.set_log_rq_size(log_rq);
+        c.set_log_rq_stride(stride_log);
+        c.set_rq_type(0);
+        c.set_dbr_addr(dbr);
+        c.set_user_index(0xFF_FFFF);
+        c.set_fre(true);
+        let r = self.h.ok(&i, &pas);
+        Qp {
+            qpn: r.view::<CreateQpOut>().qpn(),
+            st,
+            buf,
+            dbr,
+            log_sq,
+            log_rq,
+            rq_stride_log: stride_log,
+            sq_pi: 0,
+            rq_pi: 0,
+            doorbells: 0,
+            scq: scq.cqn,
+            rcq: rcq.cqn,
+        }
+    }
+
+    /// RST2INIT with all remote access flags (and the Q_Key for UD).
+    pub(crate) fn to_init(&mut self, qp: &Qp, rre: bool, rwe: bool, rae: bool) {
+        let mut i = Rst2InitQpIn::new_cmd();
+        i.set_qpn(qp.qpn);
+        let c = i.qpc_mut();
+        c.set_pm_state(3);
+        c.set_rre(rre);
+        c.set_rwe(rwe);
+        c.set_rae(rae);
+        c.set_q_key(QKEY);
+        c.primary_address_path_mut().set_vhca_port_num(1);
+        self.h.ok(&i, &[]);
+    }
+
+    /// INIT2RTR towards `remote_qpn` on this device, path MTU code `mtu`, then RTR2RTS.
+    pub(crate) fn to_rts(&mut self, qp: &Qp, remote_qpn: u32, mtu: u8, psn: u32, rnr_retry: u8) {
+        let mut i = Init2RtrQpIn::new_cmd();
+        i.set_qpn(qp.qpn);
+        let c = i.qpc_mut();
+        c.set_mtu(mtu);
+        c.set_log_msg_max(30);
+        c.set_remote_qpn(remote_qpn);
+        c.set_next_rcv_psn(psn);
+        c.set_log_rra_max(2);
+        c.set_min_rnr_nak(1);
+        let a = c.primary_address_path_mut();
+        a.set_rmac(MAC);
+        a.set_rgid_rip(gid());
+        a.set_src_addr_index(0);
+        a.set_hop_limit(64);
+        a.set_udp_sport(0xC000 | (qp.qpn as u16 & 0x3FFF));
+        a.set_vhca_port_num(1);
+        self.h.ok(&i, &[]);
+        let mut i = Rtr2RtsQpIn::new_cmd();
+        i.set_qpn(qp.qpn);
+        let c = i.qpc_mut();
+        c.set_next_send_psn(psn);
+        c.set_log_sra_max(2);
+        c.set_retry_count(7);
+        c.set_rnr_retry(rnr_retry);
+        c.primary_address_path_mut().set_ack_timeout(14);
+        self.h.ok(&i, &[]);
+    }
+
+    /// A connected pair of RC (or UC) QPs on fresh CQs, MTU code `mtu`, all access flags.
+    pub(crate) fn pair(&mut self, st: QpSt, mtu: u8) -> (Qp, Qp, Cq, Cq) {
+        let ca = self.cq(6);
+        let cb = self.cq(6);
+        let a = self.qp(st, &ca, &ca, 6, 6);
+        let b = self.qp(st, &cb, &cb, 6, 6);
+        for q in [&a, &b] {
+            self.to_init(q, true, true, true);
+        }
+        self.to_rts(&a, b.qpn, mtu, 0x10, 0);
+        self.to_rts(&b, a.qpn, mtu, 0x10, 0);
+        (a, b, ca, cb)
+    }
+
+    /// 2ERR.
+    pub(crate) fn to_err(&mut self, qp: &Qp) {
+        let mut i = Qp2ErrIn::new_cmd();
+        i.set_qpn(qp.qpn);
+        self.h.ok(&i, &[]);
+    }
+
+    /// Writes a send WQE (control segment from the arguments, then `segs`) at the QP's
+    /// producer counter, without ringing. Returns its wqe_index.
+    pub(crate) fn write_wqe(&mut self, qp: &mut Qp, opcode: u8, fm_ce_se: u8, imm: u32, segs: &[u8]) -> u16 {
+        let ds = (16 + segs.len()).div_ceil(16);
+        let mut c = CtrlSeg::default();
+        c.set_opcode(opcode);
+        c.set_wqe_index(qp.sq_pi);
+        c.set_qpn(qp.qpn);
+        c.set_ds(ds as u8);
+        c.set_imm(imm);
+        let mut wqe = c.as_bytes().to_vec();
+        wqe[11] = fm_ce_se;
+        wqe.extend_from_slice(segs);
+        wqe.resize(ds.div_ceil(4) * 64, 0);
+        self.write_raw_wqe(qp, &wqe)
+    }
+
+    /// Writes raw WQEBBs at the producer counter (wrapping per WQEBB) and advances it.
+    pub(crate) fn write_raw_wqe(&mut self, qp: &mut Qp, wqe: &[u8]) -> u16 {
+        let index = qp.sq_pi;
+        let size = 1u16 << qp.log_sq;
+        for (k, bb) in wqe.chunks(64).enumerate() {
+            let slot = qp.sq_pi.wrapping_add(k as u16) & (size - 1);
+            let at = qp.buf + qp.rq_bytes() + u64::from(slot) * 64;
+            self.h.write_mem(at, bb);
+        }
+        qp.sq_pi = qp.sq_pi.wrapping_add(wqe.len().div_ceil(64) as u16);
+        index
+    }
+
+    /// Writes the send counter to the doorbell record and rings the send doorbell with the
+    /// control segment of the WQE at `last`.
+    pub(crate) fn ring(&mut self, qp: &mut Qp, last: u16) {
+        self.h
+            .write_mem(qp.dbr + 4, &u32::from(qp.sq_pi).to_be_bytes());
+        let size = 1u16 << qp.log_sq;
+        let at = qp.buf + qp.rq_bytes() + u64::from(last & (size - 1)) * 64;
+        let ctrl = self.h.read_mem(at, 8);
+        let value = u64::from_be_bytes(ctrl.try_into().expect("8 bytes"));
+        let off = uar_bar_offset(self.up.uar) + send_doorbell_offset(qp.doorbells);
+        qp.doorbells += 1;
+        self.h.bus.write64(off, value);
+    }
+
+    /// Posts one send WQE and rings.
+    pub(crate) fn post(&mut self, qp: &mut Qp, opcode: u8, fm_ce_se: u8, imm: u32, segs: &[u8]) -> u16 {
+        let i = self.write_wqe(qp, opcode, fm_ce_se, imm, segs);
+        self.ring(qp, i);
+        i
+    }
+
+    /// Posts a receive WQE with `sges` (addr, len, lkey); returns its counter.
+    pub(crate) fn post_recv(&mut self, qp: &mut Qp, sges: &[(u64, u32, u32)]) -> u16 {
+        let stride = 16usize << qp.rq_stride_log;
+        let mut w = Vec::with_capacity(stride);
+        for &(addr, len, key) in sges {
+            w.extend_from_slice(DataSeg::new(addr, len, key).as_bytes());
+        }
+        if w.len() < stride {
+            w.extend_from_slice(DataSeg::terminator().as_bytes());
+        }
+        w.resize(stride, 0);
+        let slot = u64::from(qp.rq_pi & ((1 << qp.log_rq) - 1));
+        self.h.write_mem(qp.buf + slot * stride as u64, &w);
+        let counter = qp.rq_pi;
+        qp.rq_pi = qp.rq_pi.wrapping_add(1);
+        self.h
+            .write_mem(qp.dbr, &u32::from(qp.rq_pi).to_be_bytes());
+        counter
+    }
+
+    /// The next CQE, if the device wrote one (consumed: ci advances and set_ci is written).
+    pub(crate) fn poll(&mut self, cq: &mut Cq) -> Option<Cqe64> {
+        let slot = cq.ci & ((1 << cq.log_size) - 1);
+        let raw = self.h.read_mem(cq.buf + u64::from(slot) * 64, 64);
+        if !cqe_is_sw_owned(raw[63], cq.ci, cq.log_size) {
+            return None;
+        }
+        let cqe = Cqe64::read_from_bytes(&raw).expect("64 bytes");
+        cq.ci += 1;
+        self.h
+            .write_mem(cq.dbr, &(cq.ci & 0xFF_FFFF).to_be_bytes());
+        Some(cqe)
+    }
+
+    /// Polls exactly one CQE (panics when there is none).
+    #[track_caller]
+    pub(crate) fn one(&mut self, cq: &mut Cq) -> Cqe64 {
+        self.poll(cq).expect("a CQE")
+    }
+
+    /// Arms `cq` for the next (or next solicited) completion.
+    pub(crate) fn arm(&mut self, cq: &mut Cq, solicited: bool) {
+        let cmd = if solicited {
+            CqArmCmd::Solicited
+        } else {
+            CqArmCmd::NextCompletion
+        };
+        let word = cq_arm_word(cq.arm_sn, cmd, cq.ci);
+        self.h.write_mem(cq.dbr + 4, &word.to_be_bytes());
+        cq.arm_sn += 1;
+        self.h.bus.write64(
+            uar_bar_offset(self.up.uar) + UAR_CQ_ARM,
+            cq_arm_doorbell(word, cq.cqn),
+        );
+    }
+
+    /// The next EQE of the completion EQ, if any (consumed).
+    pub(crate) fn poll_ceq(&mut self) -> Option<Eqe> {
+        let slot = self.ceq_ci & 63;
+        let raw = self.h.read_mem(self.ceq_buf + u64::from(slot) * 64, 64);
+        if !eqe_is_sw_owned(raw[63], self.ceq_ci, 6) {
+            return None;
+        }
+        self.ceq_ci += 1;
+        Some(Eqe::read_from_bytes(&raw).expect("64 bytes"))
+    }
+
+    /// Arms the completion EQ at its consumer index.
+    pub(crate) fn arm_ceq(&mut self) {
+        self.h.bus.write32(
+            uar_bar_offset(self.up.uar) + UAR_EQ_UPDATE_ARM,
+            eq_doorbell(self.ceq, self.ceq_ci),
+        );
+    }
+
+    /// Writes `data` at `off` into `mr`.
+    pub(crate) fn fill(&mut self, mr: &Mr, off: usize, data: &[u8]) {
+        self.h.write_mem(mr.iova + off as u64, data);
+    }
+
+    /// Reads `len` bytes at `off` of `mr`.
+    pub(crate) fn read(&self, mr: &Mr, off: usize, len: usize) -> Vec<u8> {
+        self.h.read_mem(mr.iova + off as u64, len)
+    }
+
+    /// The device's counters.
+    pub(crate) fn counters(&self) -> rnic_emulator::Counters {
+        self.h.dev.counters()
+    }
+}
+
+impl Default for Rig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A data segment.
+pub(crate) fn data(addr: u64, len: u32, key: u32) -> Vec<u8> {
+    DataSeg::new(addr, len, key).as_bytes().to_vec()
+}
+
+/// A remote address segment.
+pub(crate) fn raddr(addr: u64, rkey: u32) -> Vec<u8> {
+    let mut v = vec![0u8; 16];
+    v[..8].copy_from_slice(&addr.to_be_bytes());
+    v[8..12].copy_from_slice(&rkey.to_be_bytes());
+    v
+}
+
+/// An atomic segment.
+pub(crate) fn atomic(swap_add: u64, compare: u64) -> Vec<u8> {
+    let mut v = swap_add.to_be_bytes().to_vec();
+    v.extend_from_slice(&compare.to_be_bytes());
+    v
+}
+
+/// An inline segment holding `bytes` (padded to 16).
+pub(crate) fn inline(bytes: &[u8]) -> Vec<u8> {
+    let mut v = (0x8000_0000u32 | bytes.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(bytes);
+    v.resize((4 + bytes.len()).div_ceil(16) * 16, 0);
+    v
+}
+
+/// A UD datagram segment to `dqpn` on this device.
+pub(crate) fn datagram(dqpn: u32, qkey: u32) -> Vec<u8> {
+    let mut av = WqeAv::default();
+    av.set_qkey(qkey);
+    av.set_dqp_dct(dqpn);
+    av.set_rmac(MAC);
+    av.set_hop_limit(64);
+    av.set_grh(true);
+    av.set_sgid_index(0);
+    av.set_rgid(gid());
+    av.as_bytes().to_vec()
+}
+
+/// `fm_ce_se` for a signaled WQE.
+pub(crate) const SIGNALED: u8 = 0x08;
+
+/// Concatenates segments.
+pub(crate) fn segs(parts: &[Vec<u8>]) -> Vec<u8> {
+    parts.concat()
+}
+
+/// Raw send opcodes.
+pub(crate) mod op {
+    use super::SendOpcode;
+    pub(crate) const NOP: u8 = SendOpcode::Nop as u8;
+    pub(crate) const SEND: u8 = SendOpcode::Send as u8;
+    pub(crate) const SEND_IMM: u8 = SendOpcode::SendImm as u8;
+    pub(crate) const SEND_INVAL: u8 = SendOpcode::SendInval as u8;
+    pub(crate) const WRITE: u8 = SendOpcode::RdmaWrite as u8;
+    pub(crate) const WRITE_IMM: u8 = SendOpcode::RdmaWriteImm as u8;
+    pub(crate) const READ: u8 = SendOpcode::RdmaRead as u8;
+    pub(crate) const CS: u8 = SendOpcode::AtomicCs as u8;
+    pub(crate) const FA: u8 = SendOpcode::AtomicFa as u8;
+}
