@@ -198,12 +198,14 @@ impl Caps {
     }
 
     /// Current atomic capabilities (`atomic_req_8B_endianness_mode` 1: 8-byte atomic
-    /// responses in host byte order).
+    /// responses in host byte order), for the queue engines' atomics.
+    #[allow(dead_code)]
     pub(crate) fn atomic(&self) -> &AtomicCaps {
         self.blocks[3].2.atomic_caps()
     }
 
-    /// Current RoCE capabilities.
+    /// Current RoCE capabilities (UDP ports), for the transport.
+    #[allow(dead_code)]
     pub(crate) fn roce(&self) -> &RoceCap {
         self.blocks[4].2.roce_cap()
     }

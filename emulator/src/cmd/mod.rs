@@ -97,11 +97,6 @@ impl Cmd<'_> {
         Ok(self.input::<T>())
     }
 
-    /// The input bytes from `offset` on (flexible arrays such as PAS), empty past the end.
-    pub(crate) fn input_tail(&self, offset: usize) -> &[u8] {
-        self.input.get(offset..).unwrap_or(&[])
-    }
-
     /// The output as layout `T`; an output buffer shorter than `T` is BAD_OUTPUT_LENGTH.
     pub(crate) fn output<T: PrmLayout>(&mut self) -> Result<&mut T, CmdFail> {
         T::mut_from_prefix(self.output)
@@ -717,9 +712,11 @@ pub(crate) fn queue_buf(
         CmdStatus::BadParam,
         syn.misaligned,
     )?;
-    Ok(crate::resources::QueueBuf {
+    let buf = crate::resources::QueueBuf {
         pages,
         log_page_size: shift,
         len,
-    })
+    };
+    ensure(buf.is_covered(), CmdStatus::BadInputLength, syn.short)?;
+    Ok(buf)
 }

@@ -278,6 +278,24 @@ impl Host {
         }
     }
 
+    /// Writes `raw` as the slot-0 entry (ownership forced to 1), rings the doorbell and
+    /// returns the entry as the device left it: for fuzzing the delivery checks.
+    pub(crate) fn exec_entry_raw(&mut self, mut raw: [u8; 64]) -> CmdqEntry {
+        raw[63] |= 1;
+        // SAFETY: the command queue page is live and 4 KiB long.
+        unsafe {
+            std::ptr::copy_nonoverlapping(raw.as_ptr(), self.cmdq.vaddr.as_ptr(), 64);
+        }
+        self.bus.write32(init_seg::CMD_DBELL, 1);
+        self.dev.step();
+        let mut back = [0u8; 64];
+        // SAFETY: as above.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.cmdq.vaddr.as_ptr(), back.as_mut_ptr(), 64);
+        }
+        CmdqEntry::read_from_bytes(&back).expect("64 bytes")
+    }
+
     /// Runs a typed command followed by `extra` input bytes (PAS, page addresses), with the
     /// output length of the command's output layout plus `extra_out`.
     pub(crate) fn exec<C: CmdIn>(&mut self, input: &C, extra: &[u8]) -> Reply {
