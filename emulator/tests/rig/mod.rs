@@ -6,8 +6,8 @@
 
 use rnic_hw_regs::Bus;
 use rnic_hw_regs::cmd::{
-    CreateCqIn, CreateCqOut, CreateMkeyIn, CreateMkeyOut, CreateQpIn, CreateQpOut,
-    Init2RtrQpIn, Qp2ErrIn, Rst2InitQpIn, Rtr2RtsQpIn, SetRoceAddressIn,
+    CreateCqIn, CreateCqOut, CreateMkeyIn, CreateMkeyOut, CreateQpIn, CreateQpOut, Init2RtrQpIn,
+    Qp2ErrIn, Rst2InitQpIn, Rtr2RtsQpIn, SetRoceAddressIn,
 };
 use rnic_hw_regs::cqe::{CQE_OP_OWN_INIT, Cqe64, cqe_is_sw_owned};
 use rnic_hw_regs::ctx::{MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA, QpSt, ROCE_VERSION_2};
@@ -336,7 +336,14 @@ impl Rig {
 
     /// Writes a send WQE (control segment from the arguments, then `segs`) at the QP's
     /// producer counter, without ringing. Returns its wqe_index.
-    pub(crate) fn write_wqe(&mut self, qp: &mut Qp, opcode: u8, fm_ce_se: u8, imm: u32, segs: &[u8]) -> u16 {
+    pub(crate) fn write_wqe(
+        &mut self,
+        qp: &mut Qp,
+        opcode: u8,
+        fm_ce_se: u8,
+        imm: u32,
+        segs: &[u8],
+    ) -> u16 {
         let ds = (16 + segs.len()).div_ceil(16);
         let mut c = CtrlSeg::default();
         c.set_opcode(opcode);
@@ -378,8 +385,24 @@ impl Rig {
         self.h.bus.write64(off, value);
     }
 
+    /// Writes the send counter to the doorbell record and rings with a given doorbell value.
+    pub(crate) fn ring_with(&mut self, qp: &mut Qp, value: u64) {
+        self.h
+            .write_mem(qp.dbr + 4, &u32::from(qp.sq_pi).to_be_bytes());
+        let off = uar_bar_offset(self.up.uar) + send_doorbell_offset(qp.doorbells);
+        qp.doorbells += 1;
+        self.h.bus.write64(off, value);
+    }
+
     /// Posts one send WQE and rings.
-    pub(crate) fn post(&mut self, qp: &mut Qp, opcode: u8, fm_ce_se: u8, imm: u32, segs: &[u8]) -> u16 {
+    pub(crate) fn post(
+        &mut self,
+        qp: &mut Qp,
+        opcode: u8,
+        fm_ce_se: u8,
+        imm: u32,
+        segs: &[u8],
+    ) -> u16 {
         let i = self.write_wqe(qp, opcode, fm_ce_se, imm, segs);
         self.ring(qp, i);
         i
@@ -400,8 +423,7 @@ impl Rig {
         self.h.write_mem(qp.buf + slot * stride as u64, &w);
         let counter = qp.rq_pi;
         qp.rq_pi = qp.rq_pi.wrapping_add(1);
-        self.h
-            .write_mem(qp.dbr, &u32::from(qp.rq_pi).to_be_bytes());
+        self.h.write_mem(qp.dbr, &u32::from(qp.rq_pi).to_be_bytes());
         counter
     }
 
@@ -414,8 +436,7 @@ impl Rig {
         }
         let cqe = Cqe64::read_from_bytes(&raw).expect("64 bytes");
         cq.ci += 1;
-        self.h
-            .write_mem(cq.dbr, &(cq.ci & 0xFF_FFFF).to_be_bytes());
+        self.h.write_mem(cq.dbr, &(cq.ci & 0xFF_FFFF).to_be_bytes());
         Some(cqe)
     }
 
