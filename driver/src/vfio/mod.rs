@@ -109,14 +109,18 @@ struct DmaState {
 }
 
 /// The [`Bus`] of a vfio-pci function.
+///
+/// Fields drop in declaration order: the BAR mapping and the DMA memory go before the device
+/// and the container (whose drop releases the group).
 pub struct VfioBus {
     address: String,
-    container: Arc<VfioContainer>,
-    device: VfioDevice,
     bar: memmap2::MmapRaw,
     bar_len: usize,
     dma: Mutex<DmaState>,
     irqs: Vec<EventFd>,
+    iommu: sys::IommuInfo,
+    device: VfioDevice,
+    container: Arc<VfioContainer>,
     opts: VfioOptions,
 }
 
@@ -203,6 +207,11 @@ impl VfioBus {
         } else {
             info.iova_ranges.clone()
         };
+        log::debug!(
+            "{pci_addr}: IOVA ranges {:x?}, IOMMU page sizes {:#x}",
+            info.iova_ranges,
+            info.iova_pgsizes
+        );
         let dma = DmaState {
             iova: IovaAllocator::new(&ranges, opts.dma_mask_bits),
             arenas: Vec::new(),
@@ -233,12 +242,13 @@ impl VfioBus {
 
         let bus = Self {
             address: pci_addr.to_string(),
-            container,
-            device,
             bar,
             bar_len,
             dma: Mutex::new(dma),
             irqs,
+            iommu: info,
+            device,
+            container,
             opts,
         };
         // Map the first arena now: memlock and hugepage problems surface at open.
@@ -253,6 +263,11 @@ impl VfioBus {
     /// The PCI address.
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// What VFIO_IOMMU_GET_INFO reported (valid IOVA ranges, IOMMU page sizes).
+    pub fn iommu_info(&self) -> &sys::IommuInfo {
+        &self.iommu
     }
 
     fn lock(&self) -> MutexGuard<'_, DmaState> {
