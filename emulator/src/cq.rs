@@ -20,7 +20,7 @@
 //! once.
 
 use rnic_hw_regs::PrmLayout;
-use rnic_hw_regs::cqe::{CQE_SIZE, CqeOpcode, CqeSyndrome, Cqe64};
+use rnic_hw_regs::cqe::{CQE_SIZE, Cqe64, CqeOpcode, CqeSyndrome};
 use rnic_hw_regs::doorbell::CqArm;
 use rnic_hw_regs::eqe::EventType;
 use zerocopy::IntoBytes;

@@ -83,14 +83,14 @@ pub(crate) fn total_len(segs: &[Seg]) -> u64 {
 }
 
 /// Looks `key` up and checks PD, access and bounds for `len` bytes at `addr`.
-pub(crate) fn check<'a>(
-    mkeys: &'a Table<Mkey>,
+pub(crate) fn check(
+    mkeys: &Table<Mkey>,
     key: u32,
     pd: u32,
     need: Need,
     addr: u64,
     len: u64,
-) -> Result<&'a Mkey, KeyError> {
+) -> Result<&Mkey, KeyError> {
     let m = mkeys.get(key >> 8).ok_or(KeyError::NoKey)?;
     if m.variant != (key & 0xFF) as u8 {
         return Err(KeyError::NoKey);
@@ -362,16 +362,7 @@ mod tests {
         );
         let k = t.insert(m).unwrap() << 8 | 0x42;
         let data: Vec<u8> = (0..16).collect();
-        write(
-            &iommu,
-            &t,
-            k,
-            3,
-            Need::LocalWrite,
-            0x7000_0FF8,
-            &data,
-        )
-        .unwrap();
+        write(&iommu, &t, k, 3, Need::LocalWrite, 0x7000_0FF8, &data).unwrap();
         assert_eq!(&a[0xFF8..], &data[..8]);
         assert_eq!(&b[..8], &data[8..]);
         let mut back = [0u8; 16];

@@ -202,3 +202,68 @@ fn receive(ctx: &mut Ctx<'_>, frame: &[u8]) {
         crate::transport::responder::handle(ctx, qpn, &repr, payload, ip_header);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Device, Profile, RunMode};
+    use rnic_hw_regs::ctx::{ROCE_VERSION_2, RoceAddrLayout};
+
+    use crate::wire::{BthRepr, EthRepr, EthernetAddress, IpRepr, Ipv4Repr, UdpRepr};
+    use std::net::Ipv4Addr;
+
+    /// A link that records what it was given.
+    #[derive(Debug, Default)]
+    struct Recorder(Vec<Vec<u8>>);
+
+    impl Link for Recorder {
+        fn transmit(&mut self, frame: &[u8]) {
+            self.0.push(frame.to_vec());
+        }
+        fn receive(&mut self, _buf: &mut Vec<u8>) -> bool {
+            false
+        }
+    }
+
+    fn frame(dst: Ipv4Addr) -> Vec<u8> {
+        let repr = PacketRepr::new(
+            EthRepr::new(EthernetAddress([2; 6]), EthernetAddress([4; 6])),
+            IpRepr::V4(Ipv4Repr::new(Ipv4Addr::new(10, 0, 0, 1), dst)),
+            UdpRepr::new(0xC000),
+            BthRepr::new(Opcode::RcSendOnly, 0x999, 0),
+        );
+        let mut b = vec![0u8; repr.buffer_len(4)];
+        let n = repr.emit(&mut b, b"data").unwrap();
+        b.truncate(n);
+        b
+    }
+
+    #[test]
+    fn own_gids_loop_back_and_the_rest_goes_to_the_link() {
+        let dev = Device::new(Profile::default(), RunMode::Deterministic);
+        dev.with_ctx(|ctx| {
+            let mut gid = RoceAddrLayout::default();
+            gid.set_source_l3_address(crate::transport::tests_gid([10, 0, 0, 1]));
+            gid.set_roce_version(ROCE_VERSION_2);
+            ctx.st.res.gids[0] = Some(gid);
+            ctx.st.port.link = Box::new(Recorder::default());
+            transmit(ctx, frame(Ipv4Addr::new(10, 0, 0, 1)));
+            transmit(ctx, frame(Ipv4Addr::new(10, 0, 0, 2)));
+            assert_eq!(ctx.st.port.queued(), 1, "looped back");
+            assert!(format!("{:?}", ctx.st.port).contains("Recorder"));
+            // The looped-back frame names an unknown QP: dropped and counted.
+            assert_eq!(run(ctx), 1);
+            assert_eq!(ctx.st.counters.rx_dropped, 1);
+            assert_eq!(ctx.st.counters.frames_tx, 2);
+            // Garbage and a corrupted ICRC are dropped too.
+            let mut bad = frame(Ipv4Addr::new(10, 0, 0, 1));
+            let last = bad.len() - 1;
+            bad[last] ^= 1;
+            ctx.st.port.rx.push_back(bad);
+            ctx.st.port.rx.push_back(vec![0xFF; 7]);
+            assert_eq!(run(ctx), 2);
+            assert_eq!(ctx.st.counters.rx_dropped, 3);
+            assert_eq!(ctx.st.counters.frames_rx, 0);
+        });
+    }
+}

@@ -94,10 +94,7 @@ fn consume(ctx: &mut Ctx<'_>, qpn: u32, counter: u16) {
     };
     let mut tr = std::mem::take(&mut qp.tr);
     let mut raw = [0u8; MAX_WQE];
-    loop {
-        let Some(qp) = ctx.st.res.qps.get(qpn) else {
-            break;
-        };
+    while let Some(qp) = ctx.st.res.qps.get(qpn) {
         let ci = qp.sq_ci;
         if ci == counter {
             break;
@@ -345,8 +342,7 @@ pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
                     qp.ctx.set_hw_sq_wqebb_counter(ci);
                 }
                 for (index, opcode) in flushed {
-                    let mut c =
-                        crate::cq::err_cqe(true, qpn, index, opcode, CqeSyndrome::WrFlush);
+                    let mut c = crate::cq::err_cqe(true, qpn, index, opcode, CqeSyndrome::WrFlush);
                     crate::cq::push(ctx, cqn, &mut c);
                 }
             }

@@ -7,14 +7,21 @@ mod common;
 mod rig;
 
 use rig::{Access, Rig, SIGNALED, atomic, data, datagram, inline, op, raddr, segs};
-use rnic_hw_regs::cqe::{CqeOpcode, Cqe64};
+use rnic_hw_regs::cqe::{Cqe64, CqeOpcode};
 use rnic_hw_regs::ctx::QpSt;
 
 /// Path MTU code 1: 256-byte packets, so multi-packet messages stay small.
 const MTU: u8 = 1;
 const MTU_BYTES: usize = 256;
 /// The sizes every operation is checked at.
-const SIZES: [usize; 6] = [0, 1, MTU_BYTES - 1, MTU_BYTES, MTU_BYTES + 1, 3 * MTU_BYTES + 17];
+const SIZES: [usize; 6] = [
+    0,
+    1,
+    MTU_BYTES - 1,
+    MTU_BYTES,
+    MTU_BYTES + 1,
+    3 * MTU_BYTES + 17,
+];
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
@@ -109,7 +116,13 @@ fn send_with_invalidate_reports_the_rkey() {
     let dst = r.mr(4096, Access::ALL);
     r.fill(&src, 0, b"inv");
     r.post_recv(&mut b, &[(dst.addr, 64, dst.key)]);
-    let wi = r.post(&mut a, op::SEND_INVAL, SIGNALED, 0x1234_5601, &data(src.addr, 3, src.key));
+    let wi = r.post(
+        &mut a,
+        op::SEND_INVAL,
+        SIGNALED,
+        0x1234_5601,
+        &data(src.addr, 3, src.key),
+    );
     assert_req(&r.one(&mut ca), a.qpn, wi, op::SEND_INVAL);
     let c = r.one(&mut cb);
     assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::RespSendInv));
@@ -320,8 +333,8 @@ fn ud_send_recv_with_the_grh_area() {
     let mut a = r.qp(QpSt::Ud, &ca, &ca, 6, 6);
     let mut b = r.qp(QpSt::Ud, &cb, &cb, 6, 6);
     for q in [&a, &b] {
-        r.to_init(q, false, false, false);
-        r.to_rts(q, 0, MTU, 0x100, 0);
+        r.init_qp(q, false, false, false);
+        r.rtr_rts(q, 0, MTU, 0x100, 0);
     }
     let src = r.mr(4096, Access::ALL);
     let dst = r.mr(4096, Access::ALL);
@@ -390,7 +403,13 @@ fn uc_send_and_write_need_no_acks() {
     r.fill(&src, 0, &msg);
     r.post_recv(&mut b, &[(dst.addr, 2048, dst.key)]);
     let tx = r.counters().frames_tx;
-    let wi = r.post(&mut a, op::SEND, SIGNALED, 0, &data(src.addr, msg.len() as u32, src.key));
+    let wi = r.post(
+        &mut a,
+        op::SEND,
+        SIGNALED,
+        0,
+        &data(src.addr, msg.len() as u32, src.key),
+    );
     assert_req(&r.one(&mut ca), a.qpn, wi, op::SEND);
     assert_eq!(r.counters().frames_tx - tx, 4, "four packets, no ACK");
     assert_eq!(r.one(&mut cb).byte_cnt() as usize, msg.len());
@@ -400,7 +419,10 @@ fn uc_send_and_write_need_no_acks() {
         op::WRITE,
         SIGNALED,
         0,
-        &segs(&[raddr(dst.addr + 2048, dst.key), data(src.addr, 300, src.key)]),
+        &segs(&[
+            raddr(dst.addr + 2048, dst.key),
+            data(src.addr, 300, src.key),
+        ]),
     );
     assert_req(&r.one(&mut ca), a.qpn, wi, op::WRITE);
     assert_eq!(r.read(&dst, 2048, 300), &msg[..300]);
@@ -418,7 +440,10 @@ fn fenced_wqes_wait_for_earlier_reads() {
         op::READ,
         SIGNALED,
         0,
-        &segs(&[raddr(remote.addr, remote.key), data(local.addr, 64, local.key)]),
+        &segs(&[
+            raddr(remote.addr, remote.key),
+            data(local.addr, 64, local.key),
+        ]),
     );
     // Fenced WRITE of what the READ brings in: it must see the READ's data.
     let w1 = r.write_wqe(
@@ -426,7 +451,10 @@ fn fenced_wqes_wait_for_earlier_reads() {
         op::WRITE,
         SIGNALED | 0x80,
         0,
-        &segs(&[raddr(remote.addr + 1024, remote.key), data(local.addr, 64, local.key)]),
+        &segs(&[
+            raddr(remote.addr + 1024, remote.key),
+            data(local.addr, 64, local.key),
+        ]),
     );
     r.ring(&mut a, w1);
     assert_req(&r.one(&mut ca), a.qpn, w0, op::READ);

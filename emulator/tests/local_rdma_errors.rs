@@ -121,10 +121,10 @@ fn remote_op(opcode: u8, remote_access: Access, qp_flags: bool, tweak_key: u32, 
     let cb_ = r.cq(6);
     let mut a = r.qp(QpSt::Rc, &ca_, &ca_, 6, 6);
     let b = r.qp(QpSt::Rc, &cb_, &cb_, 6, 6);
-    r.to_init(&a, true, true, true);
-    r.to_init(&b, qp_flags, qp_flags, qp_flags);
-    r.to_rts(&a, b.qpn, MTU, 1, 0);
-    r.to_rts(&b, a.qpn, MTU, 1, 0);
+    r.init_qp(&a, true, true, true);
+    r.init_qp(&b, qp_flags, qp_flags, qp_flags);
+    r.rtr_rts(&a, b.qpn, MTU, 1, 0);
+    r.rtr_rts(&b, a.qpn, MTU, 1, 0);
     let mut ca = ca_;
     let local = r.mr(4096, Access::ALL);
     let remote = r.mr(4096, remote_access);
@@ -188,8 +188,8 @@ fn bad_wqe(st: QpSt, build: impl FnOnce(&mut Rig, &Qp) -> Vec<u8>) -> (Cqe64, u1
     let (mut a, _b, mut ca, _cb) = if st == QpSt::Ud {
         let ca = r.cq(6);
         let a = r.qp(QpSt::Ud, &ca, &ca, 6, 6);
-        r.to_init(&a, false, false, false);
-        r.to_rts(&a, 0, MTU, 0, 0);
+        r.init_qp(&a, false, false, false);
+        r.rtr_rts(&a, 0, MTU, 0, 0);
         let cb = r.cq(6);
         (a, a, ca, cb)
     } else {
@@ -311,7 +311,7 @@ fn two_err_flushes_receive_and_send_work() {
     let dst = r.mr(4096, Access::ALL);
     let r0 = r.post_recv(&mut b, &[(dst.addr, 64, dst.key)]);
     let r1 = r.post_recv(&mut b, &[(dst.addr, 64, dst.key)]);
-    r.to_err(&b);
+    r.qp_to_err(&b);
     let c0 = r.one(&mut cb);
     assert_err(&c0, false, b.qpn, r0, CqeSyndrome::WrFlush);
     assert_eq!(c0.vendor_err_synd(), 0xF9);
@@ -322,7 +322,7 @@ fn two_err_flushes_receive_and_send_work() {
     let w0 = r.write_wqe(&mut a, op::NOP, 0, 0, &[]);
     let w1 = r.write_wqe(&mut a, op::NOP, 0, 0, &[]);
     r.h.write_mem(a.dbr + 4, &u32::from(a.sq_pi).to_be_bytes());
-    r.to_err(&a);
+    r.qp_to_err(&a);
     assert_err(&r.one(&mut ca), true, a.qpn, w0, CqeSyndrome::WrFlush);
     assert_err(&r.one(&mut ca), true, a.qpn, w1, CqeSyndrome::WrFlush);
 }
@@ -343,10 +343,10 @@ fn rnr_with_no_retries_fails_and_with_retries_waits_for_a_receive() {
     let mut cb = r.cq(6);
     let mut a = r.qp(QpSt::Rc, &ca, &ca, 6, 6);
     let mut b = r.qp(QpSt::Rc, &cb, &cb, 6, 6);
-    r.to_init(&a, true, true, true);
-    r.to_init(&b, true, true, true);
-    r.to_rts(&a, b.qpn, MTU, 7, 7);
-    r.to_rts(&b, a.qpn, MTU, 7, 7);
+    r.init_qp(&a, true, true, true);
+    r.init_qp(&b, true, true, true);
+    r.rtr_rts(&a, b.qpn, MTU, 7, 7);
+    r.rtr_rts(&b, a.qpn, MTU, 7, 7);
     let src = r.mr(4096, Access::ALL);
     let dst = r.mr(4096, Access::ALL);
     r.fill(&src, 0, b"late");
@@ -373,8 +373,8 @@ fn ud_receive_too_small_is_a_local_length_error() {
     let mut a = r.qp(QpSt::Ud, &ca, &ca, 6, 6);
     let mut b = r.qp(QpSt::Ud, &cb, &cb, 6, 6);
     for q in [&a, &b] {
-        r.to_init(q, false, false, false);
-        r.to_rts(q, 0, MTU, 0, 0);
+        r.init_qp(q, false, false, false);
+        r.rtr_rts(q, 0, MTU, 0, 0);
     }
     let src = r.mr(4096, Access::ALL);
     let dst = r.mr(4096, Access::ALL);

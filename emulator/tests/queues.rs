@@ -30,7 +30,11 @@ fn cq_arm_raises_one_completion_event_and_interrupt() {
     let e = r.poll_ceq().expect("a completion EQE");
     assert_eq!(e.event(), Ok(EqeEvent::Completion { cqn: ca.cqn }));
     assert_eq!(r.h.bus.wait_irq(1, Duration::ZERO), Ok(true));
-    assert_eq!(r.h.bus.wait_irq(1, Duration::ZERO), Ok(false), "one interrupt");
+    assert_eq!(
+        r.h.bus.wait_irq(1, Duration::ZERO),
+        Ok(false),
+        "one interrupt"
+    );
     // Not re-armed: the next CQE raises no event.
     r.post(&mut a, op::NOP, SIGNALED, 0, &[]);
     assert!(r.poll_ceq().is_none());
@@ -60,7 +64,10 @@ fn solicited_arm_waits_for_a_solicited_or_error_completion() {
     r.arm_ceq();
     r.arm(&mut cb, true);
     r.post(&mut a, op::SEND, 0, 0, &data(src.addr, 4, src.key));
-    assert!(r.poll_ceq().is_none(), "an unsolicited receive raises nothing");
+    assert!(
+        r.poll_ceq().is_none(),
+        "an unsolicited receive raises nothing"
+    );
     let c = r.one(&mut cb);
     assert!(!c.se());
     r.post(&mut a, op::SEND, 0x02, 0, &data(src.addr, 4, src.key));
@@ -100,7 +107,11 @@ fn a_full_eq_drops_events_instead_of_overwriting() {
         r.post(&mut a, op::NOP, SIGNALED, 0, &[]);
         r.one(&mut ca);
     }
-    assert_eq!(r.counters().eq_overruns, 1, "the 65th EQE found the EQ full");
+    assert_eq!(
+        r.counters().eq_overruns,
+        1,
+        "the 65th EQE found the EQ full"
+    );
     for _ in 0..64 {
         assert!(r.poll_ceq().is_some());
     }
@@ -114,9 +125,9 @@ fn cq_owner_bits_and_overrun() {
     let mut a = r.qp(QpSt::Rc, &cq, &cq, 6, 6);
     let peer_cq = r.cq(6);
     let b = r.qp(QpSt::Rc, &peer_cq, &peer_cq, 6, 6);
-    r.to_init(&a, true, true, true);
-    r.to_init(&b, true, true, true);
-    r.to_rts(&a, b.qpn, MTU, 0, 0);
+    r.init_qp(&a, true, true, true);
+    r.init_qp(&b, true, true, true);
+    r.rtr_rts(&a, b.qpn, MTU, 0, 0);
     // Three passes over a 4-entry CQ, consuming as we go: owner bits alternate.
     for i in 0..12u32 {
         let w = r.post(&mut a, op::NOP, SIGNALED, 0, &[]);
@@ -132,11 +143,18 @@ fn cq_owner_bits_and_overrun() {
     }
     assert_eq!(r.counters().cq_overruns, 1);
     for k in 0..4 {
-        assert_eq!(r.one(&mut cq).wqe_counter(), 12 + k, "the four CQEs are intact");
+        assert_eq!(
+            r.one(&mut cq).wqe_counter(),
+            12 + k,
+            "the four CQEs are intact"
+        );
     }
     assert!(r.poll(&mut cq).is_none());
     r.post(&mut a, op::NOP, SIGNALED, 0, &[]);
-    assert!(r.poll(&mut cq).is_none(), "a CQ in error writes nothing more");
+    assert!(
+        r.poll(&mut cq).is_none(),
+        "a CQ in error writes nothing more"
+    );
     assert!(r.counters().cqes_dropped >= 2);
 }
 
@@ -151,7 +169,8 @@ fn stray_doorbells_are_counted_and_dropped() {
     let good = u64::from(u32::from(w) << 8) << 32 | u64::from(a.qpn << 8 | 1);
     // Unknown QP, a 32-bit send doorbell, an unknown offset, an unknown EQ and CQ, an
     // unallocated UAR page, and the right QP on another UAR page.
-    r.h.bus.write64(uar + 0x800, u64::from(0x00FF_FFFFu32 << 8 | 1));
+    r.h.bus
+        .write64(uar + 0x800, u64::from(0x00FF_FFFFu32 << 8 | 1));
     r.h.bus.write32(uar + 0x800, good as u32);
     r.h.bus.write64(uar + 0x100, good);
     r.h.bus.write32(uar + 0x40, eq_doorbell(0xEE, 0));
@@ -167,12 +186,11 @@ fn stray_doorbells_are_counted_and_dropped() {
 
 /// Frees the host region that holds `iova` (the device's later accesses fault).
 fn unmap(r: &mut Rig, iova: u64) {
-    let pos = r
-        .h
-        .regions
-        .iter()
-        .position(|g| iova >= g.iova && iova < g.iova + g.len as u64)
-        .expect("a region");
+    let pos =
+        r.h.regions
+            .iter()
+            .position(|g| iova >= g.iova && iova < g.iova + g.len as u64)
+            .expect("a region");
     let g = r.h.regions.swap_remove(pos);
     r.h.bus.free_dma(g).expect("free");
 }
@@ -204,10 +222,7 @@ fn iommu_faults_on_data_wqe_cqe_and_doorbell_record_never_crash() {
     let c = r.one(&mut cb);
     assert_eq!(c.error_syndrome(), Ok(CqeSyndrome::LocalAccess));
     assert_eq!(c.wqe_counter(), rc);
-    assert_eq!(
-        r.one(&mut ca).error_syndrome(),
-        Ok(CqeSyndrome::RemoteOp)
-    );
+    assert_eq!(r.one(&mut ca).error_syndrome(), Ok(CqeSyndrome::RemoteOp));
 
     // WQE buffer: the doorbell's WQE cannot be read: local QP operation error.
     let mut r = Rig::new();
@@ -265,8 +280,8 @@ proptest! {
             let a = r.qp(QpSt::Ud, &ca, &ca, 6, 6);
             let b = r.qp(QpSt::Ud, &cb, &cb, 6, 6);
             for q in [&a, &b] {
-                r.to_init(q, false, false, false);
-                r.to_rts(q, 0, MTU, 0, 0);
+                r.init_qp(q, false, false, false);
+                r.rtr_rts(q, 0, MTU, 0, 0);
             }
             (a, b, ca, cb)
         } else {

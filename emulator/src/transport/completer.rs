@@ -241,10 +241,7 @@ fn atomic_ack(ctx: &mut Ctx<'_>, pd: u32, tr: &mut QpTransport, repr: &PacketRep
     let Some(w) = wqe_at(tr, psn) else {
         return false;
     };
-    if !matches!(
-        w.op(),
-        Some(SendOpcode::AtomicCs | SendOpcode::AtomicFa)
-    ) {
+    if !matches!(w.op(), Some(SendOpcode::AtomicCs | SendOpcode::AtomicFa)) {
         return false;
     }
     if let Err(e) = mkey::scatter(

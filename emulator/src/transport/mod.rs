@@ -28,8 +28,8 @@ pub(crate) mod responder;
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use rnic_hw_regs::ctx::{Qpc, QpState};
 use rnic_hw_regs::cqe::CqeSyndrome;
+use rnic_hw_regs::ctx::{QpState, Qpc};
 use rnic_hw_regs::wqe::SendOpcode;
 
 use crate::device::Ctx;
@@ -215,6 +215,16 @@ pub(crate) type Fail = CqeSyndrome;
 pub(crate) fn gid_v4(gid: &[u8; 16]) -> Option<Ipv4Addr> {
     (gid[..10].iter().all(|b| *b == 0) && gid[10] == 0xFF && gid[11] == 0xFF)
         .then(|| Ipv4Addr::new(gid[12], gid[13], gid[14], gid[15]))
+}
+
+/// The IPv4-mapped GID of `ip` (crate tests).
+#[cfg(test)]
+pub(crate) fn tests_gid(ip: [u8; 4]) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[10] = 0xFF;
+    g[11] = 0xFF;
+    g[12..].copy_from_slice(&ip);
+    g
 }
 
 /// The IP address a GID stands for.

@@ -9,7 +9,7 @@
 //! UC and UD WQEs are complete once sent; RC WQEs wait for the completer.
 
 use rnic_hw_regs::cqe::CqeSyndrome;
-use rnic_hw_regs::ctx::{Qpc, QpSt, QpState};
+use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::wqe::SendOpcode;
 
 use super::{Path, SendWqe, bth, mtu_bytes, packet_repr, port_mtu_code, psn_add, send_frame};
@@ -25,7 +25,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
     if qp.ctx.state() != u8::from(QpState::Rts) {
         return;
     }
-    let qpc = qp.ctx.clone();
+    let qpc = qp.ctx;
     let mut tr = std::mem::take(&mut qp.tr);
     let max_rd = 1usize << qpc.log_sra_max();
     let mut rd_outstanding = 0usize;
@@ -102,7 +102,11 @@ fn start(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
         return;
     }
     let log_max = qpc.log_msg_max();
-    let max_msg = if log_max == 0 { 1u64 << 31 } else { 1u64 << log_max.min(31) };
+    let max_msg = if log_max == 0 {
+        1u64 << 31
+    } else {
+        1u64 << log_max.min(31)
+    };
     let ud = qpc.st() == u8::from(QpSt::Ud);
     if w.len > max_msg || (ud && w.len > u64::from(mtu)) {
         w.error = Some(CqeSyndrome::LocalLength);
@@ -167,7 +171,11 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
                     _ => (0x02, 0x04),
                 };
                 let code = if st == QpSt::Ud {
-                    if op == SendOpcode::SendImm { 0x65 } else { 0x64 }
+                    if op == SendOpcode::SendImm {
+                        0x65
+                    } else {
+                        0x64
+                    }
                 } else {
                     seq_opcode(base, 0x00, 0x01, l, o, i, sends)
                 };
@@ -219,10 +227,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
                 Some(ud) if ud.qkey & 0x8000_0000 == 0 => ud.qkey,
                 _ => qpc.q_key(),
             };
-            repr.ext.deth = Some(DethRepr {
-                qkey,
-                src_qp: qpn,
-            });
+            repr.ext.deth = Some(DethRepr { qkey, src_qp: qpn });
         }
         if opcode.has_reth() {
             repr.ext.reth = Some(RethRepr {

@@ -17,8 +17,8 @@
 //! 20, bytes 0-19 zero; an IPv6 header fills all 40). UC never NAKs: bad packets are
 //! dropped. A responder error other than RNR moves the QP to ERR.
 
-use rnic_hw_regs::cqe::{CqeOpcode, CqeSyndrome, Cqe64};
-use rnic_hw_regs::ctx::{Qpc, QpSt};
+use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
+use rnic_hw_regs::ctx::{QpSt, Qpc};
 
 use super::{
     InMsg, MsgKind, Path, QpTransport, bth, can_receive, enter_error, gid_ip, mtu_bytes,
@@ -48,7 +48,7 @@ pub(crate) fn handle(
         ctx.st.counters.rx_dropped += 1;
         return;
     };
-    let qpc = qp.ctx.clone();
+    let qpc = qp.ctx;
     let st = QpSt::try_from(qpc.st()).ok();
     let transport_ok = matches!(
         (st, repr.bth.opcode.transport()),
@@ -143,9 +143,8 @@ fn ud_receive(
     }
     let dma = ctx.dma;
     let mkeys = &ctx.st.res.mkeys;
-    let wrote = mkey::scatter(dma, mkeys, recv.pd, &recv.segs, 0, &grh).and_then(|()| {
-        mkey::scatter(dma, mkeys, recv.pd, &recv.segs, GRH_LEN as u64, payload)
-    });
+    let wrote = mkey::scatter(dma, mkeys, recv.pd, &recv.segs, 0, &grh)
+        .and_then(|()| mkey::scatter(dma, mkeys, recv.pd, &recv.segs, GRH_LEN as u64, payload));
     if let Err(e) = wrote {
         let s = if e == KeyError::Fault {
             CqeSyndrome::LocalAccess
@@ -445,7 +444,10 @@ impl Responder<'_> {
                 CqeSyndrome::LocalProt
             };
             let recv = msg.recv.take().unwrap_or_default();
-            return Err(Refuse::Nak(NakCode::RemoteOperationalError, Some((recv, s))));
+            return Err(Refuse::Nak(
+                NakCode::RemoteOperationalError,
+                Some((recv, s)),
+            ));
         }
         msg.off += payload.len() as u64;
         if matches!(pos, Position::Last | Position::Only) {
@@ -650,7 +652,15 @@ impl Responder<'_> {
         let mut cur = [0u8; 8];
         let dma = ctx.dma;
         let mkeys = &ctx.st.res.mkeys;
-        match mkey::read(dma, mkeys, a.rkey, pd, Need::RemoteAtomic, a.virtual_addr, &mut cur) {
+        match mkey::read(
+            dma,
+            mkeys,
+            a.rkey,
+            pd,
+            Need::RemoteAtomic,
+            a.virtual_addr,
+            &mut cur,
+        ) {
             Ok(()) => {}
             Err(KeyError::Fault) => {
                 return Err(Refuse::Nak(NakCode::RemoteOperationalError, None));

@@ -270,7 +270,7 @@ impl Rig {
     }
 
     /// RST2INIT with all remote access flags (and the Q_Key for UD).
-    pub(crate) fn to_init(&mut self, qp: &Qp, rre: bool, rwe: bool, rae: bool) {
+    pub(crate) fn init_qp(&mut self, qp: &Qp, rre: bool, rwe: bool, rae: bool) {
         let mut i = Rst2InitQpIn::new_cmd();
         i.set_qpn(qp.qpn);
         let c = i.qpc_mut();
@@ -284,7 +284,7 @@ impl Rig {
     }
 
     /// INIT2RTR towards `remote_qpn` on this device, path MTU code `mtu`, then RTR2RTS.
-    pub(crate) fn to_rts(&mut self, qp: &Qp, remote_qpn: u32, mtu: u8, psn: u32, rnr_retry: u8) {
+    pub(crate) fn rtr_rts(&mut self, qp: &Qp, remote_qpn: u32, mtu: u8, psn: u32, rnr_retry: u8) {
         let mut i = Init2RtrQpIn::new_cmd();
         i.set_qpn(qp.qpn);
         let c = i.qpc_mut();
@@ -320,15 +320,15 @@ impl Rig {
         let a = self.qp(st, &ca, &ca, 6, 6);
         let b = self.qp(st, &cb, &cb, 6, 6);
         for q in [&a, &b] {
-            self.to_init(q, true, true, true);
+            self.init_qp(q, true, true, true);
         }
-        self.to_rts(&a, b.qpn, mtu, 0x10, 0);
-        self.to_rts(&b, a.qpn, mtu, 0x10, 0);
+        self.rtr_rts(&a, b.qpn, mtu, 0x10, 0);
+        self.rtr_rts(&b, a.qpn, mtu, 0x10, 0);
         (a, b, ca, cb)
     }
 
     /// 2ERR.
-    pub(crate) fn to_err(&mut self, qp: &Qp) {
+    pub(crate) fn qp_to_err(&mut self, qp: &Qp) {
         let mut i = Qp2ErrIn::new_cmd();
         i.set_qpn(qp.qpn);
         self.h.ok(&i, &[]);
