@@ -89,6 +89,10 @@ fn general(p: &Profile, max: bool) -> CmdHcaCap {
     g.set_cq_moderation(true);
     g.set_cq_eq_remap(true);
     g.set_block_lb_mc(true);
+    g.set_scqe_break_moderation(true);
+    g.set_cq_period_start_from_cqe(true);
+    g.set_cd(true);
+    g.set_apm(true);
     g.set_qkv(true);
     g.set_pkv(true);
     g.set_xrc(true);
@@ -108,6 +112,13 @@ fn general(p: &Profile, max: bool) -> CmdHcaCap {
     g.set_log_max_transport_domain(16);
     g.set_log_max_pd(log(p.log_max_pd, 31));
     g.set_log_max_xrcd(24);
+    g.set_log_max_rq(23);
+    g.set_log_max_sq(23);
+    g.set_log_max_tir(23);
+    g.set_log_max_tis(23);
+    g.set_log_max_rmp(23);
+    g.set_log_max_rqt(16);
+    g.set_log_max_rqt_size(9);
     g.set_log_max_wq_sz(15);
     g.set_nic_vport_change_event(true);
     g.set_log_max_vlan_list(12);
@@ -116,7 +127,7 @@ fn general(p: &Profile, max: bool) -> CmdHcaCap {
     g.set_log_max_l2_table(16);
     g.set_log_uar_page_sz(if max { 8 } else { 0 });
     g.set_device_frequency_mhz(p.device_frequency_khz / 1000);
-    g.set_device_frequency_khz(p.device_frequency_khz);
+    // This ConnectX-4 firmware reports the frequency in MHz only (device_frequency_khz 0).
     g
 }
 

@@ -487,7 +487,8 @@ fn ud_and_uc_qps() {
 fn create_qp_checks_its_references_and_sizes() {
     let (mut h, b) = up();
     let cqn = create_cq(&mut h, &b);
-    let cases: [(fn(&mut cmd::CreateQpIn), CmdStatus); 9] = [
+    type Case = (fn(&mut cmd::CreateQpIn), CmdStatus);
+    let cases: [Case; 9] = [
         (|i| i.qpc_mut().set_pd(99), CmdStatus::BadResource),
         (|i| i.qpc_mut().set_cqn_snd(0x999), CmdStatus::BadResource),
         (|i| i.qpc_mut().set_cqn_rcv(0x999), CmdStatus::BadResource),

@@ -664,22 +664,6 @@ pub(crate) fn be64_list(input: &[u8], offset: usize, n: usize) -> Option<Vec<u64
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::syndrome;
-    use std::collections::HashSet;
-
-    #[test]
-    fn syndromes_are_unique_and_non_zero() {
-        let mut seen = HashSet::new();
-        for (name, v) in syndrome::ALL {
-            assert_ne!(*v, 0, "{name}");
-            assert!(seen.insert(*v), "{name} = {v:#x} is used twice");
-        }
-        assert!(syndrome::ALL.len() > 100);
-    }
-}
-
 /// The syndromes a queue's PAS checks report (each queue family has its own).
 pub(crate) struct PasSyndromes {
     /// A page size beyond 1 GiB.
@@ -719,4 +703,20 @@ pub(crate) fn queue_buf(
     };
     ensure(buf.is_covered(), CmdStatus::BadInputLength, syn.short)?;
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::syndrome;
+    use std::collections::HashSet;
+
+    #[test]
+    fn syndromes_are_unique_and_non_zero() {
+        let mut seen = HashSet::new();
+        for (name, v) in syndrome::ALL {
+            assert_ne!(*v, 0, "{name}");
+            assert!(seen.insert(*v), "{name} = {v:#x} is used twice");
+        }
+        assert!(syndrome::ALL.len() > 100);
+    }
 }
