@@ -11,7 +11,8 @@
 //! written, the CQ enters the error state (no further CQEs), `cq_overruns` counts it, and a
 //! CQ error EQE (type 0x04, syndrome 0x01 overrun) goes to the EQ subscribed to CQ errors. A
 //! CQ whose buffer or doorbell record faults in the IOMMU enters the same error state with
-//! syndrome 0x02 (access violation).
+//! syndrome 0x02 (access violation). A CQ created with `oi` (overrun ignore) never overruns:
+//! new CQEs replace unconsumed ones.
 //!
 //! Arming: a 64-bit write of `{arm word, cqn}` to UAR + 0x20 requests one completion event,
 //! for the next CQE or for the next solicited (or error) CQE. The event is a completion EQE
@@ -92,7 +93,8 @@ pub(crate) fn push(ctx: &mut Ctx<'_>, cqn: u32, cqe: &mut Cqe64) -> bool {
         Err(_) => Some(CQ_ERR_ACCESS_VIOLATION),
         Ok(set_ci) => {
             let ci = set_ci & 0xFF_FFFF;
-            (cq.pi.wrapping_sub(ci) & 0xFF_FFFF >= n).then_some(CQ_ERR_OVERRUN)
+            // `oi` (overrun ignore): the host accepts CQEs written over unconsumed ones.
+            (cq.pi.wrapping_sub(ci) & 0xFF_FFFF >= n && !cq.ctx.oi()).then_some(CQ_ERR_OVERRUN)
         }
     };
     let slot = u64::from(cq.pi & (n - 1));

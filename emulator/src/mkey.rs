@@ -14,7 +14,7 @@
 //! error on the WQE, a bad rkey a remote access NAK; the caller decides.
 
 use crate::iommu::Iommu;
-use crate::resources::{Mkey, MkeyTranslation, Table};
+use crate::resources::{Mkey, MkeyTranslation, RESD_LKEY, Table};
 
 /// The access a check asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +82,24 @@ pub(crate) fn total_len(segs: &[Seg]) -> u64 {
     segs.iter().map(Seg::len).sum()
 }
 
-/// Looks `key` up and checks PD, access and bounds for `len` bytes at `addr`.
+/// The reserved lkey's key: local access to bus addresses (IOVAs), any PD.
+static RESERVED: Mkey = Mkey {
+    variant: (RESD_LKEY & 0xFF) as u8,
+    pd: 0,
+    qpn: 0xFF_FFFF,
+    lw: true,
+    rr: false,
+    rw: false,
+    a: false,
+    length64: true,
+    start_addr: 0,
+    len: 0,
+    translation: MkeyTranslation::Pa,
+};
+
+/// Looks `key` up and checks PD, access and bounds for `len` bytes at `addr`. The reserved
+/// lkey (QUERY_SPECIAL_CONTEXTS' `resd_lkey`) allows local access to IOVAs in any PD; as an
+/// rkey it is refused.
 pub(crate) fn check(
     mkeys: &Table<Mkey>,
     key: u32,
@@ -91,6 +108,12 @@ pub(crate) fn check(
     addr: u64,
     len: u64,
 ) -> Result<&Mkey, KeyError> {
+    if key == RESD_LKEY {
+        return match need {
+            Need::LocalRead | Need::LocalWrite => Ok(&RESERVED),
+            _ => Err(KeyError::NoKey),
+        };
+    }
     let m = mkeys.get(key >> 8).ok_or(KeyError::NoKey)?;
     if m.variant != (key & 0xFF) as u8 {
         return Err(KeyError::NoKey);

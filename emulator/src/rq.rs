@@ -8,9 +8,12 @@
 //!
 //! An SRQ WQE starts with a 16-byte next segment whose BE16 at byte 2 is `next_wqe_index`:
 //! the device consumes WQEs along that list starting at index 0, and the SRQ's doorbell
-//! record (dword 0) counts the WQEs posted.
+//! record (dword 0) counts the WQEs posted. When a consumption leaves fewer than the SRQ's
+//! limit (`lwm`, armed by CREATE_SRQ or ARM_RQ) posted, an SRQ limit event (type 0x14, SRQN
+//! at 0x38) goes to the EQ subscribed to it and the limit disarms.
 
 use rnic_hw_regs::cqe::CqeSyndrome;
+use rnic_hw_regs::eqe::EventType;
 use rnic_hw_regs::wqe::INVALID_LKEY;
 
 use crate::device::Ctx;
@@ -121,6 +124,13 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
             parse_segs(&raw[16..stride.max(16)], &mut w.segs);
             srq.head = u16::from_be_bytes([raw[2], raw[3]]) & (size - 1) as u16;
             srq.ci = srq.ci.wrapping_add(1);
+            // The SRQ limit event fires once when fewer than `lwm` WQEs remain posted.
+            if srq.lwm != 0 && avail - 1 < srq.lwm {
+                srq.lwm = 0;
+                let mut data = [0u8; 28];
+                data[0x18..0x1C].copy_from_slice(&srqn.to_be_bytes());
+                crate::eq::post_event(ctx, EventType::SrqRqLimit.raw(), 0, &data);
+            }
             Take::Wqe(w)
         }
         // Zero-length RQ (3) or reserved: nothing to receive into.

@@ -461,3 +461,81 @@ fn fenced_wqes_wait_for_earlier_reads() {
     assert_req(&r.one(&mut ca), a.qpn, w1, op::WRITE);
     assert_eq!(r.read(&remote, 1024, 64), pattern(64, 7));
 }
+
+#[test]
+fn srq_wqes_are_consumed_along_their_next_list_and_the_limit_event_fires() {
+    use rnic_hw_regs::eqe::{EqeEvent, EventType};
+    let mut r = Rig::new();
+    let mut ca = r.cq(6);
+    let mut cb = r.cq(6);
+    // The host's list: 0 -> 2 -> 1 -> 3 -> 0; limit 2.
+    let mut srq = r.srq(2, &[0, 2, 1, 3], 2);
+    let mut a = r.qp(QpSt::Rc, &ca, &ca, 6, 6);
+    let b = r.qp_on_srq(&cb, &cb, &srq);
+    r.init_qp(&a, true, true, true);
+    r.init_qp(&b, true, true, true);
+    r.rtr_rts(&a, b.qpn, MTU, 5, 0);
+    r.rtr_rts(&b, a.qpn, MTU, 5, 0);
+    let src = r.mr(4096, Access::ALL);
+    let dst = r.mr(4096, Access::ALL);
+    let mut posted = Vec::new();
+    for k in 0..3u64 {
+        posted.push(r.post_srq(&mut srq, dst.addr + 512 * k, 512, dst.key));
+    }
+    assert_eq!(posted, [0, 2, 1]);
+    for k in 0..3u8 {
+        let msg = pattern(100, k);
+        r.fill(&src, 0, &msg);
+        let w = r.post(&mut a, op::SEND, SIGNALED, 0, &data(src.addr, 100, src.key));
+        assert_req(&r.one(&mut ca), a.qpn, w, op::SEND);
+        let c = r.one(&mut cb);
+        assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::RespSend));
+        assert_eq!(c.wqe_counter(), posted[usize::from(k)], "SRQ WQE index");
+        assert_eq!(c.srqn_uidx(), srq.srqn);
+        assert_eq!(c.qpn(), b.qpn);
+        assert_eq!(r.read(&dst, 512 * usize::from(k), 100), msg);
+        if k == 1 {
+            // One WQE left (< 2): the limit event, once.
+            let e = r.poll_aeq().expect("SRQ limit event");
+            assert_eq!(e.event_type(), EventType::SrqRqLimit.raw());
+            assert!(matches!(
+                e.event(),
+                Ok(EqeEvent::Qp { .. }) | Ok(EqeEvent::Other(_))
+            ));
+            assert_eq!(e.qp_srq_n(), srq.srqn);
+        }
+    }
+    assert!(r.poll_aeq().is_none(), "the limit disarmed");
+}
+
+#[test]
+fn the_reserved_lkey_addresses_iovas_directly() {
+    let mut r = Rig::new();
+    let (mut a, mut b, mut ca, mut cb) = r.pair(QpSt::Rc, MTU);
+    let mut q = rnic_hw_regs::cmd::QuerySpecialContextsIn::new_cmd();
+    q.set_op_mod(0);
+    let resd =
+        r.h.ok(&q, &[])
+            .view::<rnic_hw_regs::cmd::QuerySpecialContextsOut>()
+            .resd_lkey();
+    let buf = r.h.alloc(4096);
+    r.h.write_mem(buf, b"raw iova");
+    let dst = r.mr(4096, Access::ALL);
+    r.post_recv(&mut b, &[(dst.addr, 64, dst.key)]);
+    let w = r.post(&mut a, op::SEND, SIGNALED, 0, &data(buf, 8, resd));
+    assert_req(&r.one(&mut ca), a.qpn, w, op::SEND);
+    assert_eq!(r.one(&mut cb).byte_cnt(), 8);
+    assert_eq!(r.read(&dst, 0, 8), b"raw iova");
+    // It is not an rkey.
+    let w = r.post(
+        &mut a,
+        op::WRITE,
+        SIGNALED,
+        0,
+        &segs(&[raddr(buf, resd), data(dst.addr, 8, dst.key)]),
+    );
+    let c = r.one(&mut ca);
+    assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::ReqErr));
+    assert_eq!(c.syndrome(), 0x13);
+    assert_eq!(c.wqe_counter(), w);
+}

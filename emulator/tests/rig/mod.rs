@@ -6,8 +6,8 @@
 
 use rnic_hw_regs::Bus;
 use rnic_hw_regs::cmd::{
-    CreateCqIn, CreateCqOut, CreateMkeyIn, CreateMkeyOut, CreateQpIn, CreateQpOut, Init2RtrQpIn,
-    Qp2ErrIn, Rst2InitQpIn, Rtr2RtsQpIn, SetRoceAddressIn,
+    self, CreateCqIn, CreateCqOut, CreateMkeyIn, CreateMkeyOut, CreateQpIn, CreateQpOut,
+    Init2RtrQpIn, Qp2ErrIn, Rst2InitQpIn, Rtr2RtsQpIn, SetRoceAddressIn,
 };
 use rnic_hw_regs::cqe::{CQE_OP_OWN_INIT, Cqe64, cqe_is_sw_owned};
 use rnic_hw_regs::ctx::{MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA, QpSt, ROCE_VERSION_2};
@@ -78,6 +78,10 @@ pub(crate) struct Qp {
 
 impl Qp {
     fn rq_bytes(&self) -> u64 {
+        if self.rq_stride_log == 0 && self.log_rq == 0 {
+            // Receives come from an SRQ: the SQ starts the buffer.
+            return 0;
+        }
         (1u64 << self.log_rq) * (16u64 << self.rq_stride_log)
     }
 }
@@ -115,7 +119,23 @@ pub(crate) struct Rig {
     pub(crate) ceq_buf: u64,
     pub(crate) ceq_ci: u32,
     pub(crate) pd: u32,
+    /// The bring-up's async EQ buffer (128 entries) and consumer index.
+    pub(crate) aeq_buf: u64,
+    pub(crate) aeq_ci: u32,
     next_variant: u8,
+}
+
+/// An SRQ with its host-side list state.
+#[derive(Clone, Debug)]
+pub(crate) struct Srq {
+    pub(crate) srqn: u32,
+    pub(crate) buf: u64,
+    pub(crate) dbr: u64,
+    pub(crate) log_size: u8,
+    /// WQEs posted.
+    pub(crate) counter: u16,
+    /// The order the host posts in (the next-pointer list it wrote).
+    pub(crate) order: Vec<u16>,
 }
 
 impl Rig {
@@ -123,6 +143,9 @@ impl Rig {
     pub(crate) fn new() -> Rig {
         let mut h = Host::small();
         let up = h.bring_up();
+        // The first region the host allocated is the bring-up EQ's buffer (128 EQEs).
+        let aeq_buf = h.regions[0].iova;
+        assert_eq!(h.regions[0].len, 128 * 64);
         let mut s = SetRoceAddressIn::new_cmd();
         s.set_roce_address_index(0);
         s.set_vhca_port_num(1);
@@ -139,6 +162,8 @@ impl Rig {
             ceq_buf,
             ceq_ci: 0,
             pd: up.pd,
+            aeq_buf,
+            aeq_ci: 0,
             next_variant: 0x10,
         }
     }
@@ -267,6 +292,96 @@ impl Rig {
             scq: scq.cqn,
             rcq: rcq.cqn,
         }
+    }
+
+    /// CREATE_SRQ of `2^log_size` 64-byte WQEs whose next pointers follow `order` (a cycle
+    /// over every index), with limit `lwm`.
+    pub(crate) fn srq(&mut self, log_size: u8, order: &[u16], lwm: u16) -> Srq {
+        let n = 1usize << log_size;
+        assert_eq!(order.len(), n);
+        let (buf, pas) = self.h.queue_buf(n * 64);
+        for (k, &i) in order.iter().enumerate() {
+            let next = order[(k + 1) % n];
+            self.h
+                .write_mem(buf + u64::from(i) * 64 + 2, &next.to_be_bytes());
+        }
+        let dbr = self.h.alloc(64);
+        let mut i = cmd::CreateSrqIn::new_cmd();
+        let c = i.srq_context_entry_mut();
+        c.set_log_srq_size(log_size);
+        c.set_log_rq_stride(2);
+        c.set_pd(self.pd);
+        c.set_dbr_addr(dbr);
+        c.set_lwm(lwm);
+        let r = self.h.ok(&i, &pas);
+        Srq {
+            srqn: r.view::<cmd::CreateSrqOut>().srqn(),
+            buf,
+            dbr,
+            log_size,
+            counter: 0,
+            order: order.to_vec(),
+        }
+    }
+
+    /// Posts a receive WQE with one SGE to `srq` at the next index of its list; returns the
+    /// index.
+    pub(crate) fn post_srq(&mut self, srq: &mut Srq, addr: u64, len: u32, key: u32) -> u16 {
+        let n = srq.order.len();
+        let index = srq.order[usize::from(srq.counter) % n];
+        let at = srq.buf + u64::from(index) * 64;
+        let mut segs = DataSeg::new(addr, len, key).as_bytes().to_vec();
+        segs.extend_from_slice(DataSeg::terminator().as_bytes());
+        self.h.write_mem(at + 16, &segs);
+        srq.counter = srq.counter.wrapping_add(1);
+        self.h
+            .write_mem(srq.dbr, &u32::from(srq.counter).to_be_bytes());
+        index
+    }
+
+    /// CREATE_QP of an RC QP whose receives come from `srq`.
+    pub(crate) fn qp_on_srq(&mut self, scq: &Cq, rcq: &Cq, srq: &Srq) -> Qp {
+        let (buf, pas) = self.h.queue_buf(64 << 6);
+        let dbr = self.h.alloc(64);
+        let mut i = CreateQpIn::new_cmd();
+        let c = i.qpc_mut();
+        c.set_st(QpSt::Rc.into());
+        c.set_pm_state(3);
+        c.set_pd(self.pd);
+        c.set_uar_page(self.up.uar);
+        c.set_cqn_snd(scq.cqn);
+        c.set_cqn_rcv(rcq.cqn);
+        c.set_log_sq_size(6);
+        c.set_rq_type(1);
+        c.set_srqn_rmpn_xrqn(srq.srqn);
+        c.set_dbr_addr(dbr);
+        c.set_user_index(0xFF_FFFF);
+        let r = self.h.ok(&i, &pas);
+        Qp {
+            qpn: r.view::<CreateQpOut>().qpn(),
+            st: QpSt::Rc,
+            buf,
+            dbr,
+            log_sq: 6,
+            log_rq: 0,
+            rq_stride_log: 0,
+            sq_pi: 0,
+            rq_pi: 0,
+            doorbells: 0,
+            scq: scq.cqn,
+            rcq: rcq.cqn,
+        }
+    }
+
+    /// The next EQE of the bring-up's async EQ, if any (consumed).
+    pub(crate) fn poll_aeq(&mut self) -> Option<Eqe> {
+        let slot = self.aeq_ci & 127;
+        let raw = self.h.read_mem(self.aeq_buf + u64::from(slot) * 64, 64);
+        if !eqe_is_sw_owned(raw[63], self.aeq_ci, 7) {
+            return None;
+        }
+        self.aeq_ci += 1;
+        Some(Eqe::read_from_bytes(&raw).expect("64 bytes"))
     }
 
     /// RST2INIT with all remote access flags (and the Q_Key for UD).
