@@ -525,3 +525,37 @@ fn too_short_inputs_are_bad_input_length() {
     r.expect_status(CmdStatus::BadInputLength);
     let _ = <cmd::SetIssiIn as CmdIn>::OPCODE;
 }
+
+#[test]
+fn signatures_are_checked_once_cmdif_checksum_is_on() {
+    let mut h = enabled(Profile::default());
+    // With checksums off (the default), an unsigned command and a chain whose last block
+    // links on (as the kernel's cached chains do) are fine.
+    let mut big = cmd::SetHcaCapIn::new_cmd();
+    *big.capability_mut() = *query_cap(&mut h, 0, true).capability();
+    let r = h.exec_with(big.as_bytes(), 0x10, |_, i, _| {
+        let last = i.len() - 1;
+        i[last].set_next_pointer(0x4000_0000);
+    });
+    assert!(r.is_ok());
+    big.capability_mut().cmd_hca_cap_mut().set_cmdif_checksum(3);
+    assert!(h.exec(&big, &[]).is_ok());
+    // Now unsigned entries are signature errors.
+    let r = h.exec(&cmd::NopIn::new_cmd(), &[]);
+    assert_eq!(r.delivery_status(), DeliveryStatus::SignatureError);
+    h.sign = true;
+    h.ok(&cmd::NopIn::new_cmd(), &[]);
+    let c = h.exec(&big, &[]);
+    assert!(c.is_ok());
+    // A block with a bad signature.
+    let r = h.exec_with(big.as_bytes(), 0x10, |_, i, _| {
+        let s = i[1].signature();
+        i[1].set_signature(s ^ 1);
+    });
+    assert_eq!(r.delivery_status(), DeliveryStatus::SignatureError);
+    // Commands with an output chain (signed by the device) still work.
+    let mut q = cmd::QueryHcaCapIn::new_cmd();
+    q.set_op_mod(1);
+    let r = h.exec_with(q.as_bytes(), 0x1010, |_, _, _| {});
+    assert!(r.is_ok());
+}

@@ -456,6 +456,12 @@ fn deliver_and_run(ctx: &mut Ctx<'_>, entry: &mut CmdqEntry) -> Result<(), Deliv
     if !(8..=MAX_CMD_LEN).contains(&out_len) {
         return Err(DeliveryStatus::OutputLengthError);
     }
+    // Signatures are checked (and output blocks signed) only while the current
+    // capability `cmdif_checksum` is on, as on a ConnectX (the kernel leaves it off).
+    let checksum = ctx.st.caps.general().cmdif_checksum() != 0;
+    if checksum && !entry.signature_ok() {
+        return Err(DeliveryStatus::SignatureError);
+    }
     let token = entry.token();
     let mut input = vec![0u8; in_len];
     let inline: [u8; INLINE_LEN] = entry.input_inline().0;
@@ -464,6 +470,7 @@ fn deliver_and_run(ctx: &mut Ctx<'_>, entry: &mut CmdqEntry) -> Result<(), Deliv
         &inline,
         entry.input_mailbox_pointer(),
         token,
+        checksum,
         &mut input,
     )?;
 
@@ -493,15 +500,23 @@ fn deliver_and_run(ctx: &mut Ctx<'_>, entry: &mut CmdqEntry) -> Result<(), Deliv
     let mut out_inline = [0u8; INLINE_LEN];
     cmdq::fill_inline(&output, &mut out_inline);
     entry.output_inline_mut().0 = out_inline;
-    scatter_chain(ctx, &output, entry.output_mailbox_pointer(), token)
+    scatter_chain(
+        ctx,
+        &output,
+        entry.output_mailbox_pointer(),
+        token,
+        checksum,
+    )
 }
 
-/// Reads the input chain starting at `ptr` into `out` (whose length is the input length).
+/// Reads the input chain starting at `ptr` into `out` (whose length is the input length),
+/// checking each block's signatures when `checksum` is on.
 fn gather_chain(
     ctx: &mut Ctx<'_>,
     inline: &[u8; INLINE_LEN],
     mut ptr: u64,
     token: u8,
+    checksum: bool,
     out: &mut [u8],
 ) -> Result<(), DeliveryStatus> {
     let n = out.len().min(INLINE_LEN);
@@ -517,6 +532,9 @@ fn gather_chain(
         ctx.dma
             .read(ptr, &mut block.as_mut_bytes()[..MAILBOX_SIZE])
             .map_err(|_| DeliveryStatus::FwInternalError)?;
+        if checksum && !block.signatures_ok() {
+            return Err(DeliveryStatus::SignatureError);
+        }
         cmdq::gather_block(&block, index, token, out)
             .map_err(|e| e.delivery_status(Direction::Input))?;
         ptr = block.next_pointer();
@@ -524,12 +542,14 @@ fn gather_chain(
     Ok(())
 }
 
-/// Writes `output` past its inline part into the host's output chain starting at `ptr`.
+/// Writes `output` past its inline part into the host's output chain starting at `ptr`,
+/// signing each block when `checksum` is on.
 fn scatter_chain(
     ctx: &mut Ctx<'_>,
     output: &[u8],
     mut ptr: u64,
     token: u8,
+    checksum: bool,
 ) -> Result<(), DeliveryStatus> {
     let mut block = CmdMailbox::default();
     for index in 0..cmdq::blocks_for(output.len()) {
@@ -546,6 +566,9 @@ fn scatter_chain(
         let next = block.next_pointer();
         cmdq::fill_block(output, index, token, &mut block)
             .map_err(|e| e.delivery_status(Direction::Output))?;
+        if checksum {
+            block.sign();
+        }
         ctx.dma
             .write(ptr, block.as_bytes())
             .map_err(|_| DeliveryStatus::FwInternalError)?;

@@ -104,6 +104,8 @@ pub(crate) struct Host {
     pub(crate) fw_pages: Vec<DmaRegion>,
     /// Other DMA regions the host allocated (queue buffers), kept alive with the host.
     pub(crate) regions: Vec<DmaRegion>,
+    /// Sign entries and input blocks (needed once `cmdif_checksum` is on).
+    pub(crate) sign: bool,
 }
 
 impl Host {
@@ -126,6 +128,7 @@ impl Host {
             token: 0,
             fw_pages: Vec::new(),
             regions: Vec::new(),
+            sign: false,
         }
     }
 
@@ -221,6 +224,10 @@ impl Host {
         entry.set_input_mailbox_pointer(if nin > 0 { addr(0) } else { 0 });
         entry.set_output_mailbox_pointer(if nout > 0 { addr(nin) } else { 0 });
         entry.set_ownership(true);
+        if self.sign {
+            ins.iter_mut().for_each(CmdMailbox::sign);
+            entry.sign();
+        }
         tweak(&mut entry, &mut ins, &mut outs);
 
         let write = |iova: u64, bytes: &[u8], region: &DmaRegion| {
