@@ -104,7 +104,9 @@ impl Profile {
 }
 
 impl Default for Profile {
-    /// A small device for tests: ConnectX-4 behaviour with few firmware pages and small limits.
+    /// A small device for tests: ConnectX-4 behaviour with few firmware pages (4 boot, 32
+    /// init) and small limits; unlike the ConnectX-4 it supports
+    /// `atomic_req_8B_endianness_mode` 1.
     fn default() -> Self {
         Profile {
             name: "emu",

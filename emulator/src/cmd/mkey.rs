@@ -59,8 +59,9 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
             MkeyTranslation::Pa
         }
         ACCESS_MODE_MTT => {
+            ensure(!c.length64(), CmdStatus::BadParam, syn::MKEY_MTT_LENGTH64)?;
             ensure(
-                !c.length64() && start.checked_add(len).is_some(),
+                start.checked_add(len).is_some(),
                 CmdStatus::BadParam,
                 syn::MKEY_BAD_RANGE,
             )?;

@@ -303,8 +303,10 @@ pub(crate) mod syndrome {
         MKEY_MTT_SHORT = 0x0B00_0006;
         /// CREATE_MKEY MTT: an entry not aligned to the page size.
         MKEY_MTT_MISALIGNED = 0x0B00_0007;
-        /// CREATE_MKEY: the region wraps the 64-bit address space, or MTT with length64.
+        /// CREATE_MKEY: the region wraps the 64-bit address space.
         MKEY_BAD_RANGE = 0x0B00_0008;
+        /// CREATE_MKEY: an MTT key with length64 (only PA keys span the whole space).
+        MKEY_MTT_LENGTH64 = 0x0B00_000D;
         /// CREATE_MKEY with every MKey in use.
         MKEY_TABLE_FULL = 0x0B00_0009;
         /// An MKey index that does not exist.
@@ -388,8 +390,14 @@ pub(crate) mod syndrome {
         SRQ_BAD_CQN = 0x0D00_0008;
         /// ARM_RQ: limit (lwm) not below the SRQ size.
         SRQ_LWM = 0x0D00_0009;
-        /// CREATE_SRQ with a page_offset, misaligned PAS or doorbell record.
-        SRQ_LAYOUT = 0x0D00_000A;
+        /// CREATE_SRQ with a non-zero page_offset.
+        SRQ_PAGE_OFFSET = 0x0D00_000A;
+        /// CREATE_SRQ with a doorbell record address that is not 8-byte aligned.
+        SRQ_DBR_MISALIGNED = 0x0D00_000B;
+        /// CREATE_SRQ with a page size beyond 2^30 bytes.
+        SRQ_PAGE_SIZE = 0x0D00_000C;
+        /// CREATE_SRQ with a PAS entry not aligned to the page size.
+        SRQ_PAS_MISALIGNED = 0x0D00_000D;
     }
 }
 

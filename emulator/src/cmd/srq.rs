@@ -52,9 +52,14 @@ pub(super) fn create_srq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         syn::SRQ_STRIDE,
     )?;
     ensure(
-        c.page_offset() == 0 && c.dbr_addr() % 8 == 0 && c.log_page_size() <= 18,
+        c.page_offset() == 0,
         CmdStatus::BadParam,
-        syn::SRQ_LAYOUT,
+        syn::SRQ_PAGE_OFFSET,
+    )?;
+    ensure(
+        c.dbr_addr() % 8 == 0,
+        CmdStatus::BadParam,
+        syn::SRQ_DBR_MISALIGNED,
     )?;
     let limit = 1usize << g.log_max_srq().min(24);
     let buf = queue_buf(
@@ -63,8 +68,8 @@ pub(super) fn create_srq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         stride << c.log_srq_size(),
         c.log_page_size(),
         PasSyndromes {
-            page_size: syn::SRQ_LAYOUT,
-            misaligned: syn::SRQ_LAYOUT,
+            page_size: syn::SRQ_PAGE_SIZE,
+            misaligned: syn::SRQ_PAS_MISALIGNED,
             short: syn::SRQ_PAS_SHORT,
         },
     )?;
