@@ -1,8 +1,11 @@
 //! ALLOC_PD, DEALLOC_PD, ALLOC_UAR and DEALLOC_UAR.
 //!
-//! Freeing an object that others still use is RESOURCE_BUSY (0x06): a PD with MKeys, QPs or
-//! SRQs, a UAR with EQs, CQs or QPs. Linux never does it (verbs keeps use counts), so which
-//! status a ConnectX gives is not documented; RESOURCE_BUSY is the PRM's name for it.
+//! Freeing an object that others still use is RESOURCE_BUSY (0x06) throughout the command
+//! processor: a PD with MKeys, QPs or SRQs, a UAR with EQs, CQs or QPs (and, in their files,
+//! an EQ with CQs, a CQ with QPs or SRQs, an SRQ with QPs). The InfiniBand spec makes the
+//! verbs fail such destroys with an immediate error (e.g. o10-10.2.3 for an SRQ with QPs),
+//! and Linux keeps use counts so the kernel never sends them; which status a ConnectX's
+//! firmware gives is not documented, and RESOURCE_BUSY is the PRM's name for the condition.
 
 use rnic_hw_regs::cmd::{
     AllocPdOut, AllocUarOut, DeallocPdIn, DeallocPdOut, DeallocUarIn, DeallocUarOut,
