@@ -37,6 +37,17 @@ pub(crate) const CQ_ERR_ACCESS_VIOLATION: u8 = 0x02;
 /// hardware reports with WR_FLUSH_ERR).
 pub(crate) const VENDOR_SYND_FLUSH: u8 = 0xF9;
 
+/// The CQE's `srqn_uidx` for a completion of QP context `qpc`: with `cqe_version` 1 (the
+/// ConnectX-4's current value) the QP's `user_index`; with version 0 the SRQ number of an
+/// SRQ receive, else 0.
+pub(crate) fn srqn_uidx(ctx: &Ctx<'_>, qpc: &rnic_hw_regs::ctx::Qpc, srqn: Option<u32>) -> u32 {
+    if ctx.st.caps.general().cqe_version() >= 1 {
+        qpc.user_index()
+    } else {
+        srqn.unwrap_or(0)
+    }
+}
+
 /// A requester (send) CQE: opcode REQ, the WQE's opcode, QPN, `wqe_counter` = the completed
 /// WQE's `wqe_index`, and the bytes transferred.
 pub(crate) fn req_cqe(qpn: u32, wqe_index: u16, send_opcode: u8, byte_cnt: u32) -> Cqe64 {

@@ -158,8 +158,11 @@ pub(crate) fn flush(ctx: &mut Ctx<'_>, qpn: u32) {
     }
     let first = qp.rq_ci;
     qp.rq_ci = counter as u16;
+    let qpc = qp.ctx;
+    let uidx = crate::cq::srqn_uidx(ctx, &qpc, None);
     for i in 0..avail {
         let mut c = crate::cq::err_cqe(false, qpn, first.wrapping_add(i), 0, CqeSyndrome::WrFlush);
+        c.set_srqn_uidx(uidx);
         crate::cq::push(ctx, cqn, &mut c);
     }
 }

@@ -308,10 +308,12 @@ pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
         return;
     };
     let cqn = qp.ctx.cqn_snd();
+    let uidx = crate::cq::srqn_uidx(ctx, &qp.ctx, None);
     tr.resp.msg = None;
     tr.rnr_wait = None;
     for w in std::mem::take(&mut tr.sq) {
         let mut c = crate::cq::err_cqe(true, qpn, w.wqe_index, w.opcode, CqeSyndrome::WrFlush);
+        c.set_srqn_uidx(uidx);
         crate::cq::push(ctx, cqn, &mut c);
     }
     // WQEs still in the ring, up to the send counter.
@@ -343,6 +345,7 @@ pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
                 }
                 for (index, opcode) in flushed {
                     let mut c = crate::cq::err_cqe(true, qpn, index, opcode, CqeSyndrome::WrFlush);
+                    c.set_srqn_uidx(uidx);
                     crate::cq::push(ctx, cqn, &mut c);
                 }
             }

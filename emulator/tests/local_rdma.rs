@@ -224,13 +224,12 @@ fn rdma_read_at_every_size() {
     }
 }
 
-#[test]
-fn atomics_return_the_original_value() {
-    let mut r = Rig::new();
+/// CMP_SWAP and FETCH_ADD with 8-byte values in memory as `enc` encodes them.
+fn atomics_with(mut r: Rig, enc: fn(u64) -> [u8; 8]) {
     let (mut a, _b, mut ca, _cb) = r.pair(QpSt::Rc, MTU);
     let local = r.mr(4096, Access::ALL);
     let remote = r.mr(4096, Access::ALL);
-    r.fill(&remote, 64, &100u64.to_le_bytes());
+    r.fill(&remote, 64, &enc(100));
     // FETCH_ADD 5: returns 100, memory 105.
     let wi = r.post(
         &mut a,
@@ -246,8 +245,8 @@ fn atomics_return_the_original_value() {
     let c = r.one(&mut ca);
     assert_req(&c, a.qpn, wi, op::FA);
     assert_eq!(c.byte_cnt(), 8);
-    assert_eq!(r.read(&local, 0, 8), 100u64.to_le_bytes());
-    assert_eq!(r.read(&remote, 64, 8), 105u64.to_le_bytes());
+    assert_eq!(r.read(&local, 0, 8), enc(100));
+    assert_eq!(r.read(&remote, 64, 8), enc(105));
     // CMP_SWAP that fails (compare 7 != 105): memory unchanged, original returned.
     let wi = r.post(
         &mut a,
@@ -261,8 +260,8 @@ fn atomics_return_the_original_value() {
         ]),
     );
     assert_req(&r.one(&mut ca), a.qpn, wi, op::CS);
-    assert_eq!(r.read(&local, 8, 8), 105u64.to_le_bytes());
-    assert_eq!(r.read(&remote, 64, 8), 105u64.to_le_bytes());
+    assert_eq!(r.read(&local, 8, 8), enc(105));
+    assert_eq!(r.read(&remote, 64, 8), enc(105));
     // CMP_SWAP that succeeds.
     let wi = r.post(
         &mut a,
@@ -276,8 +275,18 @@ fn atomics_return_the_original_value() {
         ]),
     );
     assert_req(&r.one(&mut ca), a.qpn, wi, op::CS);
-    assert_eq!(r.read(&local, 16, 8), 105u64.to_le_bytes());
-    assert_eq!(r.read(&remote, 64, 8), 0xDEAD_BEEFu64.to_le_bytes());
+    assert_eq!(r.read(&local, 16, 8), enc(105));
+    assert_eq!(r.read(&remote, 64, 8), enc(0xDEAD_BEEF));
+}
+
+#[test]
+fn atomics_return_the_original_value_big_endian_by_default() {
+    atomics_with(Rig::new(), u64::to_be_bytes);
+}
+
+#[test]
+fn atomics_in_host_order_with_endianness_mode_1() {
+    atomics_with(Rig::with_atomic_mode(1), u64::to_le_bytes);
 }
 
 #[test]
@@ -491,7 +500,11 @@ fn srq_wqes_are_consumed_along_their_next_list_and_the_limit_event_fires() {
         let c = r.one(&mut cb);
         assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::RespSend));
         assert_eq!(c.wqe_counter(), posted[usize::from(k)], "SRQ WQE index");
-        assert_eq!(c.srqn_uidx(), srq.srqn);
+        assert_eq!(
+            c.srqn_uidx(),
+            rig::SRQ_QP_UIDX,
+            "the QP's user index (cqe_version 1)"
+        );
         assert_eq!(c.qpn(), b.qpn);
         assert_eq!(r.read(&dst, 512 * usize::from(k), 100), msg);
         if k == 1 {

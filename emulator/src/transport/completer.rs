@@ -4,7 +4,8 @@
 //! An ACK for PSN `p` completes every SEND / WRITE whose last PSN is at or before `p`. A READ
 //! response's payload is written at `(psn - first_psn) * MTU` into the READ's local buffers;
 //! the last (or only) response completes it. An atomic ACK's original value is written to the
-//! atomic's 8-byte local buffer (host byte order, as `atomic_req_8B_endianness_mode` 1).
+//! atomic's 8-byte local buffer (big-endian, or host byte order with
+//! `atomic_req_8B_endianness_mode` 1).
 //! A NAK completes what precedes its PSN, then: PSN sequence error -> go back to that PSN
 //! (bounded by `retry_count`); invalid request / remote access / remote operational error ->
 //! the WQE fails with REMOTE_INVAL_REQ / REMOTE_ACCESS / REMOTE_OP. An RNR NAK waits the
@@ -244,14 +245,12 @@ fn atomic_ack(ctx: &mut Ctx<'_>, pd: u32, tr: &mut QpTransport, repr: &PacketRep
     if !matches!(w.op(), Some(SendOpcode::AtomicCs | SendOpcode::AtomicFa)) {
         return false;
     }
-    if let Err(e) = mkey::scatter(
-        ctx.dma,
-        &ctx.st.res.mkeys,
-        pd,
-        &w.segs,
-        0,
-        &orig.to_le_bytes(),
-    ) {
+    let bytes = if super::atomic_big_endian(ctx) {
+        orig.to_be_bytes()
+    } else {
+        orig.to_le_bytes()
+    };
+    if let Err(e) = mkey::scatter(ctx.dma, &ctx.st.res.mkeys, pd, &w.segs, 0, &bytes) {
         w.error = Some(match e {
             KeyError::Fault => CqeSyndrome::LocalAccess,
             _ => CqeSyndrome::LocalProt,
@@ -269,10 +268,13 @@ pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
         return;
     };
     let cqn = qp.ctx.cqn_snd();
+    let qpc = qp.ctx;
     let mut tr = std::mem::take(&mut qp.tr);
+    let uidx = crate::cq::srqn_uidx(ctx, &qpc, None);
     while let Some(w) = tr.sq.front() {
         if let Some(s) = w.error.filter(|_| w.fully_sent()) {
             let mut c = crate::cq::err_cqe(true, qpn, w.wqe_index, w.opcode, s);
+            c.set_srqn_uidx(uidx);
             tr.sq.pop_front();
             crate::cq::push(ctx, cqn, &mut c);
             enter_error(ctx, qpn, &mut tr);
@@ -287,6 +289,7 @@ pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
         if w.signaled {
             let byte_cnt = w.len.min(u64::from(u32::MAX)) as u32;
             let mut c = crate::cq::req_cqe(qpn, w.wqe_index, w.opcode, byte_cnt);
+            c.set_srqn_uidx(uidx);
             crate::cq::push(ctx, cqn, &mut c);
         }
     }

@@ -369,6 +369,17 @@ pub(crate) fn bth(opcode: Opcode, dest_qp: u32, psn: u32) -> BthRepr {
     BthRepr::new(opcode, dest_qp, psn)
 }
 
+/// Whether 8-byte atomic values (the responder's target, the requester's result buffer)
+/// are big-endian in memory: yes unless the host set `atomic_req_8B_endianness_mode` 1
+/// (host byte order, as ACCESS_REG HOST_ENDIANNESS told) with SET_HCA_CAP.
+pub(crate) fn atomic_big_endian(ctx: &Ctx<'_>) -> bool {
+    if ctx.st.caps.atomic().atomic_req_8B_endianness_mode() == 1 {
+        ctx.st.hca.host_big_endian
+    } else {
+        true
+    }
+}
+
 /// Whether the QP's state lets it receive (RTR and later, not ERR / RST / INIT).
 pub(crate) fn can_receive(qpc: &Qpc) -> bool {
     matches!(

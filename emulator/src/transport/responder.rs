@@ -12,7 +12,8 @@
 //! SEND: scattered into the receive WQE; a message longer than the WQE's buffers completes
 //! the WQE with a local length error and NAKs invalid request. WRITE: to the RETH's target.
 //! READ: responses of up to one MTU each, AETH on the first and last. Atomics: 8-byte aligned
-//! targets in host byte order, the original value in the ATOMIC ACKNOWLEDGE. UD: Q_Key check,
+//! targets in the byte order `atomic_req_8B_endianness_mode` selects (big-endian, or host
+//! order with mode 1), the original value in the ATOMIC ACKNOWLEDGE. UD: Q_Key check,
 //! and the first 40 bytes of the receive buffer get the GRH area (an IPv4 header at offset
 //! 20, bytes 0-19 zero; an IPv6 header fills all 40). UC never NAKs: bad packets are
 //! dropped. A responder error other than RNR moves the QP to ERR.
@@ -90,20 +91,27 @@ pub(crate) fn handle(
 }
 
 /// A responder CQE for receive WQE `recv`.
-fn resp_cqe(qpn: u32, qpc: &Qpc, recv: &RecvWqe, op: CqeOpcode, byte_cnt: u64) -> Cqe64 {
+fn resp_cqe(
+    ctx: &Ctx<'_>,
+    qpn: u32,
+    qpc: &Qpc,
+    recv: &RecvWqe,
+    op: CqeOpcode,
+    byte_cnt: u64,
+) -> Cqe64 {
     let mut c = Cqe64::default();
     c.set_opcode(op.raw());
     c.set_qpn(qpn);
     c.set_wqe_counter(recv.counter);
     c.set_byte_cnt(byte_cnt.min(u64::from(u32::MAX)) as u32);
-    c.set_srqn_uidx(recv.srqn.unwrap_or_else(|| qpc.user_index()));
+    c.set_srqn_uidx(crate::cq::srqn_uidx(ctx, qpc, recv.srqn));
     c
 }
 
 /// A responder error CQE for receive WQE `recv`.
-fn resp_err(qpn: u32, qpc: &Qpc, recv: &RecvWqe, s: CqeSyndrome) -> Cqe64 {
+fn resp_err(ctx: &Ctx<'_>, qpn: u32, qpc: &Qpc, recv: &RecvWqe, s: CqeSyndrome) -> Cqe64 {
     let mut c = crate::cq::err_cqe(false, qpn, recv.counter, 0, s);
-    c.set_srqn_uidx(recv.srqn.unwrap_or_else(|| qpc.user_index()));
+    c.set_srqn_uidx(crate::cq::srqn_uidx(ctx, qpc, recv.srqn));
     c
 }
 
@@ -130,7 +138,7 @@ fn ud_receive(
     let cqn = qpc.cqn_rcv();
     let total = (GRH_LEN + payload.len()) as u64;
     if total > mkey::total_len(&recv.segs) {
-        let mut c = resp_err(qpn, qpc, &recv, CqeSyndrome::LocalLength);
+        let mut c = resp_err(ctx, qpn, qpc, &recv, CqeSyndrome::LocalLength);
         crate::cq::push(ctx, cqn, &mut c);
         enter_error(ctx, qpn, tr);
         return true;
@@ -151,7 +159,7 @@ fn ud_receive(
         } else {
             CqeSyndrome::LocalProt
         };
-        let mut c = resp_err(qpn, qpc, &recv, s);
+        let mut c = resp_err(ctx, qpn, qpc, &recv, s);
         crate::cq::push(ctx, cqn, &mut c);
         enter_error(ctx, qpn, tr);
         return true;
@@ -161,7 +169,7 @@ fn ud_receive(
     } else {
         CqeOpcode::RespSend
     };
-    let mut c = resp_cqe(qpn, qpc, &recv, op, total);
+    let mut c = resp_cqe(ctx, qpn, qpc, &recv, op, total);
     c.set_rqpn(deth.src_qp);
     c.set_grh(1);
     c.set_se(repr.bth.solicited);
@@ -277,7 +285,7 @@ impl Responder<'_> {
                     return false;
                 }
                 if let Some((w, s)) = recv {
-                    let mut c = resp_err(self.qpn, self.qpc, &w, s);
+                    let mut c = resp_err(ctx, self.qpn, self.qpc, &w, s);
                     crate::cq::push(ctx, self.qpc.cqn_rcv(), &mut c);
                 }
                 self.ack(ctx, psn, Syndrome::Nak(code));
@@ -460,7 +468,7 @@ impl Responder<'_> {
                 (None, Some(i)) => (CqeOpcode::RespSendInv, i.rkey),
                 (None, None) => (CqeOpcode::RespSend, 0),
             };
-            let mut c = resp_cqe(self.qpn, self.qpc, &recv, op, off);
+            let mut c = resp_cqe(ctx, self.qpn, self.qpc, &recv, op, off);
             c.set_imm_inval_pkey(imm);
             c.set_se(repr.bth.solicited);
             crate::cq::push(ctx, self.qpc.cqn_rcv(), &mut c);
@@ -551,7 +559,14 @@ impl Responder<'_> {
             tr.resp.msg = None;
             self.msn = self.msn.wrapping_add(1);
             if let (Some(recv), Some(imm)) = (recv, repr.ext.imm) {
-                let mut c = resp_cqe(self.qpn, self.qpc, &recv, CqeOpcode::RespWrImm, dma_len);
+                let mut c = resp_cqe(
+                    ctx,
+                    self.qpn,
+                    self.qpc,
+                    &recv,
+                    CqeOpcode::RespWrImm,
+                    dma_len,
+                );
                 c.set_imm_inval_pkey(imm.imm);
                 c.set_se(repr.bth.solicited);
                 crate::cq::push(ctx, self.qpc.cqn_rcv(), &mut c);
@@ -667,12 +682,23 @@ impl Responder<'_> {
             }
             Err(_) => return Err(access),
         }
-        let orig = u64::from_le_bytes(cur);
+        let be = super::atomic_big_endian(ctx);
+        let orig = if be {
+            u64::from_be_bytes(cur)
+        } else {
+            u64::from_le_bytes(cur)
+        };
         let new = if repr.bth.opcode == Opcode::RcCompareSwap {
             if orig == a.compare { a.swap_add } else { orig }
         } else {
             orig.wrapping_add(a.swap_add)
         };
+        let new = if be {
+            new.to_be_bytes()
+        } else {
+            new.to_le_bytes()
+        };
+        let mkeys = &ctx.st.res.mkeys;
         if mkey::write(
             dma,
             mkeys,
@@ -680,7 +706,7 @@ impl Responder<'_> {
             pd,
             Need::RemoteAtomic,
             a.virtual_addr,
-            &new.to_le_bytes(),
+            &new,
         )
         .is_err()
         {

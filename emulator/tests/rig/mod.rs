@@ -15,7 +15,7 @@ use rnic_hw_regs::doorbell::{
     CqArmCmd, UAR_CQ_ARM, UAR_EQ_UPDATE_ARM, cq_arm_doorbell, cq_arm_word, eq_doorbell,
     send_doorbell_offset, uar_bar_offset,
 };
-use rnic_hw_regs::eqe::{Eqe, eqe_is_sw_owned};
+use rnic_hw_regs::eqe::{Eqe, EventType, eqe_is_sw_owned};
 use rnic_hw_regs::wqe::{CtrlSeg, DataSeg, SendOpcode, WqeAv};
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -25,6 +25,8 @@ use crate::common::host::{BringUp, Host};
 pub(crate) const IP: [u8; 4] = [10, 0, 0, 1];
 /// The MAC the rig programs in GID entry 0.
 pub(crate) const MAC: [u8; 6] = [0x02, 0x52, 0x4e, 0x49, 0x43, 0x00];
+/// The user index of QPs on an SRQ (CQEs carry it with cqe_version 1).
+pub(crate) const SRQ_QP_UIDX: u32 = 0x42;
 /// Q_Key of the rig's UD QPs.
 pub(crate) const QKEY: u32 = 0x1111_1111;
 
@@ -139,10 +141,36 @@ pub(crate) struct Srq {
 }
 
 impl Rig {
-    /// Bring-up, GID 0 = `::ffff:10.0.0.1`, a completion EQ of 64 entries on vector 1.
+    /// Bring-up, GID 0 = `::ffff:10.0.0.1`, a completion EQ of 64 entries on vector 1;
+    /// 8-byte atomics big-endian in memory (`atomic_req_8B_endianness_mode` 0).
     pub(crate) fn new() -> Rig {
+        Rig::with_atomic_mode(0)
+    }
+
+    /// Like [`Rig::new`], with SET_HCA_CAP (atomic) `atomic_req_8B_endianness_mode` = `mode`
+    /// before INIT_HCA.
+    pub(crate) fn with_atomic_mode(mode: u8) -> Rig {
         let mut h = Host::small();
-        let up = h.bring_up();
+        let up = if mode == 0 {
+            h.bring_up()
+        } else {
+            // `Host::bring_up` with the atomic capability set before INIT_HCA.
+            Rig::init_with_atomic_mode(&mut h, mode);
+            h.enable_roce();
+            let uar = h.alloc_uar();
+            let events = [
+                EventType::PageRequest.raw(),
+                EventType::CqError.raw(),
+                EventType::WqCatasError.raw(),
+                EventType::PortChange.raw(),
+                EventType::WqInvalReqError.raw(),
+                EventType::WqAccessError.raw(),
+                EventType::SrqRqLimit.raw(),
+            ];
+            let (eqn, _) = h.create_eq(7, uar, 0, &events);
+            let pd = h.alloc_pd();
+            BringUp { uar, eqn, pd }
+        };
         // The first region the host allocated is the bring-up EQ's buffer (128 EQEs).
         let aeq_buf = h.regions[0].iova;
         assert_eq!(h.regions[0].len, 128 * 64);
@@ -166,6 +194,36 @@ impl Rig {
             aeq_ci: 0,
             next_variant: 0x10,
         }
+    }
+
+    /// ENABLE_HCA .. INIT_HCA as `Host::init_hca` does, with the atomic capability set
+    /// before the init pages; `Host::bring_up` then skips nothing it needs (a second
+    /// ENABLE_HCA / INIT_HCA would fail, so this replaces its first part).
+    fn init_with_atomic_mode(h: &mut Host, mode: u8) {
+        use rnic_hw_regs::cmd::op_mod;
+        h.enable_hca();
+        h.ok(&cmd::QueryIssiIn::new_cmd(), &[]);
+        let mut s = cmd::SetIssiIn::new_cmd();
+        s.set_current_issi(1);
+        h.ok(&s, &[]);
+        let boot = h.query_pages(op_mod::QUERY_PAGES_BOOT);
+        assert!(h.give_pages(boot.max(0) as usize).is_ok());
+        let mut reg = cmd::AccessRegisterIn::new_cmd();
+        reg.set_register_id(cmd::REG_HOST_ENDIANNESS);
+        h.ok(&reg, &[0; 16]);
+        let mut q = cmd::QueryHcaCapIn::new_cmd();
+        q.set_op_mod(op_mod::query_hca_cap(3, 1));
+        let cur = h.ok(&q, &[]).view::<cmd::QueryHcaCapOut>();
+        let mut set = cmd::SetHcaCapIn::new_cmd();
+        set.set_op_mod(op_mod::set_hca_cap(3));
+        *set.capability_mut() = *cur.capability();
+        set.capability_mut()
+            .atomic_caps_mut()
+            .set_atomic_req_8B_endianness_mode(mode);
+        h.ok(&set, &[]);
+        let init = h.query_pages(op_mod::QUERY_PAGES_INIT);
+        assert!(h.give_pages(init.max(0) as usize).is_ok());
+        h.ok(&cmd::InitHcaIn::new_cmd(), &[]);
     }
 
     /// CREATE_CQ of `2^log_size` CQEs (op_own initialized to 0xF1) on the completion EQ.
@@ -355,7 +413,7 @@ impl Rig {
         c.set_rq_type(1);
         c.set_srqn_rmpn_xrqn(srq.srqn);
         c.set_dbr_addr(dbr);
-        c.set_user_index(0xFF_FFFF);
+        c.set_user_index(SRQ_QP_UIDX);
         let r = self.h.ok(&i, &pas);
         Qp {
             qpn: r.view::<CreateQpOut>().qpn(),
