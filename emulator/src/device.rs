@@ -233,6 +233,13 @@ impl Device {
         self.shared.with_ctx(f)
     }
 
+    /// Attaches the device's port to `link`: frames for IP addresses that are not this
+    /// device's own GIDs leave through it, and frames it delivers are received (processed by
+    /// [`Device::step`], or by the device thread).
+    pub fn set_link(&self, link: Box<dyn crate::port::Link>) {
+        self.shared.lock().port.set_link(link);
+    }
+
     /// Raises a health syndrome in the health buffer, as failing firmware does.
     pub fn raise_health_syndrome(&self, synd: HealthSyndrome) {
         self.shared.bar.raise_health_syndrome(synd);

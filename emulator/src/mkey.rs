@@ -160,7 +160,10 @@ fn pieces(
             let base = m.start_addr & !(page - 1);
             let mut done = 0usize;
             while done < len {
-                let off = (addr - base) + done as u64;
+                let off = addr
+                    .checked_sub(base)
+                    .and_then(|o| o.checked_add(done as u64))
+                    .ok_or(KeyError::Bounds)?;
                 let idx = usize::try_from(off >> log).map_err(|_| KeyError::Fault)?;
                 let entry = *pages.get(idx).ok_or(KeyError::Fault)?;
                 let within = off & (page - 1);
@@ -247,7 +250,8 @@ pub(crate) fn gather(
         let dst = &mut out[done..done + n];
         match *s {
             Seg::Key { lkey, addr, .. } => {
-                read(dma, mkeys, lkey, pd, Need::LocalRead, addr + off, dst)?;
+                let at = addr.checked_add(off).ok_or(KeyError::Bounds)?;
+                read(dma, mkeys, lkey, pd, Need::LocalRead, at, dst)?;
             }
             Seg::Inline { off: start, .. } => {
                 let from = start as usize + off as usize;
@@ -293,7 +297,7 @@ pub(crate) fn scatter(
                     lkey,
                     pd,
                     Need::LocalWrite,
-                    addr + off,
+                    addr.checked_add(off).ok_or(KeyError::Bounds)?,
                     &data[done..done + n],
                 )?;
             }

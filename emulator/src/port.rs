@@ -81,6 +81,11 @@ impl Port {
         }
     }
 
+    /// Replaces the port's link.
+    pub(crate) fn set_link(&mut self, link: Box<dyn Link>) {
+        self.link = link;
+    }
+
     /// An empty frame buffer.
     pub(crate) fn buffer(&mut self) -> Vec<u8> {
         let mut b = self.pool.pop().unwrap_or_default();
@@ -176,10 +181,11 @@ fn receive(ctx: &mut Ctx<'_>, frame: &[u8]) {
         ctx.st.counters.rx_dropped += 1;
         return;
     }
-    let Ok((repr, payload)) = PacketRepr::parse(frame) else {
+    let Ok(repr) = PacketRepr::parse_packet(&packet) else {
         ctx.st.counters.rx_dropped += 1;
         return;
     };
+    let payload = packet.payload();
     let dst_ok = dest_gid(frame).is_some_and(|g| is_own_gid(ctx, &g));
     let qpn = repr.bth.dest_qp;
     if !dst_ok

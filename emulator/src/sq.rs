@@ -53,7 +53,7 @@ pub(crate) fn doorbell(ctx: &mut Ctx<'_>, uar: u32, value: u64) -> bool {
         Ok(QpState::Rts | QpState::Sqd) => {}
         _ => return false,
     }
-    let Ok(counter) = ctx.dma.read_be32(qp.ctx.dbr_addr() + 4) else {
+    let Ok(counter) = ctx.dma.read_be32(qp.ctx.dbr_addr().wrapping_add(4)) else {
         // The doorbell record faulted (counted by the IOMMU): nothing can be read.
         return true;
     };
@@ -321,7 +321,7 @@ pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
         return;
     };
     if !qp.ctx.no_sq() {
-        if let Ok(counter) = ctx.dma.read_be32(qp.ctx.dbr_addr() + 4) {
+        if let Ok(counter) = ctx.dma.read_be32(qp.ctx.dbr_addr().wrapping_add(4)) {
             let counter = counter as u16;
             let size = 1u32 << qp.ctx.log_sq_size().min(15);
             let mut ci = qp.sq_ci;

@@ -334,6 +334,79 @@ proptest! {
         prop_assert!(seen >= 1 || r.counters().bad_doorbells > after.bad_doorbells);
     }
 
+    /// Well-formed WQEs of every RC opcode with hostile contents: addresses anywhere in the
+    /// 64-bit space under a whole-space PA key (IOMMU faults, wrap-arounds), lengths up to
+    /// 2 GiB, keys valid or not. No panic; every WQE completes (signaled) and a failure is
+    /// an error CQE followed by flushes.
+    #[test]
+    fn hostile_wqe_contents(
+        ops in proptest::collection::vec(
+            (
+                prop_oneof![
+                    Just(op::SEND), Just(op::SEND_IMM), Just(op::WRITE), Just(op::WRITE_IMM),
+                    Just(op::READ), Just(op::CS), Just(op::FA), Just(op::NOP)
+                ],
+                any::<u64>(),
+                any::<u64>(),
+                prop_oneof![Just(0u32), Just(1), Just(8), Just(300), Just(4096), any::<u32>()],
+                0u8..4,
+            ),
+            1..6,
+        ),
+    ) {
+        let mut r = Rig::new();
+        let (mut a, mut b, mut ca, mut cb) = r.pair(QpSt::Rc, MTU);
+        let whole = r.mr_whole(Access::ALL);
+        let m = r.mr(8192, Access::ALL);
+        for _ in 0..8 {
+            r.post_recv(&mut b, &[(m.addr, 8192, m.key)]);
+        }
+        let mut last = 0;
+        let mut n = 0;
+        for (opcode, laddr, raddr_, len, key_sel) in ops {
+            let key = |sel: u8| match sel {
+                0 => whole,
+                1 => m.key,
+                2 => m.key ^ 0x0100,
+                _ => 0x100,
+            };
+            let len = if matches!(opcode, op::CS | op::FA) { 8 } else { len & 0x7FFF_FFFF };
+            let mut s = Vec::new();
+            if !matches!(opcode, op::SEND | op::SEND_IMM | op::NOP) {
+                s.extend_from_slice(&rig::raddr(raddr_, key(key_sel ^ 1)));
+            }
+            if matches!(opcode, op::CS | op::FA) {
+                s.extend_from_slice(&rig::atomic(1, 2));
+            }
+            if opcode != op::NOP {
+                s.extend_from_slice(&data(laddr, len, key(key_sel)));
+            }
+            last = r.write_wqe(&mut a, opcode, SIGNALED, 7, &s);
+            n += 1;
+        }
+        r.ring(&mut a, last);
+        r.h.dev.step();
+        let mut got = 0;
+        let mut failed = false;
+        while let Some(c) = r.poll(&mut ca) {
+            got += 1;
+            match c.cqe_opcode() {
+                Ok(CqeOpcode::Req) => prop_assert!(!failed, "success after a failure"),
+                Ok(CqeOpcode::ReqErr) => {
+                    let s = c.error_syndrome();
+                    prop_assert!(s.is_ok());
+                    if failed {
+                        prop_assert_eq!(s, Ok(CqeSyndrome::WrFlush));
+                    }
+                    failed = true;
+                }
+                other => prop_assert!(false, "unexpected {:?}", other),
+            }
+        }
+        prop_assert_eq!(got, n, "every signaled WQE completes");
+        while r.poll(&mut cb).is_some() {}
+    }
+
     /// Random values at random UAR offsets and widths: no panic, and an unknown target is
     /// counted.
     #[test]

@@ -20,7 +20,7 @@ impl QueueBuf {
         }
         let page = usize::try_from(offset >> self.log_page_size).ok()?;
         let within = offset & ((1u64 << self.log_page_size) - 1);
-        Some(self.pages.get(page)? + within)
+        self.pages.get(page)?.checked_add(within)
     }
 
     /// Whether the pages can hold the whole queue.

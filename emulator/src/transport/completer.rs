@@ -20,7 +20,7 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::QpState;
 use rnic_hw_regs::wqe::SendOpcode;
 
-use super::{QpTransport, SendWqe, enter_error, mtu_bytes, psn_cmp};
+use super::{QpTransport, SendWqe, advance_una, enter_error, mtu_bytes, psn_add, psn_cmp};
 use crate::device::Ctx;
 use crate::mkey::{self, KeyError};
 use crate::wire::{NakCode, Opcode, Operation, PacketRepr, Position, Syndrome};
@@ -48,11 +48,13 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
             let syndrome = repr.ext.aeth.map(|a| a.syndrome);
             match syndrome {
                 Some(Syndrome::Ack { .. }) => {
+                    advance_una(&mut tr, psn_add(psn, 1));
                     ack_upto(&mut tr, psn);
                     tr.retry_left = None;
                     tr.rnr_left = None;
                 }
                 Some(Syndrome::RnrNak { .. }) => {
+                    advance_una(&mut tr, psn);
                     ack_before(&mut tr, psn);
                     let left = tr.rnr_left.get_or_insert(rnr_retry);
                     if *left == 0 {
@@ -69,6 +71,7 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
                     }
                 }
                 Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
+                    advance_una(&mut tr, psn);
                     ack_before(&mut tr, psn);
                     let left = tr.retry_left.get_or_insert(retry_count);
                     if *left == 0 {
@@ -229,6 +232,7 @@ fn read_response(
     if last {
         w.done = true;
     }
+    advance_una(tr, psn_add(psn, 1));
     true
 }
 
@@ -258,6 +262,7 @@ fn atomic_ack(ctx: &mut Ctx<'_>, pd: u32, tr: &mut QpTransport, repr: &PacketRep
         return true;
     }
     w.done = true;
+    advance_una(tr, psn_add(psn, 1));
     true
 }
 

@@ -150,9 +150,19 @@ impl SendWqe {
         psn_add(self.first_psn, self.npkts.saturating_sub(1))
     }
 
+    /// Packets the requester sends for it: a READ or atomic is one request packet (its
+    /// other PSNs belong to the responses).
+    pub(crate) fn packets(&self) -> u32 {
+        if self.is_rd_atomic() {
+            self.npkts.min(1)
+        } else {
+            self.npkts
+        }
+    }
+
     /// Every packet has been sent.
     pub(crate) fn fully_sent(&self) -> bool {
-        self.started && self.next_pkt >= self.npkts
+        self.started && self.next_pkt >= self.packets()
     }
 }
 
@@ -206,6 +216,21 @@ pub(crate) struct QpTransport {
     pub rnr_left: Option<u8>,
     /// Transport retries left (PSN sequence NAKs).
     pub retry_left: Option<u8>,
+    /// The oldest PSN not yet acknowledged (RC); `None` until the requester first sends,
+    /// then advanced by ACKs and responses. The requester keeps at most [`WINDOW`] PSNs
+    /// beyond it in flight.
+    pub una: Option<u32>,
+}
+
+/// PSNs the RC requester may have unacknowledged (as rxe: sending stalls beyond 128).
+pub(crate) const WINDOW: u32 = 128;
+
+/// Moves the oldest unacknowledged PSN up to `psn` (never back).
+pub(crate) fn advance_una(tr: &mut QpTransport, psn: u32) {
+    match tr.una {
+        Some(u) if psn_cmp(psn, u) <= 0 => {}
+        _ => tr.una = Some(psn),
+    }
 }
 
 /// Error returned while building a frame: the WQE fails with this syndrome.

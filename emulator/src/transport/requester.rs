@@ -27,6 +27,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
     }
     let qpc = qp.ctx;
     let mut tr = std::mem::take(&mut qp.tr);
+    let rc = qpc.st() == u8::from(QpSt::Rc);
+    let una = *tr.una.get_or_insert(qpc.next_send_psn());
+    // RC: no packet at or beyond `una + WINDOW` goes out until ACKs move `una`.
+    let limit = rc.then(|| psn_add(una, super::WINDOW));
     let max_rd = 1usize << qpc.log_sra_max();
     let mut rd_outstanding = 0usize;
     for i in 0..tr.sq.len() {
@@ -54,8 +58,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
                 break;
             }
         }
-        send_packets(ctx, &qpc, qpn, w);
-        if w.error.is_some() {
+        send_packets(ctx, &qpc, qpn, w, limit);
+        if w.error.is_some() || !w.fully_sent() {
             break;
         }
         let st = QpSt::try_from(qpc.st()).ok();
@@ -137,8 +141,8 @@ fn seq_opcode(base: u8, first: u8, middle: u8, last: u8, only: u8, i: u32, n: u3
     }
 }
 
-/// Sends the WQE's packets from `next_pkt` on.
-fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
+/// Sends the WQE's packets from `next_pkt` on, stopping before PSN `limit`.
+fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: Option<u32>) {
     let Some(mtu) = mtu_of(ctx, qpc) else {
         w.error = Some(CqeSyndrome::LocalQpOp);
         return;
@@ -154,14 +158,13 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
         return;
     };
     let mut payload = std::mem::take(&mut ctx.st.port.scratch);
-    // READ and atomics are one request packet; the other PSNs belong to the responses.
-    let sends = match op {
-        SendOpcode::RdmaRead | SendOpcode::AtomicCs | SendOpcode::AtomicFa => 1,
-        _ => w.npkts,
-    };
+    let sends = w.packets();
     while w.next_pkt < sends {
         let i = w.next_pkt;
         let psn = psn_add(w.first_psn, i);
+        if limit.is_some_and(|l| super::psn_cmp(psn, l) >= 0) {
+            break;
+        }
         let last = i + 1 == sends;
         let (code, data_len) = match op {
             SendOpcode::Send | SendOpcode::SendImm | SendOpcode::SendInval => {

@@ -541,7 +541,7 @@ impl Responder<'_> {
                 rkey,
                 self.qpc.pd(),
                 Need::RemoteWrite,
-                va + off,
+                va.wrapping_add(off),
                 payload,
             ) {
                 let code = if e == KeyError::Fault {
@@ -623,7 +623,7 @@ impl Responder<'_> {
                     reth.rkey,
                     self.qpc.pd(),
                     Need::RemoteRead,
-                    reth.virtual_addr + off,
+                    reth.virtual_addr.wrapping_add(off),
                     &mut data,
                 )
                 .is_err()

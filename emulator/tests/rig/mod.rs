@@ -312,6 +312,26 @@ impl Rig {
         }
     }
 
+    /// A PA key over the whole address space (`length64`): addresses are IOVAs.
+    pub(crate) fn mr_whole(&mut self, access: Access) -> u32 {
+        let variant = self.next_variant;
+        self.next_variant = self.next_variant.wrapping_add(1);
+        let mut i = CreateMkeyIn::new_cmd();
+        let m = i.memory_key_mkey_entry_mut();
+        m.set_access_mode(MKC_ACCESS_MODE_PA);
+        m.set_lr(true);
+        m.set_lw(access.lw);
+        m.set_rr(access.rr);
+        m.set_rw(access.rw);
+        m.set_a(access.a);
+        m.set_qpn(0xFF_FFFF);
+        m.set_mkey_7_0(variant);
+        m.set_pd(self.pd);
+        m.set_length64(true);
+        let r = self.h.ok(&i, &[]);
+        r.view::<CreateMkeyOut>().mkey_index() << 8 | u32::from(variant)
+    }
+
     /// CREATE_QP of type `st` with `2^log_sq` WQEBBs and `2^log_rq` receive WQEs of 64 bytes.
     pub(crate) fn qp(&mut self, st: QpSt, scq: &Cq, rcq: &Cq, log_sq: u8, log_rq: u8) -> Qp {
         let stride_log = 2; // 64-byte receive WQEs: 4 data segments
