@@ -32,10 +32,15 @@ pub(crate) const QKEY: u32 = 0x1111_1111;
 
 /// The device's GID 0.
 pub(crate) fn gid() -> [u8; 16] {
+    gid_of(IP)
+}
+
+/// The IPv4-mapped GID of `ip`.
+pub(crate) fn gid_of(ip: [u8; 4]) -> [u8; 16] {
     let mut g = [0u8; 16];
     g[10] = 0xFF;
     g[11] = 0xFF;
-    g[12..].copy_from_slice(&IP);
+    g[12..].copy_from_slice(&ip);
     g
 }
 
@@ -124,6 +129,9 @@ pub(crate) struct Rig {
     /// The bring-up's async EQ buffer (128 entries) and consumer index.
     pub(crate) aeq_buf: u64,
     pub(crate) aeq_ci: u32,
+    /// GID 0's IPv4 address and MAC.
+    pub(crate) ip: [u8; 4],
+    pub(crate) mac: [u8; 6],
     next_variant: u8,
 }
 
@@ -150,6 +158,15 @@ impl Rig {
     /// Like [`Rig::new`], with SET_HCA_CAP (atomic) `atomic_req_8B_endianness_mode` = `mode`
     /// before INIT_HCA.
     pub(crate) fn with_atomic_mode(mode: u8) -> Rig {
+        Rig::build(mode, IP, MAC)
+    }
+
+    /// A rig whose GID 0 is `::ffff:ip` with `mac`.
+    pub(crate) fn with_addr(ip: [u8; 4], mac: [u8; 6]) -> Rig {
+        Rig::build(0, ip, mac)
+    }
+
+    fn build(mode: u8, ip: [u8; 4], mac: [u8; 6]) -> Rig {
         let mut h = Host::small();
         let up = if mode == 0 {
             h.bring_up()
@@ -178,8 +195,8 @@ impl Rig {
         s.set_roce_address_index(0);
         s.set_vhca_port_num(1);
         let a = s.roce_address_mut();
-        a.set_source_l3_address(gid());
-        a.set_source_mac(MAC);
+        a.set_source_l3_address(gid_of(ip));
+        a.set_source_mac(mac);
         a.set_roce_version(ROCE_VERSION_2);
         h.ok(&s, &[]);
         let (ceq, ceq_buf) = h.create_eq(6, up.uar, 1, &[]);
@@ -192,6 +209,8 @@ impl Rig {
             pd: up.pd,
             aeq_buf,
             aeq_ci: 0,
+            ip,
+            mac,
             next_variant: 0x10,
         }
     }
@@ -478,6 +497,22 @@ impl Rig {
 
     /// INIT2RTR towards `remote_qpn` on this device, path MTU code `mtu`, then RTR2RTS.
     pub(crate) fn rtr_rts(&mut self, qp: &Qp, remote_qpn: u32, mtu: u8, psn: u32, rnr_retry: u8) {
+        let (ip, mac) = (self.ip, self.mac);
+        self.rtr_rts_to(qp, remote_qpn, mtu, psn, rnr_retry, gid_of(ip), mac);
+    }
+
+    /// INIT2RTR towards `remote_qpn` at `rgid` / `rmac`, then RTR2RTS.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rtr_rts_to(
+        &mut self,
+        qp: &Qp,
+        remote_qpn: u32,
+        mtu: u8,
+        psn: u32,
+        rnr_retry: u8,
+        rgid: [u8; 16],
+        rmac: [u8; 6],
+    ) {
         let mut i = Init2RtrQpIn::new_cmd();
         i.set_qpn(qp.qpn);
         let c = i.qpc_mut();
@@ -488,8 +523,8 @@ impl Rig {
         c.set_log_rra_max(2);
         c.set_min_rnr_nak(1);
         let a = c.primary_address_path_mut();
-        a.set_rmac(MAC);
-        a.set_rgid_rip(gid());
+        a.set_rmac(rmac);
+        a.set_rgid_rip(rgid);
         a.set_src_addr_index(0);
         a.set_hop_limit(64);
         a.set_udp_sport(0xC000 | (qp.qpn as u16 & 0x3FFF));
