@@ -1,7 +1,14 @@
 //! A software ConnectX (mlx5) that speaks byte-exact RoCE v2.
 //!
-//! What exists today is [`wire`]: the RoCE v2 wire formats, checked against real Linux rxe
-//! captures.
+//! The device ([`Device`], reached only through [`EmuBus`], the `Bus` its driver uses) has
+//! the init segment and UAR doorbells, the command processor, firmware pages and
+//! capabilities, and the queue engines: SQ, RQ and SRQ, the CQE and EQE writers with owner
+//! bits, arming and overrun, memory-key checks through the IOMMU model, and a RoCE v2
+//! transport (requester, responder, completer) whose frames for the device's own GIDs loop
+//! back inside its port; other frames go to the port's [`port::Link`] (see
+//! [`Device::set_link`]).
+//!
+//! Underneath is [`wire`]: the RoCE v2 wire formats, checked against real Linux rxe captures.
 //!
 //! - Ethernet (with an optional 802.1Q tag), IPv4 and IPv6, UDP: smoltcp's zero-copy views
 //!   with our own `Repr`s, which keep what a byte-exact RoCE v2 frame needs (IP ID, DSCP/ECN,
@@ -16,8 +23,8 @@
 //!   checksum, pad and ICRC computed).
 //!
 //! Every parse returns a typed [`wire::WireError`] on malformed input and never panics. The
-//! device model (registers, command processor, queues), the transport and the links arrive
-//! with later issues.
+//! links between devices (in-process, UDP), retransmission timers, fault injection and
+//! capture arrive with the transport issue.
 
 mod bar;
 mod bus;
