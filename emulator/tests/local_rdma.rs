@@ -38,36 +38,46 @@ fn assert_req(c: &Cqe64, qpn: u32, wqe_index: u16, opcode: u8) {
 }
 
 #[test]
-fn send_recv_at_every_size() {
+fn send_and_send_imm_at_every_size() {
     let mut r = Rig::new();
     let (mut a, mut b, mut ca, mut cb) = r.pair(QpSt::Rc, MTU);
     let src = r.mr(4096, Access::ALL);
     let dst = r.mr(4096, Access::ALL);
-    for (n, &len) in SIZES.iter().enumerate() {
-        let msg = pattern(len, n as u8);
-        r.fill(&src, 0, &msg);
-        r.fill(&dst, 0, &vec![0xEE; 2048]);
-        let rc = r.post_recv(&mut b, &[(dst.addr, 2048, dst.key)]);
-        let sg = if len == 0 {
-            Vec::new()
-        } else {
-            data(src.addr, len as u32, src.key)
-        };
-        let wi = r.post(&mut a, op::SEND, SIGNALED, 0, &sg);
-        let c = r.one(&mut ca);
-        assert_req(&c, a.qpn, wi, op::SEND);
-        let c = r.one(&mut cb);
-        assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::RespSend), "size {len}");
-        assert_eq!(c.byte_cnt() as usize, len);
-        assert_eq!(c.qpn(), b.qpn);
-        assert_eq!(c.wqe_counter(), rc);
-        assert_eq!(r.read(&dst, 0, len), msg, "payload of size {len}");
-        assert_eq!(r.read(&dst, len, 1), [0xEE], "nothing past the message");
-        assert!(r.poll(&mut ca).is_none() && r.poll(&mut cb).is_none());
+    for opcode in [op::SEND, op::SEND_IMM] {
+        for (n, &len) in SIZES.iter().enumerate() {
+            let msg = pattern(len, n as u8 + opcode);
+            r.fill(&src, 0, &msg);
+            r.fill(&dst, 0, &vec![0xEE; 2048]);
+            let rc = r.post_recv(&mut b, &[(dst.addr, 2048, dst.key)]);
+            let sg = if len == 0 {
+                Vec::new()
+            } else {
+                data(src.addr, len as u32, src.key)
+            };
+            let imm = 0x5100_0000 | len as u32;
+            let wi = r.post(&mut a, opcode, SIGNALED, imm, &sg);
+            let c = r.one(&mut ca);
+            assert_req(&c, a.qpn, wi, opcode);
+            let c = r.one(&mut cb);
+            if opcode == op::SEND_IMM {
+                assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::RespSendImm), "size {len}");
+                assert_eq!(c.imm_inval_pkey(), imm);
+            } else {
+                assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::RespSend), "size {len}");
+            }
+            assert_eq!(c.byte_cnt() as usize, len);
+            assert_eq!(c.qpn(), b.qpn);
+            assert_eq!(c.wqe_counter(), rc);
+            assert_eq!(r.read(&dst, 0, len), msg, "payload of size {len}");
+            assert_eq!(r.read(&dst, len, 1), [0xEE], "nothing past the message");
+            assert!(r.poll(&mut ca).is_none() && r.poll(&mut cb).is_none());
+        }
     }
-    // One packet per MTU: 0/1/255/256 bytes are single packets, 257 two, 785 four; plus ACKs.
     let c = r.counters();
-    assert_eq!(c.frames_tx, c.frames_rx);
+    assert_eq!(
+        c.frames_tx, c.frames_rx,
+        "every frame looped back and was accepted"
+    );
     assert_eq!(c.rx_dropped, 0);
 }
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use rig::{Access, Rig, SIGNALED, atomic, data, gid_of, op, raddr, segs};
 use rnic_emulator::port::Link;
+use rnic_emulator::wire::{IpRepr, Opcode, PacketRepr};
 use rnic_hw_regs::cqe::CqeOpcode;
 use rnic_hw_regs::ctx::QpSt;
 
@@ -22,11 +23,13 @@ struct End {
     tx: Queue,
     rx: Queue,
     sent: Arc<Mutex<u64>>,
+    log: Arc<Mutex<Vec<Vec<u8>>>>,
 }
 
 impl Link for End {
     fn transmit(&mut self, frame: &[u8]) {
         *self.sent.lock().unwrap() += 1;
+        self.log.lock().unwrap().push(frame.to_vec());
         self.tx.lock().unwrap().push_back(frame.to_vec());
     }
 
@@ -64,15 +67,18 @@ fn two_devices_over_a_link() {
     let ba: Queue = Arc::default();
     let sent_a = Arc::new(Mutex::new(0));
     let sent_b = Arc::new(Mutex::new(0));
+    let log_a = Arc::new(Mutex::new(Vec::new()));
     ra.h.dev.set_link(Box::new(End {
         tx: ab.clone(),
         rx: ba.clone(),
         sent: sent_a.clone(),
+        log: log_a.clone(),
     }));
     rb.h.dev.set_link(Box::new(End {
         tx: ba,
         rx: ab,
         sent: sent_b.clone(),
+        log: Arc::default(),
     }));
 
     let mut ca = ra.cq(6);
@@ -104,6 +110,31 @@ fn two_devices_over_a_link() {
         "three request packets on the wire"
     );
     assert_eq!(*sent_b.lock().unwrap(), 1, "one ACK");
+    // The frames are byte-exact RoCE v2: addresses from the QP's path and the GID table,
+    // UDP 4791 from the path's source port, SEND FIRST / MIDDLE / LAST with consecutive
+    // PSNs from next_send_psn, AckReq on the last, a valid ICRC.
+    let frames = log_a.lock().unwrap().clone();
+    let expect = [
+        (Opcode::RcSendFirst, 256),
+        (Opcode::RcSendMiddle, 256),
+        (Opcode::RcSendLast, 188),
+    ];
+    for (k, f) in frames.iter().enumerate() {
+        let (p, payload) = PacketRepr::parse(f).expect("a valid frame with its ICRC");
+        assert_eq!(p.eth.dst.0, MAC_B);
+        assert_eq!(p.eth.src.0, MAC_A);
+        let IpRepr::V4(ip) = p.ip else { panic!("IPv4") };
+        assert_eq!((ip.src.octets(), ip.dst.octets(), ip.ttl), (IP_A, IP_B, 64));
+        assert!(ip.dont_frag);
+        assert_eq!(p.udp.dst_port, 4791);
+        assert_eq!(p.udp.src_port, 0xC000 | (a.qpn as u16 & 0x3FFF));
+        assert_eq!((p.bth.opcode, payload.len()), expect[k]);
+        assert_eq!(p.bth.dest_qp, b.qpn);
+        assert_eq!(p.bth.psn, 0x100 + k as u32);
+        assert_eq!(p.bth.pkey, 0xFFFF);
+        assert_eq!(p.bth.ack_req, k == 2);
+        assert_eq!(payload, &msg[256 * k..256 * k + payload.len()]);
+    }
 
     // WRITE, READ back, FETCH_ADD.
     let w = ra.post(

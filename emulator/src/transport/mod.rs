@@ -292,8 +292,13 @@ impl Path {
             rmac: a.rmac(),
             sgid_index: a.src_addr_index(),
             hop_limit: a.hop_limit(),
-            // RoCE v2 on ConnectX takes the IP DSCP and ECN from the address path.
-            tclass: (a.dscp() << 2) | a.ecn(),
+            // RoCE v2 on ConnectX takes the IP DSCP and ECN from the address path's `dscp`
+            // and `ecn`; a path that only set `tclass` (as for a GRH) uses its DSCP bits.
+            tclass: if a.dscp() == 0 && a.ecn() == 0 {
+                a.tclass() & !3
+            } else {
+                (a.dscp() << 2) | a.ecn()
+            },
             flow_label: a.flow_label(),
             udp_sport: a.udp_sport(),
             sl: a.sl(),
