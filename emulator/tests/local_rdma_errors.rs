@@ -390,3 +390,36 @@ fn ud_receive_too_small_is_a_local_length_error() {
     r.one(&mut ca);
     assert_err(&r.one(&mut cb), false, b.qpn, rc, CqeSyndrome::LocalLength);
 }
+
+#[test]
+fn rnr_on_a_multi_packet_send_resends_the_whole_message() {
+    for rnr_retry in [0u8, 7] {
+        let mut r = Rig::new();
+        let mut ca = r.cq(6);
+        let mut cb = r.cq(6);
+        let mut a = r.qp(QpSt::Rc, &ca, &ca, 6, 6);
+        let mut b = r.qp(QpSt::Rc, &cb, &cb, 6, 6);
+        r.init_qp(&a, true, true, true);
+        r.init_qp(&b, true, true, true);
+        r.rtr_rts(&a, b.qpn, MTU, 3, rnr_retry);
+        r.rtr_rts(&b, a.qpn, MTU, 3, rnr_retry);
+        let src = r.mr(4096, Access::ALL);
+        let dst = r.mr(4096, Access::ALL);
+        let msg: Vec<u8> = (0..700u32).map(|i| (i * 3) as u8).collect();
+        r.fill(&src, 0, &msg);
+        let w = r.post(&mut a, op::SEND, SIGNALED, 0, &data(src.addr, 700, src.key));
+        if rnr_retry == 0 {
+            assert_err(&r.one(&mut ca), true, a.qpn, w, CqeSyndrome::RnrRetryExc);
+            continue;
+        }
+        assert!(r.poll(&mut ca).is_none());
+        let rc = r.post_recv(&mut b, &[(dst.addr, 1024, dst.key)]);
+        r.h.dev.advance(Duration::from_micros(20));
+        r.h.dev.step();
+        let c = r.one(&mut ca);
+        assert_eq!((c.cqe_opcode(), c.wqe_counter()), (Ok(CqeOpcode::Req), w));
+        let c = r.one(&mut cb);
+        assert_eq!((c.wqe_counter(), c.byte_cnt()), (rc, 700));
+        assert_eq!(r.read(&dst, 0, 700), msg);
+    }
+}

@@ -142,6 +142,16 @@ fn cq_owner_bits_and_overrun() {
         r.post(&mut a, op::NOP, SIGNALED, 0, &[]);
     }
     assert_eq!(r.counters().cq_overruns, 1);
+    let e = r.poll_aeq().expect("a CQ error EQE on the async EQ");
+    assert_eq!(
+        e.event(),
+        Ok(EqeEvent::CqError {
+            cqn: cq.cqn,
+            syndrome: 0x01
+        }),
+        "overrun syndrome"
+    );
+    assert!(r.poll_aeq().is_none());
     for k in 0..4 {
         assert_eq!(
             r.one(&mut cq).wqe_counter(),
@@ -236,13 +246,20 @@ fn iommu_faults_on_data_wqe_cqe_and_doorbell_record_never_crash() {
     assert_eq!(c.error_syndrome(), Ok(CqeSyndrome::LocalQpOp));
     assert!(r.counters().iommu_faults > faults);
 
-    // CQ buffer: the CQE is dropped and counted; the CQ enters error.
+    // CQ buffer: the CQE is dropped and counted; the CQ enters error (access violation).
     let mut r = Rig::new();
     let (mut a, _b, ca, _cb) = r.pair(QpSt::Rc, MTU);
     unmap(&mut r, ca.buf);
     let dropped = r.counters().cqes_dropped;
     r.post(&mut a, op::NOP, SIGNALED, 0, &[]);
     assert_eq!(r.counters().cqes_dropped, dropped + 1);
+    assert_eq!(
+        r.poll_aeq().map(|e| e.event()),
+        Some(Ok(EqeEvent::CqError {
+            cqn: ca.cqn,
+            syndrome: 0x02
+        }))
+    );
     r.post(&mut a, op::NOP, SIGNALED, 0, &[]);
     assert_eq!(r.counters().cqes_dropped, dropped + 2);
 

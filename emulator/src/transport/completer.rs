@@ -70,6 +70,12 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
                         ctx.st.port.timers_armed += 1;
                     }
                 }
+                Some(Syndrome::Nak(NakCode::PsnSequenceError)) if tr.rnr_wait.is_some() => {
+                    // The packets after an RNR-NAKed one arrive out of sequence; the resend
+                    // when the RNR timer expires covers them.
+                    advance_una(&mut tr, psn);
+                    ack_before(&mut tr, psn);
+                }
                 Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
                     advance_una(&mut tr, psn);
                     ack_before(&mut tr, psn);
