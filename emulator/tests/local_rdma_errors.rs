@@ -10,6 +10,7 @@ use std::time::Duration;
 use rig::{Access, Cq, Qp, Rig, SIGNALED, atomic, data, datagram, inline, op, raddr, segs};
 use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
 use rnic_hw_regs::ctx::QpSt;
+use rnic_hw_regs::eqe::{EqeEvent, EventType};
 
 const MTU: u8 = 1;
 
@@ -111,6 +112,15 @@ fn receive_buffer_too_small_is_a_local_length_error() {
     assert_err(&r.one(&mut cb), false, b.qpn, r1, CqeSyndrome::WrFlush);
     assert_err(&r.one(&mut ca), true, a.qpn, w, CqeSyndrome::RemoteInvalReq);
     assert_flushes_new_work(&mut r, &mut a, &mut ca);
+    // The responder's QP raised its affiliated error event.
+    let e = r.poll_aeq().expect("an affiliated event");
+    assert_eq!(
+        e.event(),
+        Ok(EqeEvent::Qp {
+            kind: EventType::WqInvalReqError,
+            qpn: b.qpn
+        })
+    );
 }
 
 /// Posts one RDMA WQE on a fresh pair with the given remote key and access, and returns the
@@ -138,6 +148,20 @@ fn remote_op(opcode: u8, remote_access: Access, qp_flags: bool, tweak_key: u32, 
     assert_eq!(c.wqe_counter(), w);
     assert_eq!(c.qpn(), a.qpn);
     assert_flushes_new_work(&mut r, &mut a, &mut ca);
+    // The responder raised the affiliated event of its error.
+    let want = if c.error_syndrome() == Ok(CqeSyndrome::RemoteAccess) {
+        EventType::WqAccessError
+    } else {
+        EventType::WqInvalReqError
+    };
+    let e = r.poll_aeq().expect("an affiliated event");
+    assert_eq!(
+        e.event(),
+        Ok(EqeEvent::Qp {
+            kind: want,
+            qpn: b.qpn
+        })
+    );
     c
 }
 
@@ -422,4 +446,35 @@ fn rnr_on_a_multi_packet_send_resends_the_whole_message() {
         assert_eq!((c.wqe_counter(), c.byte_cnt()), (rc, 700));
         assert_eq!(r.read(&dst, 0, 700), msg);
     }
+}
+
+#[test]
+fn the_first_packet_in_rtr_raises_comm_est() {
+    let mut r = Rig::new();
+    let mut ca = r.cq(6);
+    let mut cb = r.cq(6);
+    let mut a = r.qp(QpSt::Rc, &ca, &ca, 6, 6);
+    let mut b = r.qp(QpSt::Rc, &cb, &cb, 6, 6);
+    r.init_qp(&a, true, true, true);
+    r.init_qp(&b, true, true, true);
+    r.rtr_rts(&a, b.qpn, MTU, 9, 0);
+    // b only reaches RTR: it receives (and ACKs) but does not send.
+    r.rtr_to(&b, a.qpn, MTU, 9, rig::gid(), rig::MAC);
+    let src = r.mr(4096, Access::ALL);
+    let dst = r.mr(4096, Access::ALL);
+    for _ in 0..2 {
+        r.post_recv(&mut b, &[(dst.addr, 64, dst.key)]);
+        r.post(&mut a, op::SEND, SIGNALED, 0, &data(src.addr, 8, src.key));
+        assert_eq!(r.one(&mut ca).cqe_opcode(), Ok(CqeOpcode::Req));
+        assert_eq!(r.one(&mut cb).cqe_opcode(), Ok(CqeOpcode::RespSend));
+    }
+    let e = r.poll_aeq().expect("COMM_EST");
+    assert_eq!(
+        e.event(),
+        Ok(EqeEvent::Qp {
+            kind: EventType::CommEst,
+            qpn: b.qpn
+        })
+    );
+    assert!(r.poll_aeq().is_none(), "once");
 }

@@ -201,6 +201,8 @@ pub(crate) struct RespState {
     pub nak_sent: bool,
     /// The last atomic executed: its PSN and the original value (for duplicates).
     pub last_atomic: Option<(u32, u64)>,
+    /// The communication-established event was raised (first packet received in RTR).
+    pub comm_est: bool,
 }
 
 /// Per-QP transport state (requester, completer and responder).
@@ -416,6 +418,13 @@ pub(crate) fn can_receive(qpc: &Qpc) -> bool {
         QpState::try_from(qpc.state()),
         Ok(QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqer)
     )
+}
+
+/// Posts an affiliated QP event (`kind`, QPN at 0x38) to the EQ subscribed to it.
+pub(crate) fn qp_event(ctx: &mut Ctx<'_>, kind: rnic_hw_regs::eqe::EventType, qpn: u32) {
+    let mut data = [0u8; 28];
+    data[0x18..0x1C].copy_from_slice(&(qpn & 0xFF_FFFF).to_be_bytes());
+    crate::eq::post_event(ctx, kind.raw(), 0, &data);
 }
 
 /// Moves QP `qpn` to ERR and flushes its outstanding work; `tr` is the QP's transport state

@@ -16,10 +16,13 @@
 //! order with mode 1), the original value in the ATOMIC ACKNOWLEDGE. UD: Q_Key check,
 //! and the first 40 bytes of the receive buffer get the GRH area (an IPv4 header at offset
 //! 20, bytes 0-19 zero; an IPv6 header fills all 40). UC never NAKs: bad packets are
-//! dropped. A responder error other than RNR moves the QP to ERR.
+//! dropped. A responder error other than RNR moves the QP to ERR and raises the affiliated
+//! event (WQ_INVAL_REQ_ERROR, WQ_ACCESS_ERROR, else WQ_CATAS_ERROR); the first packet a QP
+//! receives in RTR raises COMM_EST.
 
 use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
-use rnic_hw_regs::ctx::{QpSt, Qpc};
+use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
+use rnic_hw_regs::eqe::EventType;
 
 use super::{
     InMsg, MsgKind, Path, QpTransport, bth, can_receive, enter_error, gid_ip, mtu_bytes,
@@ -64,6 +67,11 @@ pub(crate) fn handle(
         return;
     }
     let mut tr = std::mem::take(&mut qp.tr);
+    if qpc.state() == u8::from(QpState::Rtr) && !tr.resp.comm_est {
+        // The first packet in RTR: communication established.
+        tr.resp.comm_est = true;
+        super::qp_event(ctx, EventType::CommEst, qpn);
+    }
     let ok = match st {
         Some(QpSt::Ud) => ud_receive(ctx, qpn, &qpc, &mut tr, repr, payload, ip_header),
         _ => {
@@ -290,6 +298,14 @@ impl Responder<'_> {
                 }
                 self.ack(ctx, psn, Syndrome::Nak(code));
                 tr.resp.msg = None;
+                // The affiliated event of the responder's error (IBTA: local invalid
+                // request / local access violation WQ error, else catastrophic).
+                let kind = match code {
+                    NakCode::InvalidRequest => EventType::WqInvalReqError,
+                    NakCode::RemoteAccessError => EventType::WqAccessError,
+                    _ => EventType::WqCatasError,
+                };
+                super::qp_event(ctx, kind, self.qpn);
                 enter_error(ctx, self.qpn, tr);
                 let _ = op;
                 true

@@ -513,6 +513,20 @@ impl Rig {
         rgid: [u8; 16],
         rmac: [u8; 6],
     ) {
+        self.rtr_to(qp, remote_qpn, mtu, psn, rgid, rmac);
+        self.rts(qp, psn, rnr_retry);
+    }
+
+    /// INIT2RTR only (see [`Rig::rtr_rts_to`]).
+    pub(crate) fn rtr_to(
+        &mut self,
+        qp: &Qp,
+        remote_qpn: u32,
+        mtu: u8,
+        psn: u32,
+        rgid: [u8; 16],
+        rmac: [u8; 6],
+    ) {
         let mut i = Init2RtrQpIn::new_cmd();
         i.set_qpn(qp.qpn);
         let c = i.qpc_mut();
@@ -530,6 +544,10 @@ impl Rig {
         a.set_udp_sport(0xC000 | (qp.qpn as u16 & 0x3FFF));
         a.set_vhca_port_num(1);
         self.h.ok(&i, &[]);
+    }
+
+    /// RTR2RTS with `psn`, `rnr_retry`, retry count 7, 4 outstanding READs / atomics.
+    pub(crate) fn rts(&mut self, qp: &Qp, psn: u32, rnr_retry: u8) {
         let mut i = Rtr2RtsQpIn::new_cmd();
         i.set_qpn(qp.qpn);
         let c = i.qpc_mut();
