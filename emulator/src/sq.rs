@@ -353,3 +353,100 @@ pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
     }
     crate::rq::flush(ctx, qpn);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use rnic_hw_regs::Bus;
+    use rnic_hw_regs::ctx::{Cqc, Qpc};
+    use rnic_hw_regs::doorbell::uar_bar_offset;
+
+    use crate::resources::{Cq, QueueBuf, Uar};
+    use crate::{Device, Profile, RunMode};
+
+    /// In threaded mode the device thread picks up a send doorbell on its own: a signaled
+    /// NOP on an RC QP in RTS completes with a REQ CQE the host sees without stepping.
+    #[test]
+    fn threaded_device_runs_send_doorbells() {
+        let dev = Device::new(Profile::default(), RunMode::Threaded);
+        let bus = dev.bus();
+        let cq_mem = bus.alloc_dma(4096).unwrap();
+        let qp_mem = bus.alloc_dma(4096 * 2).unwrap();
+        let dbr = bus.alloc_dma(4096).unwrap();
+        // CQEs start as INVALID with owner 1.
+        for i in 0..64 {
+            // SAFETY: inside the live 4 KiB region.
+            unsafe { cq_mem.vaddr.as_ptr().add(i * 64 + 63).write_volatile(0xF1) };
+        }
+        let (uar, cqn, qpn) = dev.with_ctx(|ctx| {
+            let uar = ctx.st.res.uars.insert(Uar).unwrap();
+            let mut cqc = Cqc::default();
+            cqc.set_log_cq_size(6);
+            let buf = QueueBuf {
+                pages: vec![cq_mem.iova],
+                log_page_size: 12,
+                len: 4096,
+            };
+            let cqn = ctx
+                .st
+                .res
+                .cqs
+                .insert(Cq::new(cqc, buf, uar, 0, dbr.iova))
+                .unwrap();
+            let mut q = Qpc::default();
+            q.set_state(3);
+            q.set_st(0);
+            q.set_uar_page(uar);
+            q.set_log_sq_size(6);
+            q.set_rq_type(3);
+            q.set_cqn_snd(cqn);
+            q.set_cqn_rcv(cqn);
+            q.set_mtu(1);
+            q.set_dbr_addr(dbr.iova + 64);
+            let buf = QueueBuf {
+                pages: vec![qp_mem.iova, qp_mem.iova + 4096],
+                log_page_size: 12,
+                len: 4096,
+            };
+            let qpn = ctx.st.res.qps.insert(crate::resources::Qp::new(q, buf));
+            (uar, cqn, qpn.unwrap())
+        });
+        // A signaled NOP at WQEBB 0, send counter 1.
+        let mut ctrl = [0u8; 16];
+        ctrl[4..8].copy_from_slice(&(qpn << 8 | 1).to_be_bytes());
+        ctrl[11] = 0x08;
+        // SAFETY: inside the live regions.
+        unsafe {
+            std::ptr::copy_nonoverlapping(ctrl.as_ptr(), qp_mem.vaddr.as_ptr(), 16);
+            std::ptr::copy_nonoverlapping(
+                1u32.to_be_bytes().as_ptr(),
+                dbr.vaddr.as_ptr().add(64 + 4),
+                4,
+            );
+        }
+        let value = u64::from_be_bytes(ctrl[..8].try_into().unwrap());
+        bus.write64(uar_bar_offset(uar) + 0x800, value);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            // SAFETY: inside the live region; the device writes it through the IOMMU.
+            let op_own = unsafe { cq_mem.vaddr.as_ptr().add(63).read_volatile() };
+            if op_own >> 4 == 0 {
+                assert_eq!(op_own & 1, 0, "first pass: owner 0");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the device thread never completed the NOP"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut cqe = [0u8; 64];
+        // SAFETY: as above.
+        unsafe { std::ptr::copy_nonoverlapping(cq_mem.vaddr.as_ptr(), cqe.as_mut_ptr(), 64) };
+        assert_eq!(&cqe[0x39..0x3C], &qpn.to_be_bytes()[1..]);
+        assert_eq!(&cqe[0x3C..0x3E], &[0, 0], "wqe_counter 0");
+        let _ = cqn;
+        drop(dev);
+    }
+}
