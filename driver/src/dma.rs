@@ -62,6 +62,63 @@ pub(crate) fn read_u8(region: &DmaRegion, offset: usize) -> Option<u8> {
     read(region, offset, &mut b).then_some(b[0])
 }
 
+/// Writes `v` big-endian at `p` with one volatile 8-byte store.
+///
+/// # Safety
+/// `p` must be 8-byte aligned and valid for an 8-byte write (inside a live DMA region).
+#[inline(always)]
+pub(crate) unsafe fn write_be64(p: *mut u8, v: u64) {
+    // SAFETY: the caller guarantees alignment and validity.
+    unsafe { p.cast::<u64>().write_volatile(v.to_be()) }
+}
+
+/// Writes `v` big-endian at `p` with one volatile 4-byte store.
+///
+/// # Safety
+/// `p` must be 4-byte aligned and valid for a 4-byte write.
+#[inline(always)]
+pub(crate) unsafe fn write_be32(p: *mut u8, v: u32) {
+    // SAFETY: the caller guarantees alignment and validity.
+    unsafe { p.cast::<u32>().write_volatile(v.to_be()) }
+}
+
+/// Reads a big-endian 32-bit value at `p` with one volatile 4-byte load.
+///
+/// # Safety
+/// `p` must be 4-byte aligned and valid for a 4-byte read.
+#[inline(always)]
+pub(crate) unsafe fn read_be32(p: *const u8) -> u32 {
+    // SAFETY: the caller guarantees alignment and validity.
+    u32::from_be(unsafe { p.cast::<u32>().read_volatile() })
+}
+
+/// Reads the byte at `p` (volatile).
+///
+/// # Safety
+/// `p` must be valid for a 1-byte read.
+#[inline(always)]
+pub(crate) unsafe fn read_byte(p: *const u8) -> u8 {
+    // SAFETY: the caller guarantees validity.
+    unsafe { p.read_volatile() }
+}
+
+/// A bus handle that object types can derive `Debug` with.
+#[derive(Clone)]
+pub(crate) struct BusHandle(pub(crate) std::sync::Arc<dyn rnic_hw_regs::Bus>);
+
+impl std::fmt::Debug for BusHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bus")
+    }
+}
+
+impl std::ops::Deref for BusHandle {
+    type Target = dyn rnic_hw_regs::Bus;
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,6 +55,18 @@ impl EventQueue {
         log_size: u8,
         events: &[EventType],
     ) -> Result<Self, DriverError> {
+        Self::create_on_vector(cmdq, bus, uar, log_size, events, 0)
+    }
+
+    /// Like [`EventQueue::create`], raising interrupt vector `intr` (eqc `intr`) when armed.
+    pub fn create_on_vector(
+        cmdq: &CmdQueue,
+        bus: &dyn Bus,
+        uar: Uar,
+        log_size: u8,
+        events: &[EventType],
+        intr: u16,
+    ) -> Result<Self, DriverError> {
         let len = EQE_SIZE << log_size;
         let buf = bus.alloc_dma(len.max(PAGE))?;
         let npages = len.div_ceil(PAGE);
@@ -67,7 +79,7 @@ impl EventQueue {
             let eqc = cmd.eq_context_entry_mut();
             eqc.set_log_eq_size(log_size);
             eqc.set_uar_page(uar.index());
-            eqc.set_intr(0);
+            eqc.set_intr(intr);
             eqc.set_log_page_size(0);
         }
         for e in events {
@@ -104,7 +116,8 @@ impl EventQueue {
         self.ci
     }
 
-    fn doorbell(&self, bus: &dyn Bus) {
+    /// Writes the consumer index and re-arms the EQ (UAR + 0x40).
+    pub fn doorbell(&self, bus: &dyn Bus) {
         fence(Ordering::Release);
         self.uar
             .write32(bus, UAR_EQ_UPDATE_ARM, eq_doorbell(self.eqn, self.ci));

@@ -147,12 +147,33 @@ pub enum DriverError {
         /// Firmware pages the device kept.
         leaked_pages: usize,
     },
+    /// A QP attribute is missing or out of range for a transition.
+    #[error("{transition} on QP {qpn:#x}: attribute {attr}: {why}")]
+    QpAttr {
+        /// The QP.
+        qpn: u32,
+        /// The transition (`RST2INIT`, `INIT2RTR`, ...).
+        transition: &'static str,
+        /// The attribute's name (as in `ibv_qp_attr`).
+        attr: &'static str,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The HCA was closed already.
     #[error("the HCA is closed")]
     Closed,
 }
 
 impl DriverError {
+    /// Whether the device answered the command (it executed it and reported a status), so
+    /// the memory the command referred to is no longer in its hands when it failed.
+    pub fn device_answered(&self) -> bool {
+        matches!(
+            self,
+            Self::Command { .. } | Self::UnknownCommandStatus { .. } | Self::BadOutput { .. }
+        )
+    }
+
     /// The command this error is about, if it is about one.
     pub fn opcode(&self) -> Option<CmdOpcode> {
         match self {

@@ -8,6 +8,13 @@
 //! - [`vfio`]: [`vfio::VfioBus`], the [`Bus`](rnic_hw_regs::Bus) of a real device behind
 //!   Linux VFIO, and the discovery of ConnectX functions bound to vfio-pci.
 //!
+//! - objects: protection domains ([`pd`]), memory regions as MTT MKeys ([`mr`]), completion
+//!   queues and completion channels ([`cq`]), RC / UC / UD queue pairs ([`qp`]), shared
+//!   receive queues ([`srq`]) and UD address handles ([`ah`]); each holds `Arc`s of what it
+//!   depends on and is destroyed on drop (or with `destroy()`, which returns errors);
+//! - the data path ([`post`], [`cq::Cq::poll`], [`wr`]): posting and polling without
+//!   allocation, locks or system calls.
+//!
 //! Nothing here knows whether the bus is a real ConnectX or the emulator.
 //!
 //! Bringing up a real device (needs a ConnectX bound to vfio-pci, so not run here):
@@ -35,16 +42,24 @@
 //! # }
 //! ```
 
+pub mod ah;
 pub mod cmdq;
+pub mod cq;
 mod dma;
 pub mod eq;
 pub mod error;
 pub mod hca;
 pub mod health;
+pub mod mr;
 pub mod pages;
+pub mod pd;
+pub mod post;
+pub mod qp;
+pub mod srq;
 pub mod trace;
 pub mod uar;
 pub mod vfio;
+pub mod wr;
 
 pub use error::DriverError;
 pub use hca::{Hca, HcaConfig};

@@ -1,0 +1,326 @@
+//! Memory regions as MKeys: MTT mode over registered user memory (CREATE_MKEY / DESTROY_MKEY).
+//!
+//! Registration maps the memory for DMA ([`Bus::map_dma`]), builds the MTT (one BE64
+//! `page_iova | write | read` per 4 KiB page, the first being the page that holds the start),
+//! and creates an MTT-mode MKey whose `start_addr` is the host virtual address: the address
+//! work requests and remote peers use. `lkey = rkey = mkey_index << 8 | variant`, the variant
+//! byte rotating per key so that a stale key of a destroyed region does not match a new one.
+//!
+//! Memory the device (or a remote peer) may write is not Rust memory: an owned region
+//! ([`Mr::alloc`]) is only touched through [`Mr::write`] / [`Mr::read`] (volatile copies);
+//! a region from raw parts ([`Mr::register_raw`]) is `unsafe` with the contract written down.
+//!
+//! ```no_run
+//! # fn f(pd: std::sync::Arc<rnic_driver::pd::Pd>) -> Result<(), rnic_driver::DriverError> {
+//! use rnic_driver::mr::Mr;
+//! use rnic_driver::wr::{Access, Sge};
+//!
+//! let mr = Mr::alloc(&pd, 8192, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+//! mr.write(0, b"hello");
+//! let sge = Sge { addr: mr.addr(), len: 5, lkey: mr.lkey() };
+//! # let _ = sge;
+//! let mut back = [0u8; 5];
+//! mr.read(0, &mut back);
+//! assert_eq!(&back, b"hello");
+//! # Ok(()) }
+//! ```
+
+use crate::error::DriverError;
+use crate::pd::Pd;
+use crate::wr::Access;
+use rnic_hw_regs::cmd::{CreateMkeyIn, DestroyMkeyIn, mkey_key};
+use rnic_hw_regs::ctx::MKC_ACCESS_MODE_MTT;
+use std::alloc::Layout;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const PAGE: usize = 4096;
+/// MTT entry flags: read (bit 0) and write (bit 1).
+const MTT_RW: u64 = 0x3;
+/// mkc `qpn` of a key bound to no QP.
+const QPN_UNBOUND: u32 = 0xFF_FFFF;
+
+/// The variant byte of the next key.
+static VARIANT: AtomicU32 = AtomicU32::new(0x5A);
+
+/// Memory the region owns (from [`Mr::alloc`]).
+#[derive(Debug)]
+struct Owned {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+/// A registered memory region.
+#[derive(Debug)]
+pub struct Mr {
+    pd: Arc<Pd>,
+    key: u32,
+    addr: u64,
+    len: usize,
+    iova: u64,
+    access: Access,
+    owned: Option<Owned>,
+    done: bool,
+}
+
+// SAFETY: the region's memory is reached only through raw pointers with volatile copies (or
+// by the device); the handle itself holds no Rust references into it.
+unsafe impl Send for Mr {}
+// SAFETY: as for `Send`; `read`/`write` are volatile copies that may race only with the
+// device or a remote peer, which is the nature of registered memory.
+unsafe impl Sync for Mr {}
+
+/// The MTT entries for `len` bytes at `iova` (4 KiB pages), as BE64 bytes padded to whole
+/// octwords (pairs of entries).
+///
+/// ```
+/// use rnic_driver::mr::mtt_entries;
+///
+/// let mtt = mtt_entries(0x1_0000_0800, 0x1000);
+/// assert_eq!(mtt.len(), 16); // two pages: the one holding the start and the next
+/// assert_eq!(&mtt[..8], &0x1_0000_0003u64.to_be_bytes());
+/// assert_eq!(&mtt[8..], &0x1_0000_1003u64.to_be_bytes());
+/// ```
+pub fn mtt_entries(iova: u64, len: usize) -> Vec<u8> {
+    let first = iova & !(PAGE as u64 - 1);
+    let npages = ((iova - first) as usize + len).div_ceil(PAGE);
+    let mut v = Vec::with_capacity(npages.next_multiple_of(2) * 8);
+    for i in 0..npages {
+        v.extend_from_slice(&((first + (i * PAGE) as u64) | MTT_RW).to_be_bytes());
+    }
+    if npages % 2 == 1 {
+        v.extend_from_slice(&[0; 8]);
+    }
+    v
+}
+
+impl Mr {
+    /// Allocates `len` zeroed bytes (4 KiB aligned) and registers them with `access`.
+    pub fn alloc(pd: &Arc<Pd>, len: usize, access: Access) -> Result<Mr, DriverError> {
+        if len == 0 {
+            return Err(DriverError::InvalidArgument("memory region of 0 bytes".into()));
+        }
+        let layout = Layout::from_size_align(len.next_multiple_of(PAGE), PAGE)
+            .map_err(|_| DriverError::InvalidArgument(format!("region of {len} bytes")))?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
+            .ok_or(DriverError::Bus(rnic_hw_regs::BusError::NoMemory))?;
+        // SAFETY: the allocation lives until the region is destroyed (freed after the MKey is
+        // destroyed and the memory unmapped, or leaked if the device may still use it).
+        match unsafe { Self::register_raw(pd, ptr.as_ptr(), len, access) } {
+            Ok(mut mr) => {
+                mr.owned = Some(Owned { ptr, layout });
+                Ok(mr)
+            }
+            Err(e) => {
+                // SAFETY: allocated above with this layout; registration failed before the
+                // device could use it (or it was unmapped).
+                unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+                Err(e)
+            }
+        }
+    }
+
+    /// Registers `len` bytes at `addr` with `access` (local read is always allowed).
+    ///
+    /// # Safety
+    /// `addr..addr + len` must be allocated memory that stays allocated, and is not moved,
+    /// until the region is destroyed (dropped or [`Mr::destroy`]ed); the device and remote
+    /// peers (as `access` allows) may read and write it at any time until then, so the
+    /// caller must not hold Rust references into it while work requests use it.
+    pub unsafe fn register_raw(
+        pd: &Arc<Pd>,
+        addr: *mut u8,
+        len: usize,
+        access: Access,
+    ) -> Result<Mr, DriverError> {
+        let ptr = NonNull::new(addr)
+            .ok_or_else(|| DriverError::InvalidArgument("null region address".into()))?;
+        if len == 0 {
+            return Err(DriverError::InvalidArgument("memory region of 0 bytes".into()));
+        }
+        let hca = pd.hca();
+        let bus = hca.bus();
+        // SAFETY: the caller's contract covers the mapping's lifetime.
+        let iova = unsafe { bus.map_dma(ptr, len) }?;
+        let unmap = |e: DriverError| {
+            if let Err(u) = bus.unmap_dma(iova, len) {
+                log::warn!("unmapping a region after a failed registration: {u}");
+            }
+            e
+        };
+        if iova % PAGE as u64 != addr as u64 % PAGE as u64 {
+            return Err(unmap(DriverError::Unsupported(format!(
+                "bus mapping at IOVA {iova:#x} does not keep the page offset of {addr:p}"
+            ))));
+        }
+        let mtt = mtt_entries(iova, len);
+        let variant = VARIANT.fetch_add(1, Ordering::Relaxed) as u8;
+        let mut cmd = CreateMkeyIn::new_cmd();
+        cmd.set_translations_octword_actual_size((mtt.len() / 16) as u32);
+        {
+            let m = cmd.memory_key_mkey_entry_mut();
+            m.set_access_mode(MKC_ACCESS_MODE_MTT);
+            m.set_lr(true);
+            m.set_lw(access.contains(Access::LOCAL_WRITE));
+            m.set_rr(access.contains(Access::REMOTE_READ));
+            m.set_rw(access.contains(Access::REMOTE_WRITE));
+            m.set_a(access.contains(Access::REMOTE_ATOMIC));
+            m.set_qpn(QPN_UNBOUND);
+            m.set_mkey_7_0(variant);
+            m.set_pd(pd.pdn());
+            m.set_start_addr(addr as u64);
+            m.set_len(len as u64);
+            m.set_translations_octword_size((mtt.len() / 16) as u32);
+            m.set_log_page_size(12);
+        }
+        let out = match hca.cmdq().exec(&cmd, &mtt, &mut []) {
+            Ok(o) => o,
+            Err(e) if e.device_answered() => return Err(unmap(e)),
+            Err(e) => {
+                // The device may have created the key: keep the mapping (leaked).
+                log::warn!("CREATE_MKEY did not complete; {len} bytes stay mapped");
+                return Err(e);
+            }
+        };
+        Ok(Mr {
+            pd: pd.clone(),
+            key: mkey_key(out.mkey_index(), variant),
+            addr: addr as u64,
+            len,
+            iova,
+            access,
+            owned: None,
+            done: false,
+        })
+    }
+
+    /// The local key.
+    pub fn lkey(&self) -> u32 {
+        self.key
+    }
+
+    /// The remote key (equal to the local key).
+    pub fn rkey(&self) -> u32 {
+        self.key
+    }
+
+    /// The start address (the host virtual address; what SGEs and peers use).
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region is empty (never: registration refuses 0 bytes).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The IOVA the bus mapped the memory at.
+    pub fn iova(&self) -> u64 {
+        self.iova
+    }
+
+    /// The access rights.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// The PD.
+    pub fn pd(&self) -> &Arc<Pd> {
+        &self.pd
+    }
+
+    /// An SGE of `len` bytes at `offset` into the region.
+    pub fn sge(&self, offset: usize, len: u32) -> crate::wr::Sge {
+        crate::wr::Sge {
+            addr: self.addr + offset as u64,
+            len,
+            lkey: self.key,
+        }
+    }
+
+    /// Copies `data` into the region at `offset` (volatile writes). Panics if the range is
+    /// outside the region.
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        assert!(
+            offset.checked_add(data.len()).is_some_and(|e| e <= self.len),
+            "write of {} bytes at {offset} outside a region of {}",
+            data.len(),
+            self.len
+        );
+        let base = self.addr as *mut u8;
+        for (i, b) in data.iter().enumerate() {
+            // SAFETY: in bounds of the registered memory, which stays allocated while the
+            // region exists (registration contract); volatile, no reference created.
+            unsafe { base.add(offset + i).write_volatile(*b) };
+        }
+    }
+
+    /// Copies `out.len()` bytes at `offset` out of the region (volatile reads). Panics if
+    /// the range is outside the region.
+    pub fn read(&self, offset: usize, out: &mut [u8]) {
+        assert!(
+            offset.checked_add(out.len()).is_some_and(|e| e <= self.len),
+            "read of {} bytes at {offset} outside a region of {}",
+            out.len(),
+            self.len
+        );
+        let base = self.addr as *const u8;
+        for (i, b) in out.iter_mut().enumerate() {
+            // SAFETY: as in `write`.
+            *b = unsafe { base.add(offset + i).read_volatile() };
+        }
+    }
+
+    fn teardown(&mut self) -> Result<(), DriverError> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        let hca = self.pd.hca();
+        let mut i = DestroyMkeyIn::new_cmd();
+        i.set_mkey_index(self.key >> 8);
+        let r = hca.cmdq().exec(&i, &[], &mut []);
+        match &r {
+            Ok(_) => {}
+            Err(e) if e.device_answered() => {}
+            Err(_) => {
+                // The device may still use the key: leave memory mapped and allocated.
+                let _ = self.owned.take().map(std::mem::forget);
+                return r.map(|_| ());
+            }
+        }
+        let unmapped = hca.bus().unmap_dma(self.iova, self.len);
+        match (&unmapped, self.owned.take()) {
+            (Ok(()), Some(o)) => {
+                // SAFETY: allocated in `alloc` with this layout; the device can no longer
+                // reach it (key destroyed, memory unmapped).
+                unsafe { std::alloc::dealloc(o.ptr.as_ptr(), o.layout) }
+            }
+            (Err(_), Some(o)) => std::mem::forget(o),
+            _ => {}
+        }
+        r?;
+        unmapped?;
+        Ok(())
+    }
+
+    /// DESTROY_MKEY, then unmaps (and frees an owned buffer).
+    pub fn destroy(mut self) -> Result<(), DriverError> {
+        self.teardown()
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            log::warn!("destroying memory region {:#x} on drop: {e}", self.key);
+        }
+    }
+}

@@ -1,0 +1,835 @@
+//! Queue pairs: RC, UC and UD; CREATE_QP, the state machine (RST -> INIT -> RTR -> RTS,
+//! RTS -> RTS, -> ERR, -> RST) with typed per-transition attributes, QUERY_QP, DESTROY_QP.
+//!
+//! The QP buffer (RQ at offset 0, then the SQ, PRM section 5) and the doorbell record (on its
+//! own cache line after the queues) are one DMA region. A QP keeps its PD, CQs and SRQ
+//! alive; the CQs know the QP's queues (to turn CQEs into work completions) until it is
+//! destroyed, when its CQEs are removed from them.
+//!
+//! Posting is in [`crate::post`]: [`Qp::post_send`] and [`Qp::post_recv`].
+//!
+//! ```no_run
+//! # fn f(pd: std::sync::Arc<rnic_driver::pd::Pd>, cq: std::sync::Arc<rnic_driver::cq::Cq>,
+//! #      remote_qpn: u32, remote_gid: [u8; 16], remote_mac: [u8; 6]) -> Result<(), rnic_driver::DriverError> {
+//! use rnic_driver::qp::*;
+//! use rnic_driver::wr::Access;
+//!
+//! let qp = Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?;
+//! qp.to_init(&InitAttr { access: Access::REMOTE_WRITE | Access::REMOTE_READ, ..InitAttr::default() })?;
+//! qp.to_rtr(&RtrAttr {
+//!     path_mtu: Some(Mtu::Mtu1024),
+//!     dest_qpn: Some(remote_qpn),
+//!     rq_psn: 0,
+//!     av: Some(AddressVector { sgid_index: 1, dgid: remote_gid, dmac: remote_mac, ..AddressVector::default() }),
+//!     max_dest_rd_atomic: 4,
+//!     min_rnr_timer: 12,
+//! })?;
+//! qp.to_rts(&RtsAttr { sq_psn: 0, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4 })?;
+//! assert_eq!(qp.query()?.state, QpState::Rts);
+//! # Ok(()) }
+//! ```
+
+use crate::ah::rdma_get_udp_sport;
+use crate::cq::{Cq, log2_ceil};
+use crate::dma::write_be32;
+use crate::error::DriverError;
+use crate::pd::Pd;
+use crate::srq::{Srq, SrqShared};
+use crate::wr::Access;
+use rnic_hw_regs::cmd::{
+    CreateQpIn, DestroyQpIn, Init2RtrQpIn, Qp2ErrIn, Qp2RstIn, QueryQpIn, Rst2InitQpIn,
+    Rtr2RtsQpIn, Rts2RtsQpIn,
+};
+use rnic_hw_regs::ctx::{Ads, QpSt, Qpc, opt_param};
+pub use rnic_hw_regs::ctx::QpState;
+use rnic_hw_regs::wqe::{DS_SIZE, WQEBB, inline_seg_ds};
+use rnic_hw_regs::DmaRegion;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+const PAGE: usize = 4096;
+
+/// QP transport service type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QpType {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+}
+
+impl QpType {
+    fn st(self) -> QpSt {
+        match self {
+            QpType::Rc => QpSt::Rc,
+            QpType::Uc => QpSt::Uc,
+            QpType::Ud => QpSt::Ud,
+        }
+    }
+}
+
+/// Queue sizes a QP is created with (the driver may round them up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpCaps {
+    /// Send work requests outstanding at once.
+    pub max_send_wr: u32,
+    /// Receive work requests outstanding at once (ignored with an SRQ).
+    pub max_recv_wr: u32,
+    /// SGEs per send work request.
+    pub max_send_sge: u32,
+    /// SGEs per receive work request.
+    pub max_recv_sge: u32,
+    /// Inline data bytes per send work request.
+    pub max_inline_data: u32,
+}
+
+impl Default for QpCaps {
+    fn default() -> Self {
+        QpCaps {
+            max_send_wr: 64,
+            max_recv_wr: 64,
+            max_send_sge: 4,
+            max_recv_sge: 4,
+            max_inline_data: 64,
+        }
+    }
+}
+
+/// How to create a QP.
+#[derive(Clone, Debug)]
+pub struct QpConfig {
+    /// RC, UC or UD.
+    pub qp_type: QpType,
+    /// Queue sizes.
+    pub caps: QpCaps,
+    /// CQ of send completions.
+    pub send_cq: Arc<Cq>,
+    /// CQ of receive completions.
+    pub recv_cq: Arc<Cq>,
+    /// Receive from this SRQ instead of an own RQ.
+    pub srq: Option<Arc<Srq>>,
+    /// Every send WQE generates a completion, whatever its flags.
+    pub sq_sig_all: bool,
+}
+
+impl QpConfig {
+    /// A config with default sizes, no SRQ, selective signaling.
+    pub fn new(qp_type: QpType, send_cq: Arc<Cq>, recv_cq: Arc<Cq>) -> QpConfig {
+        QpConfig {
+            qp_type,
+            caps: QpCaps::default(),
+            send_cq,
+            recv_cq,
+            srq: None,
+            sq_sig_all: false,
+        }
+    }
+}
+
+/// Path MTU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Mtu {
+    /// 256 bytes.
+    Mtu256 = 1,
+    /// 512 bytes.
+    Mtu512 = 2,
+    /// 1024 bytes.
+    Mtu1024 = 3,
+    /// 2048 bytes.
+    Mtu2048 = 4,
+    /// 4096 bytes.
+    Mtu4096 = 5,
+}
+
+impl Mtu {
+    /// Payload bytes per packet.
+    pub const fn bytes(self) -> u32 {
+        128 << (self as u32)
+    }
+}
+
+/// A RoCE v2 address vector: where a connected QP's packets (or a UD datagram) go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddressVector {
+    /// Local GID table index (source address).
+    pub sgid_index: u8,
+    /// Destination GID (RoCE v2 over IPv4: `::ffff:a.b.c.d`).
+    pub dgid: [u8; 16],
+    /// Destination MAC.
+    pub dmac: [u8; 6],
+    /// Hop limit (IPv4 TTL); 0 means 64.
+    pub hop_limit: u8,
+    /// Traffic class (DSCP << 2 | ECN).
+    pub traffic_class: u8,
+    /// IPv6 flow label (20 bits).
+    pub flow_label: u32,
+    /// Service level (Ethernet priority, 3 bits).
+    pub sl: u8,
+    /// UDP source port; `None`: as rxe computes it (`rdma_get_udp_sport` of the flow label
+    /// and the QP numbers).
+    pub udp_sport: Option<u16>,
+}
+
+/// RST -> INIT attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InitAttr {
+    /// Port (1).
+    pub port: u8,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Remote access the QP allows as a responder (REMOTE_READ / WRITE / ATOMIC).
+    pub access: Access,
+    /// Q_Key (required on UD).
+    pub qkey: Option<u32>,
+}
+
+impl Default for InitAttr {
+    fn default() -> Self {
+        InitAttr {
+            port: 1,
+            pkey_index: 0,
+            access: Access::NONE,
+            qkey: None,
+        }
+    }
+}
+
+/// INIT -> RTR attributes. RC and UC need `path_mtu`, `dest_qpn` and `av`; UD none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RtrAttr {
+    /// Path MTU.
+    pub path_mtu: Option<Mtu>,
+    /// Destination QP number.
+    pub dest_qpn: Option<u32>,
+    /// First expected receive PSN (24 bits).
+    pub rq_psn: u32,
+    /// Primary address vector.
+    pub av: Option<AddressVector>,
+    /// RDMA READ / atomic requests accepted at once as responder (RC).
+    pub max_dest_rd_atomic: u8,
+    /// Minimum RNR NAK timer code (5 bits, RC).
+    pub min_rnr_timer: u8,
+}
+
+/// RTR -> RTS attributes (UD and UC use `sq_psn` only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RtsAttr {
+    /// First send PSN (24 bits).
+    pub sq_psn: u32,
+    /// Local ACK timeout: 4.096 us * 2^timeout (5 bits).
+    pub timeout: u8,
+    /// Transport retries (3 bits).
+    pub retry_cnt: u8,
+    /// RNR retries (3 bits, 7 = infinite).
+    pub rnr_retry: u8,
+    /// RDMA READ / atomic requests outstanding at once as requester.
+    pub max_rd_atomic: u8,
+}
+
+/// RTS -> RTS attributes: each `Some` field is changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rts2RtsAttr {
+    /// Remote access flags.
+    pub access: Option<Access>,
+    /// Minimum RNR NAK timer.
+    pub min_rnr_timer: Option<u8>,
+    /// Local ACK timeout.
+    pub timeout: Option<u8>,
+    /// Transport retries.
+    pub retry_cnt: Option<u8>,
+    /// RNR retries.
+    pub rnr_retry: Option<u8>,
+    /// Q_Key (UD).
+    pub qkey: Option<u32>,
+}
+
+/// What QUERY_QP reported.
+#[derive(Clone, Copy, Debug)]
+pub struct QpInfo {
+    /// The state.
+    pub state: QpState,
+    /// The whole QP context (PSNs, address path, sizes, counters, ...).
+    pub qpc: Qpc,
+}
+
+/// Send queue tracking shared by the poster and the CQ poller (WQEBB counters, 16 bits
+/// significant): per WQE slot the wr_id, the WQE's counter, the counter after it, and
+/// the opcode; `pi` is published by the poster, `ci` by the poller.
+#[derive(Debug)]
+pub(crate) struct SqTrack {
+    pub(crate) slots: Box<[SqSlot]>,
+    pub(crate) mask: u16,
+    pub(crate) pi: AtomicU32,
+    pub(crate) ci: AtomicU32,
+}
+
+/// One send WQE slot.
+#[derive(Debug, Default)]
+pub(crate) struct SqSlot {
+    pub(crate) wr_id: AtomicU64,
+    /// `wqe_index | next << 16 | opcode << 32`.
+    pub(crate) meta: AtomicU64,
+    /// Posted length (READ and atomics: the local buffer).
+    pub(crate) len: AtomicU32,
+}
+
+/// Receive queue tracking: wr_id and posted length per WQE, counters.
+#[derive(Debug)]
+pub(crate) struct RqTrack {
+    pub(crate) wr_id: Box<[AtomicU64]>,
+    pub(crate) len: Box<[AtomicU64]>,
+    pub(crate) mask: u32,
+    pub(crate) pi: AtomicU32,
+    pub(crate) ci: AtomicU32,
+}
+
+/// What a CQ needs of a QP to complete its work.
+#[derive(Debug)]
+pub(crate) struct QpShared {
+    pub(crate) qpn: u32,
+    pub(crate) sq: SqTrack,
+    pub(crate) rq: Option<RqTrack>,
+    pub(crate) srq: Option<Arc<SrqShared>>,
+}
+
+/// A queue pair.
+#[derive(Debug)]
+pub struct Qp {
+    pub(crate) pd: Arc<Pd>,
+    pub(crate) send_cq: Arc<Cq>,
+    pub(crate) recv_cq: Arc<Cq>,
+    pub(crate) srq: Option<Arc<Srq>>,
+    pub(crate) qpn: u32,
+    pub(crate) qp_type: QpType,
+    pub(crate) caps: QpCaps,
+    pub(crate) sig_all: bool,
+    pub(crate) bus: crate::dma::BusHandle,
+    pub(crate) uar_off: usize,
+    buf: Option<DmaRegion>,
+    pub(crate) sq_base: NonNull<u8>,
+    /// SQ size in bytes minus one.
+    pub(crate) sq_bytes_mask: usize,
+    /// SQ size in WQEBBs.
+    pub(crate) sq_wqebbs: u16,
+    pub(crate) rq_base: NonNull<u8>,
+    pub(crate) rq_stride: usize,
+    pub(crate) dbrec: NonNull<u8>,
+    pub(crate) shared: Arc<QpShared>,
+    pub(crate) send_claim: AtomicBool,
+    pub(crate) recv_claim: AtomicBool,
+    /// Send doorbells rung (0x800 / 0x900 alternate).
+    pub(crate) db_count: AtomicU32,
+    done: bool,
+}
+
+// SAFETY: the raw pointers point into the QP's own DMA region, valid while `buf` is held;
+// the poster's state is in atomics, and each queue is posted to by the holder of its claim
+// flag only (acquire swap, release store), so sharing the handle creates no data race.
+unsafe impl Send for Qp {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Qp {}
+
+fn attr_err(qpn: u32, transition: &'static str, attr: &'static str, why: String) -> DriverError {
+    DriverError::QpAttr {
+        qpn,
+        transition,
+        attr,
+        why,
+    }
+}
+
+impl Qp {
+    /// CREATE_QP: allocates the buffer and doorbell record and attaches the queues to the
+    /// CQs. The QP starts in RST.
+    pub fn create(pd: &Arc<Pd>, cfg: &QpConfig) -> Result<Qp, DriverError> {
+        let hca = pd.hca();
+        let g = &hca.caps().general;
+        let c = cfg.caps;
+        let bad = |s: String| Err(DriverError::InvalidArgument(s));
+        if c.max_send_wr == 0 {
+            return bad("max_send_wr must be at least 1".into());
+        }
+        let ud = cfg.qp_type == QpType::Ud;
+        // The largest send WQE: ctrl + datagram (UD) or raddr + atomic, then the data.
+        let fixed = 1 + if ud { 3 } else { 2 };
+        let data = (c.max_send_sge as usize).max(inline_seg_ds(c.max_inline_data as usize));
+        let max_ds = fixed + data.max(1);
+        let wqe_bytes = (max_ds * DS_SIZE).next_multiple_of(WQEBB);
+        if max_ds > 63 || wqe_bytes > usize::from(g.max_wqe_sz_sq()) {
+            return bad(format!(
+                "send WQEs of {wqe_bytes} bytes ({} SGEs, {} inline bytes): the device allows {}",
+                c.max_send_sge,
+                c.max_inline_data,
+                g.max_wqe_sz_sq()
+            ));
+        }
+        let wqebbs_per = wqe_bytes / WQEBB;
+        let log_sq = log2_ceil(c.max_send_wr.saturating_mul(wqebbs_per as u32));
+        if log_sq > g.log_max_qp_sz() || log_sq > 15 {
+            return bad(format!(
+                "{} send WRs of {wqebbs_per} WQEBBs: the device allows 2^{} WQEBBs",
+                c.max_send_wr,
+                g.log_max_qp_sz()
+            ));
+        }
+        let (log_rq, log_stride, rq_bytes) = if cfg.srq.is_some() {
+            (0u8, 0u8, 0usize)
+        } else {
+            let sges = c.max_recv_sge.max(1) as usize;
+            let stride = (sges * 16).next_power_of_two();
+            if stride > usize::from(g.max_wqe_sz_rq()) {
+                return bad(format!(
+                    "{sges} receive SGEs: the device allows {} bytes per receive WQE",
+                    g.max_wqe_sz_rq()
+                ));
+            }
+            let log_rq = log2_ceil(c.max_recv_wr.max(1));
+            if log_rq > g.log_max_qp_sz() || log_rq > 15 {
+                return bad(format!("{} receive WRs: too many", c.max_recv_wr));
+            }
+            let ls = stride.trailing_zeros() as u8 - 4;
+            (log_rq, ls, stride << log_rq)
+        };
+        let sq_bytes = WQEBB << log_sq;
+        let queues = rq_bytes + sq_bytes;
+        let uar = hca.uar().ok_or(DriverError::Closed)?;
+        let bus = crate::dma::BusHandle(hca.bus().clone());
+        let buf = bus.alloc_dma(queues + 64)?;
+        let base = buf.vaddr.as_ptr();
+        // SAFETY: `queues + 8 <= buf.len`, 64-byte aligned.
+        let dbrec = unsafe { base.add(queues) };
+        // SAFETY: as above.
+        unsafe {
+            write_be32(dbrec, 0);
+            write_be32(dbrec.add(4), 0);
+        }
+        let mut cmd = CreateQpIn::new_cmd();
+        {
+            let q = cmd.qpc_mut();
+            q.set_st(cfg.qp_type.st().into());
+            q.set_pm_state(3);
+            q.set_pd(pd.pdn());
+            q.set_uar_page(uar.index());
+            q.set_log_page_size(0);
+            q.set_fre(true);
+            q.set_cqn_snd(cfg.send_cq.cqn());
+            q.set_cqn_rcv(cfg.recv_cq.cqn());
+            q.set_log_sq_size(log_sq);
+            q.set_log_rq_size(log_rq);
+            q.set_log_rq_stride(log_stride);
+            if let Some(srq) = &cfg.srq {
+                q.set_rq_type(1);
+                q.set_srqn_rmpn_xrqn(srq.srqn());
+            }
+            q.set_dbr_addr(buf.iova + queues as u64);
+            if g.cqe_version() == 1 {
+                q.set_user_index(0xFF_FFFF);
+            }
+        }
+        let pas: Vec<u8> = (0..queues.div_ceil(PAGE))
+            .flat_map(|i| (buf.iova + (i * PAGE) as u64).to_be_bytes())
+            .collect();
+        let out = match hca.cmdq().exec(&cmd, &pas, &mut []) {
+            Ok(o) => o,
+            Err(e) => {
+                if e.device_answered() {
+                    bus.free_dma(buf)?;
+                } else {
+                    std::mem::forget(buf);
+                    log::warn!("CREATE_QP did not complete: its buffer is leaked");
+                }
+                return Err(e);
+            }
+        };
+        let qpn = out.qpn();
+        let sq_wqebbs = 1u16 << log_sq;
+        let shared = Arc::new(QpShared {
+            qpn,
+            sq: SqTrack {
+                slots: (0..sq_wqebbs).map(|_| SqSlot::default()).collect(),
+                mask: sq_wqebbs - 1,
+                pi: AtomicU32::new(0),
+                ci: AtomicU32::new(0),
+            },
+            rq: cfg.srq.is_none().then(|| RqTrack {
+                wr_id: (0..1u32 << log_rq).map(|_| AtomicU64::new(0)).collect(),
+                len: (0..1u32 << log_rq).map(|_| AtomicU64::new(0)).collect(),
+                mask: (1u32 << log_rq) - 1,
+                pi: AtomicU32::new(0),
+                ci: AtomicU32::new(0),
+            }),
+            srq: cfg.srq.as_ref().map(|s| s.shared().clone()),
+        });
+        let same = Arc::ptr_eq(&cfg.send_cq, &cfg.recv_cq);
+        cfg.send_cq.attach(&shared, true, same);
+        if !same {
+            cfg.recv_cq.attach(&shared, false, true);
+        }
+        let caps = QpCaps {
+            max_send_wr: u32::from(sq_wqebbs) / wqebbs_per as u32,
+            max_recv_wr: if cfg.srq.is_some() { 0 } else { 1 << log_rq },
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: if cfg.srq.is_some() {
+                0
+            } else {
+                ((16usize << log_stride) / 16) as u32
+            },
+            max_inline_data: c.max_inline_data,
+        };
+        // SAFETY: offsets inside the region.
+        let (rq_base, sq_base) = unsafe { (base, base.add(rq_bytes)) };
+        Ok(Qp {
+            pd: pd.clone(),
+            send_cq: cfg.send_cq.clone(),
+            recv_cq: cfg.recv_cq.clone(),
+            srq: cfg.srq.clone(),
+            qpn,
+            qp_type: cfg.qp_type,
+            caps,
+            sig_all: cfg.sq_sig_all,
+            bus,
+            uar_off: uar.bar_offset(),
+            // SAFETY: inside the region, not null.
+            sq_base: unsafe { NonNull::new_unchecked(sq_base) },
+            sq_bytes_mask: sq_bytes - 1,
+            sq_wqebbs,
+            // SAFETY: as above.
+            rq_base: unsafe { NonNull::new_unchecked(rq_base) },
+            rq_stride: 16 << log_stride,
+            // SAFETY: as above.
+            dbrec: unsafe { NonNull::new_unchecked(dbrec) },
+            buf: Some(buf),
+            shared,
+            send_claim: AtomicBool::new(false),
+            recv_claim: AtomicBool::new(false),
+            db_count: AtomicU32::new(0),
+            done: false,
+        })
+    }
+
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// The transport type.
+    pub fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+
+    /// The queue sizes as created (send WRs counted with the largest WQE).
+    pub fn caps(&self) -> QpCaps {
+        self.caps
+    }
+
+    /// The PD.
+    pub fn pd(&self) -> &Arc<Pd> {
+        &self.pd
+    }
+
+    /// The send CQ.
+    pub fn send_cq(&self) -> &Arc<Cq> {
+        &self.send_cq
+    }
+
+    /// The receive CQ.
+    pub fn recv_cq(&self) -> &Arc<Cq> {
+        &self.recv_cq
+    }
+
+    /// The SRQ, if the QP receives from one.
+    pub fn srq(&self) -> Option<&Arc<Srq>> {
+        self.srq.as_ref()
+    }
+
+    /// RST -> INIT (RST2INIT_QP): port, P_Key index, remote access, Q_Key (UD).
+    pub fn to_init(&self, a: &InitAttr) -> Result<(), DriverError> {
+        const T: &str = "RST2INIT";
+        if a.port != 1 {
+            return Err(attr_err(self.qpn, T, "port_num", format!("port {} (the device has port 1)", a.port)));
+        }
+        let mut i = Rst2InitQpIn::new_cmd();
+        i.set_qpn(self.qpn);
+        let q = i.qpc_mut();
+        q.set_pm_state(3);
+        q.primary_address_path_mut().set_vhca_port_num(1);
+        q.primary_address_path_mut().set_pkey_index(a.pkey_index);
+        if self.qp_type == QpType::Ud {
+            let qkey = a.qkey.ok_or_else(|| attr_err(self.qpn, T, "qkey", "required on UD QPs".into()))?;
+            q.set_q_key(qkey);
+        } else {
+            if a.access.contains(Access::REMOTE_ATOMIC) && self.qp_type == QpType::Uc {
+                return Err(attr_err(self.qpn, T, "qp_access_flags", "remote atomic on a UC QP".into()));
+            }
+            q.set_rre(a.access.contains(Access::REMOTE_READ));
+            q.set_rwe(a.access.contains(Access::REMOTE_WRITE));
+            q.set_rae(a.access.contains(Access::REMOTE_ATOMIC));
+            if a.access.contains(Access::REMOTE_ATOMIC) {
+                // IB-compatible 8-byte atomics.
+                q.set_atomic_mode(1);
+            }
+        }
+        self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
+        Ok(())
+    }
+
+    /// Fills an address path from an address vector.
+    fn fill_ads(&self, t: &'static str, ads: &mut Ads, av: &AddressVector, dest_qpn: u32) -> Result<(), DriverError> {
+        let hca = self.pd.hca();
+        if !hca.gids().iter().any(|g| g.index == u16::from(av.sgid_index)) {
+            return Err(attr_err(self.qpn, t, "ah_attr.grh.sgid_index", format!("GID index {} is not programmed", av.sgid_index)));
+        }
+        if av.flow_label > 0xF_FFFF {
+            return Err(attr_err(self.qpn, t, "ah_attr.grh.flow_label", format!("{:#x} is wider than 20 bits", av.flow_label)));
+        }
+        if av.sl > 7 {
+            return Err(attr_err(self.qpn, t, "ah_attr.sl", format!("{} is wider than 3 bits", av.sl)));
+        }
+        ads.set_grh(true);
+        ads.set_src_addr_index(av.sgid_index);
+        ads.set_hop_limit(if av.hop_limit == 0 { 64 } else { av.hop_limit });
+        ads.set_tclass(av.traffic_class);
+        ads.set_dscp(av.traffic_class >> 2);
+        ads.set_ecn(av.traffic_class & 3);
+        ads.set_flow_label(av.flow_label);
+        ads.set_rgid_rip(av.dgid);
+        ads.set_rmac(av.dmac);
+        ads.set_sl(av.sl);
+        ads.set_vhca_port_num(1);
+        let sport = av
+            .udp_sport
+            .unwrap_or_else(|| rdma_get_udp_sport(av.flow_label, self.qpn, dest_qpn));
+        ads.set_udp_sport(sport);
+        Ok(())
+    }
+
+    /// INIT -> RTR (INIT2RTR_QP).
+    pub fn to_rtr(&self, a: &RtrAttr) -> Result<(), DriverError> {
+        const T: &str = "INIT2RTR";
+        let hca = self.pd.hca();
+        let g = &hca.caps().general;
+        let mut i = Init2RtrQpIn::new_cmd();
+        i.set_qpn(self.qpn);
+        if a.rq_psn > 0xFF_FFFF {
+            return Err(attr_err(self.qpn, T, "rq_psn", format!("{:#x} is wider than 24 bits", a.rq_psn)));
+        }
+        if a.min_rnr_timer > 31 {
+            return Err(attr_err(self.qpn, T, "min_rnr_timer", format!("{} is wider than 5 bits", a.min_rnr_timer)));
+        }
+        let q = i.qpc_mut();
+        q.set_next_rcv_psn(a.rq_psn);
+        if self.qp_type != QpType::Ud {
+            let mtu = a.path_mtu.ok_or_else(|| attr_err(self.qpn, T, "path_mtu", "required on connected QPs".into()))?;
+            let dest = a.dest_qpn.ok_or_else(|| attr_err(self.qpn, T, "dest_qp_num", "required on connected QPs".into()))?;
+            if dest == 0 || dest > 0xFF_FFFF {
+                return Err(attr_err(self.qpn, T, "dest_qp_num", format!("{dest:#x} is not a QP number")));
+            }
+            let av = a.av.ok_or_else(|| attr_err(self.qpn, T, "ah_attr", "required on connected QPs".into()))?;
+            let rra = log2_ceil(u32::from(a.max_dest_rd_atomic.max(1)));
+            if self.qp_type == QpType::Rc && rra > g.log_max_ra_res_qp() {
+                return Err(attr_err(self.qpn, T, "max_dest_rd_atomic", format!("{} exceeds the device's {}", a.max_dest_rd_atomic, 1u32 << g.log_max_ra_res_qp())));
+            }
+            q.set_mtu(mtu as u8);
+            q.set_log_msg_max(g.log_max_msg());
+            q.set_remote_qpn(dest);
+            if self.qp_type == QpType::Rc {
+                q.set_log_rra_max(if a.max_dest_rd_atomic == 0 { 0 } else { rra });
+                q.set_min_rnr_nak(a.min_rnr_timer);
+            }
+            self.fill_ads(T, q.primary_address_path_mut(), &av, dest)?;
+        }
+        hca.cmdq().exec(&i, &[], &mut [])?;
+        Ok(())
+    }
+
+    /// RTR -> RTS (RTR2RTS_QP).
+    pub fn to_rts(&self, a: &RtsAttr) -> Result<(), DriverError> {
+        const T: &str = "RTR2RTS";
+        let hca = self.pd.hca();
+        let g = &hca.caps().general;
+        if a.sq_psn > 0xFF_FFFF {
+            return Err(attr_err(self.qpn, T, "sq_psn", format!("{:#x} is wider than 24 bits", a.sq_psn)));
+        }
+        let mut i = Rtr2RtsQpIn::new_cmd();
+        i.set_qpn(self.qpn);
+        let q = i.qpc_mut();
+        q.set_next_send_psn(a.sq_psn);
+        if self.qp_type == QpType::Rc {
+            if a.timeout > 31 {
+                return Err(attr_err(self.qpn, T, "timeout", format!("{} is wider than 5 bits", a.timeout)));
+            }
+            if a.retry_cnt > 7 {
+                return Err(attr_err(self.qpn, T, "retry_cnt", format!("{} is wider than 3 bits", a.retry_cnt)));
+            }
+            if a.rnr_retry > 7 {
+                return Err(attr_err(self.qpn, T, "rnr_retry", format!("{} is wider than 3 bits", a.rnr_retry)));
+            }
+            let sra = log2_ceil(u32::from(a.max_rd_atomic.max(1)));
+            if sra > g.log_max_ra_req_qp() {
+                return Err(attr_err(self.qpn, T, "max_rd_atomic", format!("{} exceeds the device's {}", a.max_rd_atomic, 1u32 << g.log_max_ra_req_qp())));
+            }
+            q.set_log_sra_max(if a.max_rd_atomic == 0 { 0 } else { sra });
+            q.set_retry_count(a.retry_cnt);
+            q.set_rnr_retry(a.rnr_retry);
+            q.primary_address_path_mut().set_ack_timeout(a.timeout);
+        }
+        hca.cmdq().exec(&i, &[], &mut [])?;
+        Ok(())
+    }
+
+    /// RTS -> RTS (RTS2RTS_QP) with the optional attributes given.
+    pub fn modify_rts(&self, a: &Rts2RtsAttr) -> Result<(), DriverError> {
+        const T: &str = "RTS2RTS";
+        let mut i = Rts2RtsQpIn::new_cmd();
+        i.set_qpn(self.qpn);
+        let mut mask = 0;
+        let q = i.qpc_mut();
+        if let Some(acc) = a.access {
+            q.set_rre(acc.contains(Access::REMOTE_READ));
+            q.set_rwe(acc.contains(Access::REMOTE_WRITE));
+            q.set_rae(acc.contains(Access::REMOTE_ATOMIC));
+            if acc.contains(Access::REMOTE_ATOMIC) {
+                q.set_atomic_mode(1);
+            }
+            mask |= opt_param::RRE | opt_param::RWE | opt_param::RAE;
+        }
+        if let Some(t) = a.min_rnr_timer {
+            if t > 31 {
+                return Err(attr_err(self.qpn, T, "min_rnr_timer", format!("{t} is wider than 5 bits")));
+            }
+            q.set_min_rnr_nak(t);
+            mask |= opt_param::RNR_TIMEOUT;
+        }
+        if let Some(t) = a.timeout {
+            if t > 31 {
+                return Err(attr_err(self.qpn, T, "timeout", format!("{t} is wider than 5 bits")));
+            }
+            q.primary_address_path_mut().set_ack_timeout(t);
+            mask |= opt_param::ACK_TIMEOUT;
+        }
+        if let Some(r) = a.retry_cnt {
+            if r > 7 {
+                return Err(attr_err(self.qpn, T, "retry_cnt", format!("{r} is wider than 3 bits")));
+            }
+            q.set_retry_count(r);
+            mask |= opt_param::RETRY_COUNT;
+        }
+        if let Some(r) = a.rnr_retry {
+            if r > 7 {
+                return Err(attr_err(self.qpn, T, "rnr_retry", format!("{r} is wider than 3 bits")));
+            }
+            q.set_rnr_retry(r);
+            mask |= opt_param::RNR_RETRY;
+        }
+        if let Some(k) = a.qkey {
+            q.set_q_key(k);
+            mask |= opt_param::Q_KEY;
+        }
+        i.set_opt_param_mask(mask);
+        self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
+        Ok(())
+    }
+
+    /// Any state -> ERR (2ERR_QP): the device flushes outstanding work requests with
+    /// WR_FLUSH_ERR completions.
+    pub fn to_err(&self) -> Result<(), DriverError> {
+        let mut i = Qp2ErrIn::new_cmd();
+        i.set_qpn(self.qpn);
+        self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
+        Ok(())
+    }
+
+    /// Any state -> RST (2RST_QP): the queues start over empty; completions of this QP still
+    /// in its CQs are removed. Fails with [`DriverError::InvalidArgument`] while another
+    /// thread posts to the QP.
+    pub fn to_reset(&self) -> Result<(), DriverError> {
+        if self.send_claim.swap(true, Ordering::Acquire) {
+            return Err(DriverError::InvalidArgument("QP reset while posting sends".into()));
+        }
+        if self.recv_claim.swap(true, Ordering::Acquire) {
+            self.send_claim.store(false, Ordering::Release);
+            return Err(DriverError::InvalidArgument("QP reset while posting receives".into()));
+        }
+        let mut i = Qp2RstIn::new_cmd();
+        i.set_qpn(self.qpn);
+        let r = self.pd.hca().cmdq().exec(&i, &[], &mut []);
+        if r.is_ok() {
+            self.send_cq.clean(self.qpn, false);
+            self.recv_cq.clean(self.qpn, false);
+            let s = &self.shared;
+            s.sq.pi.store(0, Ordering::Relaxed);
+            s.sq.ci.store(0, Ordering::Relaxed);
+            if let Some(rq) = &s.rq {
+                rq.pi.store(0, Ordering::Relaxed);
+                rq.ci.store(0, Ordering::Relaxed);
+            }
+            self.db_count.store(0, Ordering::Relaxed);
+            // SAFETY: the doorbell record is inside the live region.
+            unsafe {
+                write_be32(self.dbrec.as_ptr(), 0);
+                write_be32(self.dbrec.as_ptr().add(4), 0);
+            }
+        }
+        self.recv_claim.store(false, Ordering::Release);
+        self.send_claim.store(false, Ordering::Release);
+        r.map(|_| ())
+    }
+
+    /// QUERY_QP.
+    pub fn query(&self) -> Result<QpInfo, DriverError> {
+        let mut i = QueryQpIn::new_cmd();
+        i.set_qpn(self.qpn);
+        let out = self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
+        let qpc = *out.qpc();
+        let state = QpState::try_from(qpc.state()).map_err(|e| DriverError::BadOutput {
+            opcode: rnic_hw_regs::cmd::CmdOpcode::QueryQp,
+            what: format!("QP state: {e}"),
+        })?;
+        Ok(QpInfo { state, qpc })
+    }
+
+    fn teardown(&mut self) -> Result<(), DriverError> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        let hca = self.pd.hca().clone();
+        let mut i = DestroyQpIn::new_cmd();
+        i.set_qpn(self.qpn);
+        let r = hca.cmdq().exec(&i, &[], &mut []);
+        self.send_cq.clean(self.qpn, true);
+        if !Arc::ptr_eq(&self.send_cq, &self.recv_cq) {
+            self.recv_cq.clean(self.qpn, true);
+        }
+        match &r {
+            Err(e) if !e.device_answered() => {
+                log::warn!("DESTROY_QP {:#x} did not complete: its buffer is leaked", self.qpn);
+                let _ = self.buf.take().map(std::mem::forget);
+            }
+            _ => {
+                if let Some(buf) = self.buf.take() {
+                    self.bus.free_dma(buf)?;
+                }
+            }
+        }
+        r.map(|_| ())
+    }
+
+    /// DESTROY_QP, removes its completions from the CQs and frees the buffer (leaked if the
+    /// device did not answer).
+    pub fn destroy(mut self) -> Result<(), DriverError> {
+        self.teardown()
+    }
+}
+
+impl Drop for Qp {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            log::warn!("destroying QP {:#x} on drop: {e}", self.qpn);
+        }
+    }
+}

@@ -1,0 +1,493 @@
+//! Work requests and work completions of the data path: plain, borrowed, allocation-free
+//! Rust values (the ibverbs-like builders are the verbs layer's job).
+//!
+//! ```
+//! use rnic_driver::wr::{Payload, SendFlags, SendOp, SendWr, Sge};
+//!
+//! let sgl = [Sge { addr: 0x7f00_0000_1000, len: 64, lkey: 0x1234 }];
+//! let wr = SendWr {
+//!     wr_id: 7,
+//!     op: SendOp::Write { raddr: 0x7f00_0000_8000, rkey: 0x5678 },
+//!     payload: Payload::Sgl(&sgl),
+//!     flags: SendFlags::SIGNALED,
+//!     ud: None,
+//! };
+//! assert_eq!(wr.payload.len(), 64);
+//! ```
+
+use crate::ah::AddressHandle;
+use core::fmt;
+
+/// A scatter/gather entry: `len` bytes at `addr` (an address of the key's space: the VA an
+/// [`crate::mr::Mr`] was registered at) under local key `lkey`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Address in the memory region's address space.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Local key of the memory region.
+    pub lkey: u32,
+}
+
+/// Memory access rights of a memory region or a QP (ibverbs `IBV_ACCESS_*` values).
+///
+/// ```
+/// use rnic_driver::wr::Access;
+///
+/// let a = Access::LOCAL_WRITE | Access::REMOTE_READ;
+/// assert!(a.contains(Access::REMOTE_READ));
+/// assert!(!a.contains(Access::REMOTE_ATOMIC));
+/// assert_eq!(a.bits(), 0b101);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Access(u32);
+
+impl Access {
+    /// No access beyond local read.
+    pub const NONE: Access = Access(0);
+    /// Local write (receive buffers, READ and atomic results).
+    pub const LOCAL_WRITE: Access = Access(1);
+    /// Remote write (RDMA WRITE target).
+    pub const REMOTE_WRITE: Access = Access(2);
+    /// Remote read (RDMA READ target).
+    pub const REMOTE_READ: Access = Access(4);
+    /// Remote atomic (CMP_SWAP / FETCH_ADD target).
+    pub const REMOTE_ATOMIC: Access = Access(8);
+    /// Every right above.
+    pub const ALL: Access = Access(15);
+
+    /// The raw bits (`IBV_ACCESS_*`).
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// From raw `IBV_ACCESS_*` bits; unknown bits are dropped.
+    pub const fn from_bits_truncate(bits: u32) -> Access {
+        Access(bits & 15)
+    }
+
+    /// Whether every right of `other` is in `self`.
+    pub const fn contains(self, other: Access) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for Access {
+    type Output = Access;
+    fn bitor(self, rhs: Access) -> Access {
+        Access(self.0 | rhs.0)
+    }
+}
+
+/// Flags of a send work request.
+///
+/// ```
+/// use rnic_driver::wr::SendFlags;
+///
+/// let f = SendFlags::SIGNALED | SendFlags::FENCE;
+/// assert!(f.contains(SendFlags::FENCE) && !f.contains(SendFlags::SOLICITED));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SendFlags(u8);
+
+impl SendFlags {
+    /// No flag: unsignaled (no completion unless it fails, or the QP signals every WQE).
+    pub const NONE: SendFlags = SendFlags(0);
+    /// Generate a completion (CQ_UPDATE).
+    pub const SIGNALED: SendFlags = SendFlags(1);
+    /// Wait for earlier RDMA READs and atomics before starting (fence mode 0x80).
+    pub const FENCE: SendFlags = SendFlags(2);
+    /// Solicited event at the responder.
+    pub const SOLICITED: SendFlags = SendFlags(4);
+
+    /// Whether every flag of `other` is set.
+    pub const fn contains(self, other: SendFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for SendFlags {
+    type Output = SendFlags;
+    fn bitor(self, rhs: SendFlags) -> SendFlags {
+        SendFlags(self.0 | rhs.0)
+    }
+}
+
+/// What a send work request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// SEND.
+    Send,
+    /// SEND with immediate data (`imm` as a host integer; sent big-endian).
+    SendImm {
+        /// Immediate data.
+        imm: u32,
+    },
+    /// SEND with invalidate of the responder's `rkey` (RC only).
+    SendInv {
+        /// The remote key to invalidate.
+        rkey: u32,
+    },
+    /// RDMA WRITE (RC, UC).
+    Write {
+        /// Remote address.
+        raddr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// RDMA WRITE with immediate data (RC, UC).
+    WriteImm {
+        /// Remote address.
+        raddr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data.
+        imm: u32,
+    },
+    /// RDMA READ into the local scatter list (RC).
+    Read {
+        /// Remote address.
+        raddr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// 8-byte compare and swap; the original value lands in the 8-byte local buffer (RC).
+    CmpSwap {
+        /// Remote address (8-byte aligned).
+        raddr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value compared with the remote one.
+        compare: u64,
+        /// Value written when they are equal.
+        swap: u64,
+    },
+    /// 8-byte fetch and add; the original value lands in the 8-byte local buffer (RC).
+    FetchAdd {
+        /// Remote address (8-byte aligned).
+        raddr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value added.
+        add: u64,
+    },
+}
+
+/// The local data of a send work request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload<'a> {
+    /// A gather (or, for READ and atomics, scatter) list under local keys.
+    Sgl(&'a [Sge]),
+    /// Bytes copied into the WQE (no lkey needed; SEND and WRITE flavours only).
+    Inline(&'a [u8]),
+}
+
+impl Payload<'_> {
+    /// Total length in bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Payload::Sgl(s) => s.iter().map(|s| u64::from(s.len)).sum(),
+            Payload::Inline(b) => b.len() as u64,
+        }
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The destination of a UD send.
+#[derive(Clone, Copy, Debug)]
+pub struct UdDest<'a> {
+    /// Where the datagram goes.
+    pub ah: &'a AddressHandle,
+    /// Destination QP number.
+    pub remote_qpn: u32,
+    /// Destination Q_Key.
+    pub remote_qkey: u32,
+}
+
+/// A send work request.
+#[derive(Clone, Copy, Debug)]
+pub struct SendWr<'a> {
+    /// Returned in the work completion.
+    pub wr_id: u64,
+    /// The operation.
+    pub op: SendOp,
+    /// Local data.
+    pub payload: Payload<'a>,
+    /// Signaled, fence, solicited.
+    pub flags: SendFlags,
+    /// Destination of a UD send (required on UD QPs, ignored elsewhere).
+    pub ud: Option<UdDest<'a>>,
+}
+
+/// A receive work request.
+#[derive(Clone, Copy, Debug)]
+pub struct RecvWr<'a> {
+    /// Returned in the work completion.
+    pub wr_id: u64,
+    /// Where received data goes (UD: the first 40 bytes get the GRH area).
+    pub sgl: &'a [Sge],
+}
+
+/// Why a work request could not be posted. The requests before `index` were posted (and
+/// their doorbell rung); the one at `index` and the rest were not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PostError {
+    /// Index of the first work request not posted.
+    pub index: usize,
+    /// What is wrong with it.
+    pub kind: PostErrorKind,
+}
+
+/// What is wrong with a work request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PostErrorKind {
+    /// The queue has no room (outstanding work fills it).
+    QueueFull,
+    /// Another thread is posting to this queue now (posting is single-producer per queue).
+    Busy,
+    /// More SGEs than the queue was created for.
+    TooManySges {
+        /// SGEs given.
+        given: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Inline data longer than the queue was created for.
+    InlineTooLong {
+        /// Bytes given.
+        given: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The operation is not valid on this QP type (e.g. READ on UC, WRITE on UD).
+    OpNotSupported,
+    /// READ and atomics cannot take inline data.
+    InlineNotAllowed,
+    /// An atomic needs exactly one 8-byte local SGE.
+    AtomicNeeds8Bytes,
+    /// A UD send without a destination.
+    MissingUdDest,
+    /// An SGE longer than 2^31 - 1 bytes.
+    SgeTooLong,
+}
+
+impl fmt::Display for PostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "work request {}: {:?}", self.index, self.kind)
+    }
+}
+
+impl std::error::Error for PostError {}
+
+/// Work completion status (`enum ibv_wc_status` values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum WcStatus {
+    /// IBV_WC_SUCCESS.
+    Success = 0,
+    /// IBV_WC_LOC_LEN_ERR.
+    LocLenErr = 1,
+    /// IBV_WC_LOC_QP_OP_ERR.
+    LocQpOpErr = 2,
+    /// IBV_WC_LOC_PROT_ERR.
+    LocProtErr = 4,
+    /// IBV_WC_WR_FLUSH_ERR.
+    WrFlushErr = 5,
+    /// IBV_WC_MW_BIND_ERR.
+    MwBindErr = 6,
+    /// IBV_WC_BAD_RESP_ERR.
+    BadRespErr = 7,
+    /// IBV_WC_LOC_ACCESS_ERR.
+    LocAccessErr = 8,
+    /// IBV_WC_REM_INV_REQ_ERR.
+    RemInvReqErr = 9,
+    /// IBV_WC_REM_ACCESS_ERR.
+    RemAccessErr = 10,
+    /// IBV_WC_REM_OP_ERR.
+    RemOpErr = 11,
+    /// IBV_WC_RETRY_EXC_ERR.
+    RetryExcErr = 12,
+    /// IBV_WC_RNR_RETRY_EXC_ERR.
+    RnrRetryExcErr = 13,
+    /// IBV_WC_REM_ABORT_ERR.
+    RemAbortErr = 16,
+    /// IBV_WC_GENERAL_ERR (an error syndrome the PRM does not define).
+    GeneralErr = 21,
+}
+
+impl WcStatus {
+    /// The status an error CQE syndrome stands for (as rdma-core's mlx5 provider maps it).
+    pub const fn from_syndrome(s: u8) -> WcStatus {
+        match s {
+            0x01 => WcStatus::LocLenErr,
+            0x02 => WcStatus::LocQpOpErr,
+            0x04 => WcStatus::LocProtErr,
+            0x05 => WcStatus::WrFlushErr,
+            0x06 => WcStatus::MwBindErr,
+            0x10 => WcStatus::BadRespErr,
+            0x11 => WcStatus::LocAccessErr,
+            0x12 => WcStatus::RemInvReqErr,
+            0x13 => WcStatus::RemAccessErr,
+            0x14 => WcStatus::RemOpErr,
+            0x15 => WcStatus::RetryExcErr,
+            0x16 => WcStatus::RnrRetryExcErr,
+            0x22 => WcStatus::RemAbortErr,
+            _ => WcStatus::GeneralErr,
+        }
+    }
+}
+
+/// Work completion opcode (`enum ibv_wc_opcode` values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum WcOpcode {
+    /// IBV_WC_SEND (SEND, SEND_IMM, SEND_INV).
+    Send = 0,
+    /// IBV_WC_RDMA_WRITE.
+    RdmaWrite = 1,
+    /// IBV_WC_RDMA_READ.
+    RdmaRead = 2,
+    /// IBV_WC_COMP_SWAP.
+    CompSwap = 3,
+    /// IBV_WC_FETCH_ADD.
+    FetchAdd = 4,
+    /// IBV_WC_RECV.
+    Recv = 128,
+    /// IBV_WC_RECV_RDMA_WITH_IMM.
+    RecvRdmaWithImm = 129,
+}
+
+/// Work completion flags (`IBV_WC_*` flag values).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct WcFlags(u8);
+
+impl WcFlags {
+    /// IBV_WC_GRH: the receive buffer starts with the 40-byte GRH area.
+    pub const GRH: WcFlags = WcFlags(1);
+    /// IBV_WC_WITH_IMM: `imm` is valid.
+    pub const WITH_IMM: WcFlags = WcFlags(2);
+    /// IBV_WC_WITH_INV: `invalidated_rkey` is valid.
+    pub const WITH_INV: WcFlags = WcFlags(8);
+
+    /// Raw bits.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// Whether every flag of `other` is set.
+    pub const fn contains(self, other: WcFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    pub(crate) const fn with(self, other: WcFlags) -> WcFlags {
+        WcFlags(self.0 | other.0)
+    }
+}
+
+/// A work completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkCompletion {
+    /// The work request's id.
+    pub wr_id: u64,
+    /// Status.
+    pub status: WcStatus,
+    /// What completed (for errors: the posted operation, or [`WcOpcode::Recv`]).
+    pub opcode: WcOpcode,
+    /// Vendor syndrome of an error CQE (0 on success).
+    pub vendor_err: u8,
+    /// Bytes received (responder), read (READ, atomics: 8) or sent.
+    pub byte_len: u32,
+    /// Immediate data (host integer of the big-endian value sent), with `WITH_IMM`.
+    pub imm: u32,
+    /// The invalidated rkey, with `WITH_INV`.
+    pub invalidated_rkey: u32,
+    /// Local QP number.
+    pub qp_num: u32,
+    /// Source QP number (UD receives).
+    pub src_qp: u32,
+    /// GRH / WITH_IMM / WITH_INV.
+    pub flags: WcFlags,
+}
+
+impl Default for WorkCompletion {
+    fn default() -> Self {
+        WorkCompletion {
+            wr_id: 0,
+            status: WcStatus::Success,
+            opcode: WcOpcode::Send,
+            vendor_err: 0,
+            byte_len: 0,
+            imm: 0,
+            invalidated_rkey: 0,
+            qp_num: 0,
+            src_qp: 0,
+            flags: WcFlags::default(),
+        }
+    }
+}
+
+/// What is impossible about a CQE the device wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BadCqe {
+    /// The CQE names a QP that has no queue on this CQ.
+    UnknownQpn,
+    /// An opcode the PRM does not define (or INVALID past the ownership check).
+    UnknownOpcode(u8),
+    /// A compressed CQE (format 3); compression is never enabled by this driver.
+    Compressed,
+    /// A requester CQE for a WQE that is not outstanding (or not a WQE's first WQEBB).
+    WqeCounterOutOfRange(u16),
+    /// The requester CQE's send opcode is not the posted WQE's.
+    SendOpcodeMismatch {
+        /// The opcode the driver posted.
+        posted: u8,
+        /// The opcode in the CQE.
+        cqe: u8,
+    },
+    /// A receive CQE out of order or for a receive that is not posted.
+    RecvCounterOutOfRange(u16),
+    /// More bytes than the posted buffers hold.
+    ByteCountTooLarge {
+        /// The CQE's byte count.
+        byte_cnt: u32,
+        /// Bytes posted.
+        posted: u64,
+    },
+}
+
+/// Why [`crate::cq::Cq::poll`] failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PollError {
+    /// Another thread is polling this CQ (polling is single-consumer per CQ).
+    Busy,
+    /// The device wrote an impossible CQE; it was consumed and skipped.
+    BadCqe {
+        /// Index of the CQE (consumer counter).
+        ci: u32,
+        /// The QPN it named.
+        qpn: u32,
+        /// What is wrong.
+        what: BadCqe,
+    },
+}
+
+impl fmt::Display for PollError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PollError::Busy => f.write_str("another thread is polling this CQ"),
+            PollError::BadCqe { ci, qpn, what } => {
+                write!(f, "impossible CQE at index {ci} for QP {qpn:#x}: {what:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PollError {}
