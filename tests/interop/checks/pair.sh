@@ -70,7 +70,8 @@ side_listening() {
 PEER=host; [ "${RNIC_INTEROP_PEER:-rnic}" = guest ] && PEER=peer
 
 # ---- capture ----
-in_ns tcpdump -i br0 -n -U -s 96 -w "$PCAP" udp port 4791 2>/dev/null & TD=$!
+# (ip netns exec, not the in_ns function: $! must be tcpdump itself, not a subshell around it)
+ip netns exec "$NS" tcpdump -i br0 -n -U -s 96 -w "$PCAP" udp port 4791 2>/dev/null & TD=$!
 sleep 0.5
 
 if [ "$role" = rnic-server ]; then SRV=$PEER SRVCMD=$PCMD CLI=rxe CLICMD="$GCMD $PEER_IP"
@@ -88,15 +89,19 @@ echo "--- server output"
 side_finish "$SRV" "$LOGDIR/checks/$name.server.out"; src=$?
 sout=$(cat "$LOGDIR/checks/$name.server.out"); echo "$sout"
 echo "--- server exit status $src"
-sleep 0.5; kill -INT $TD 2>/dev/null; wait $TD 2>/dev/null
+# TERM, not INT: a background job of a non-interactive shell ignores SIGINT
+sleep 0.5; kill -TERM $TD 2>/dev/null; wait $TD 2>/dev/null
 frames=$(tcpdump -r "$PCAP" -n 2>/dev/null | wc -l)
 
 # ---- verdict and result lines ----
-resline() {  # resline OUTPUT: the tool's result line(s)
+resline() {  # resline OUTPUT: the tool's result line, perftest's table row with its column names
   case $tool in
     rc_pingpong) echo "$1" | grep -E 'usec/iter' ;;
-    *) echo "$1" | awk '/#bytes/ { h = 1; next } h && /^ *[0-9]+ +[0-9]+ / { print; exit }' ;;
-  esac | sed -E 's/^ +//; s/ +/ /g'
+    *_bw) echo "$1" | awk '/#bytes/ { u = $0; sub(/.*BW average\[/, "", u); sub(/\].*/, "", u); h = 1; next }
+            h && /^ *[0-9]+ +[0-9]+ / { printf "%s B x %s: BW peak %s, BW average %s %s, MsgRate %s Mpps\n", $1, $2, $3, $4, u, $5; exit }' ;;
+    *_lat) echo "$1" | awk '/#bytes/ { h = 1; next }
+            h && /^ *[0-9]+ +[0-9]+ / { printf "%s B x %s: t_min %s, t_typical %s, t_avg %s, t_max %s usec, 99%% %s, 99.9%% %s\n", $1, $2, $3, $5, $6, $4, $8, $9; exit }' ;;
+  esac | sed -E 's/^ +//; s/[[:space:]]+/ /g'
 }
 cres=$(resline "$cout"); sres=$(resline "$sout")
 [ -n "$cres" ] && result "client ($CLI): $cres"

@@ -1,5 +1,6 @@
 # Guest kernel and initramfs, built once and cached under $CACHE:
-#   $CACHE/kernel/   the linux-image .deb, unpacked tree, vmlinux (uncompressed ELF: PVH boot)
+#   $CACHE/kernel/   the linux-image .deb and vmlinux (uncompressed ELF: PVH boot); the
+#                    package is unpacked only while an initramfs is built
 #   $CACHE/guest/    initrd.cpio.gz (busybox, modules, rdma-core, perftest, their libraries)
 # Each directory has a .stamp naming its inputs; a changed input rebuilds it.
 
@@ -77,6 +78,8 @@ build_initrd() {
   if stamp_ok "$dir" "$key" && [ -f "$INITRD" ]; then info "initramfs (cached)"; return 0; fi
   rm -rf "$dir"; mkdir -p "$dir"
   local R=$dir/root mdir=$KERNEL_DIR/root/lib/modules/$KVER b p m
+  # the unpacked kernel package is only kept while an initramfs is being built (~450 MB)
+  [ -d "$mdir" ] || dpkg -x "$KERNEL_DIR"/"linux-image-${KVER}"_*.deb "$KERNEL_DIR/root" || return 1
   mkdir -p "$R"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc,proc,sys,dev,tmp,run,root,opt/bin}
   cp /bin/busybox "$R/bin/busybox"
   install -m 0755 "$HERE/guest/init" "$R/init"
@@ -112,7 +115,7 @@ build_initrd() {
   touch "$R/etc/hosts"
   (cd "$R" && find . -print0 | cpio --null -o -H newc --quiet | gzip -6) > "$INITRD" || return 1
   cp "$R/etc/modules.rxe" "$R/etc/modules.vfio" "$dir/"
-  rm -rf "$R"
+  rm -rf "$R" "$KERNEL_DIR/root"
   stamp_set "$dir" "$key"
   info "initramfs: $(du -h "$INITRD" | cut -f1); modules rxe: $(xargs -n1 basename < "$dir/modules.rxe" | tr '\n' ' ')"
   info "modules vfio: $(xargs -n1 basename < "$dir/modules.vfio" | tr '\n' ' ')"

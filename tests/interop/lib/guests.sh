@@ -1,17 +1,18 @@
 # Starting and stopping QEMU guests (TCG: KVM here cannot run a stock kernel). Each guest has
 # $RUNDIR/NAME.{pid,sock,console.log,qemu.log}; only guests with a pidfile there are stopped.
 
-# guest_start NAME KIND: KIND rxe (virtio-net on tap0, 10.11.0.2) or vfio (q35 + intel-iommu +
-# edu, no network). Returns once QEMU has daemonized; use guest_wait_ready next.
+# guest_start NAME KIND: KIND rxe (virtio-net on tap0, 10.11.0.2), peer (tap1, 10.11.0.3) or
+# vfio (q35 + intel-iommu + edu, no network). Returns once QEMU has daemonized; use guest_wait_ready next.
 guest_start() {
   local name=$1 kind=$2 args append initrd=$INITRD
   rm -f "$RUNDIR/$name".{pid,sock,console.log,qemu.log}
   case $kind in
-    rxe)
+    rxe|peer)  # peer: a second rxe guest (developer mode RNIC_INTEROP_PEER=guest)
+      local n=0; [ $kind = peer ] && n=1
       args=(-m 1024 -smp 1
-            -netdev tap,id=n0,ifname=tap0,script=no,downscript=no
-            -device virtio-net-pci,netdev=n0,mac=52:54:00:11:00:02)
-      append="gmode=rxe gip=10.11.0.2/24 gname=$name" ;;
+            -netdev tap,id=n0,ifname=tap$n,script=no,downscript=no
+            -device virtio-net-pci,netdev=n0,mac=52:54:00:11:00:0$((n + 2)))
+      append="gmode=rxe gip=10.11.0.$((n + 2))/24 gname=$name" ;;
     vfio)
       # intel-iommu must come before edu; interrupt remapping is needed by vfio_iommu_type1
       args=(-machine q35,kernel-irqchip=split -m 1024 -smp 1

@@ -29,7 +29,12 @@ net_up() {
 
 net_down() {
   ip netns list | grep -qw "^$NS" || return 0
-  ip netns pids "$NS" 2>/dev/null | grep -q . && info "net: processes still in $NS: $(ip netns pids "$NS" | tr '\n' ' ')"
+  # whatever still runs in our namespace was started by this run: stop it
+  local pids; pids=$(ip netns pids "$NS" 2>/dev/null | tr '\n' ' ')
+  if [ -n "$pids" ]; then
+    info "net: stopping processes left in $NS: $(ps -o pid=,comm= -p ${pids// /,} | tr -s ' \n' ' ')"
+    kill $pids 2>/dev/null; sleep 1; kill -9 $pids 2>/dev/null
+  fi
   ip netns del "$NS" && info "netns $NS removed"
 }
 

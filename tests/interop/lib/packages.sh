@@ -76,6 +76,7 @@ install_packages() {
     apt-get "${APT_OPTS[@]}" install -y --no-install-recommends $main \
       >"$LOGDIR/apt-main.log" 2>&1 || { tail -5 "$LOGDIR/apt-main.log"; echo "packages: installing $main failed"; return 1; }
   fi
+  rm -f "$APT_DIR"/archives/*.deb   # installed: the downloads are not needed again
   local still; still=$(pkg_missing $APT_PKGS_MAIN $APT_PKGS_BPO)
   [ -z "$still" ] || { echo "packages: still missing after install: $still"; return 1; }
   info "qemu $(dpkg-query -W -f='${Version}' qemu-system-x86)"
