@@ -8,11 +8,15 @@ log()  { printf '%s\n' "$*"; }
 info() { printf '  %s\n' "$*"; }
 # die REASON: the one-line reason the harness cannot run, then the summary line, then exit 1.
 die() {
-  printf 'interop: cannot run: %s\n' "$*" >&2
+  printf 'interop: cannot run: %s\n' "$*"
   FAILED=$((FAILED + 1))
   summary
   exit 1
 }
+
+# err TEXT: print TEXT and keep it as the reason a stage failed (for the one-line verdict).
+STAGE_ERR=
+err() { STAGE_ERR=$*; printf '%s\n' "$*"; }
 
 # ---- stages: timed steps whose durations are printed at the end ----
 STAGE_NAMES=(); STAGE_TIMES=()
@@ -23,7 +27,7 @@ stage() {
   log "== $name"
   if ! "$@"; then
     STAGE_NAMES+=("$name"); STAGE_TIMES+=("$(elapsed "$t0")")
-    die "stage '$name' failed (see above; logs in $LOGDIR)"
+    die "${STAGE_ERR:-stage '$name' failed} (stage $name; logs in $LOGDIR)"
   fi
   STAGE_NAMES+=("$name"); STAGE_TIMES+=("$(elapsed "$t0")")
   log "   ($name: ${STAGE_TIMES[-1]} s)"

@@ -15,7 +15,7 @@ MODS_VFIO="vfio_iommu_type1 vfio_pci"
 KERNEL_DIR=; VMLINUX=; KVER=; INITRD=
 
 build_kernel() {
-  local kpkg; kpkg=$(kernel_package) || return 1
+  local kpkg; kpkg=$(kernel_package) || { err "packages: cannot tell which linux-image-6.1 package bookworm's linux-image-amd64 names"; return 1; }
   KERNEL_DIR=$CACHE/kernel
   KVER=${kpkg#linux-image-}
   VMLINUX=$KERNEL_DIR/vmlinux
@@ -39,7 +39,7 @@ extract_vmlinux() {
       [ "$(head -c 4 "$out" | od -An -c | tr -d ' ')" = '177ELF' ] && return 0
     done
   done
-  rm -f "$out"; echo "guest-build: no ELF found inside $in"; return 1
+  rm -f "$out"; err "guest-build: no ELF found inside $in"; return 1
 }
 
 # module_order DIR MOD...: relative paths (under DIR) of MODs and their dependencies, each after
@@ -96,7 +96,7 @@ build_initrd() {
   # userspace: the tools, the rxe provider, and every library ldd names
   local objs=()
   for b in $GUEST_BINS; do
-    p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin command -v "$b") || { echo "guest-build: $b not found on the host"; return 1; }
+    p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin command -v "$b") || { err "guest-build: $b not found on the host"; return 1; }
     # ip and rdma go to /usr/sbin, where the guest calls them (busybox has its own `ip` applet)
     case $b in ip|rdma) cp -L "$p" "$R/usr/sbin/$b" ;; *) mkdir -p "$R$(dirname "$p")"; cp -L "$p" "$R$p" ;; esac
     objs+=("$p")

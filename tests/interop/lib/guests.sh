@@ -19,7 +19,7 @@ guest_start() {
             -device intel-iommu,intremap=on,caching-mode=on -device edu -nic none)
       append="intel_iommu=on gmode=vfio gname=$name"
       initrd=$VFIO_INITRD ;;
-    *) echo "guest_start: unknown kind $kind"; return 1 ;;
+    *) err "guest_start: unknown kind $kind"; return 1 ;;
   esac
   in_ns qemu-system-x86_64 -accel tcg "${args[@]}" \
     -kernel "$VMLINUX" -initrd "$initrd" -append "console=ttyS0 quiet $append" \
@@ -27,7 +27,7 @@ guest_start() {
     -chardev "socket,id=con,path=$RUNDIR/$name.sock,server=on,wait=off,logfile=$RUNDIR/$name.console.log" \
     -serial chardev:con -d guest_errors -D "$RUNDIR/$name.qemu.log" \
     -pidfile "$RUNDIR/$name.pid" -daemonize 2>"$RUNDIR/$name.start.log" \
-    || { echo "guest $name: qemu failed to start: $(head -3 "$RUNDIR/$name.start.log")"; return 1; }
+    || { err "guest $name: qemu failed to start: $(head -3 "$RUNDIR/$name.start.log")"; return 1; }
   on_exit guest_stop "$name"
   info "guest $name ($kind) started, pid $(cat "$RUNDIR/$name.pid")"
 }
@@ -37,14 +37,14 @@ guest_wait_ready() {
   local name=$1 to=${2:-120} t0; t0=$(now)
   local pid; pid=$(cat "$RUNDIR/$name.pid")
   while ! grep -q 'INIT: READY' "$RUNDIR/$name.console.log" 2>/dev/null; do
-    kill -0 "$pid" 2>/dev/null || { echo "guest $name: qemu exited during boot"; tail -20 "$RUNDIR/$name.console.log"; return 1; }
+    kill -0 "$pid" 2>/dev/null || { err "guest $name: qemu exited during boot"; tail -20 "$RUNDIR/$name.console.log"; return 1; }
     if [ "$(elapsed "$t0" | cut -d. -f1)" -ge "$to" ]; then
-      echo "guest $name: not ready after $to s"; tail -20 "$RUNDIR/$name.console.log"; return 1
+      err "guest $name: not ready after $to s"; tail -20 "$RUNDIR/$name.console.log"; return 1
     fi
     sleep 0.2
   done
   "$HERE/lib/guest.py" "$RUNDIR/$name.sock" ready --timeout 30 || return 1
-  grep 'INIT: ERROR' "$RUNDIR/$name.console.log" && { echo "guest $name: init reported errors"; return 1; }
+  grep 'INIT: ERROR' "$RUNDIR/$name.console.log" && { err "guest $name: init reported errors"; return 1; }
   info "guest $name ready after $(elapsed "$t0") s ($(grep -o 'INIT: uptime [0-9.]*s' "$RUNDIR/$name.console.log" | cut -d' ' -f3) guest uptime)"
 }
 

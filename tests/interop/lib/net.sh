@@ -12,17 +12,17 @@ net_up() {
   for old in $(ip netns list | awk '/^rnic-interop-[0-9]+/ { print $1 }'); do
     kill -0 "${old##*-}" 2>/dev/null || { ip netns del "$old" && info "removed stale netns $old"; }
   done
-  ip netns add "$NS" || { echo "net: ip netns add $NS failed"; return 1; }
+  ip netns add "$NS" || { err "net: ip netns add $NS failed"; return 1; }
   on_exit net_down
   ip -n "$NS" link set lo up &&
   ip -n "$NS" link add br0 type bridge stp_state 0 forward_delay 0 &&
   ip -n "$NS" addr add "$NET_HOST/$NET_PREFIX" dev br0 &&
-  ip -n "$NS" link set br0 up || { echo "net: bridge setup in $NS failed"; return 1; }
+  ip -n "$NS" link set br0 up || { err "net: bridge setup in $NS failed"; return 1; }
   local t
   for t in tap0 tap1; do
     ip -n "$NS" tuntap add dev $t mode tap &&
     ip -n "$NS" link set $t master br0 &&
-    ip -n "$NS" link set $t up || { echo "net: tap $t in $NS failed"; return 1; }
+    ip -n "$NS" link set $t up || { err "net: tap $t in $NS failed"; return 1; }
   done
   info "netns $NS: br0 $NET_HOST/$NET_PREFIX, tap0 tap1"
 }

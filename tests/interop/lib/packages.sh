@@ -15,7 +15,7 @@ APT_OPTS=()
 apt_setup() {
   mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/archives/partial"
   local kr=/usr/share/keyrings/debian-archive-keyring.gpg
-  [ -f "$kr" ] || { echo "packages: $kr missing (package debian-archive-keyring)"; return 1; }
+  [ -f "$kr" ] || { err "packages: $kr missing (package debian-archive-keyring)"; return 1; }
   cat > "$APT_DIR/sources.list" <<SRC
 deb [signed-by=$kr] http://deb.debian.org/debian bookworm main
 deb [signed-by=$kr] http://deb.debian.org/debian bookworm-updates main
@@ -44,7 +44,7 @@ apt_update_once() {
   out=$(apt-get "${APT_OPTS[@]}" update 2>&1) || rc=$?
   if [ $rc -ne 0 ] || grep -qE '^(E:|W: (Failed|Some index))' <<<"$out"; then
     printf '%s\n' "$out" | tail -5
-    echo "packages: apt-get update failed (rc=$rc)"
+    err "packages: apt-get update failed (rc=$rc)"
     return 1
   fi
   apt_updated=1
@@ -70,15 +70,15 @@ install_packages() {
   echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
   if [ -n "$bpo" ]; then
     apt-get "${APT_OPTS[@]}" install -y --no-install-recommends -t bookworm-backports $bpo \
-      >"$LOGDIR/apt-bpo.log" 2>&1 || { tail -5 "$LOGDIR/apt-bpo.log"; echo "packages: installing $bpo from bookworm-backports failed"; return 1; }
+      >"$LOGDIR/apt-bpo.log" 2>&1 || { tail -5 "$LOGDIR/apt-bpo.log"; err "packages: installing $bpo from bookworm-backports failed"; return 1; }
   fi
   if [ -n "$main" ]; then
     apt-get "${APT_OPTS[@]}" install -y --no-install-recommends $main \
-      >"$LOGDIR/apt-main.log" 2>&1 || { tail -5 "$LOGDIR/apt-main.log"; echo "packages: installing $main failed"; return 1; }
+      >"$LOGDIR/apt-main.log" 2>&1 || { tail -5 "$LOGDIR/apt-main.log"; err "packages: installing $main failed"; return 1; }
   fi
   rm -f "$APT_DIR"/archives/*.deb   # installed: the downloads are not needed again
   local still; still=$(pkg_missing $APT_PKGS_MAIN $APT_PKGS_BPO)
-  [ -z "$still" ] || { echo "packages: still missing after install: $still"; return 1; }
+  [ -z "$still" ] || { err "packages: still missing after install: $still"; return 1; }
   info "qemu $(dpkg-query -W -f='${Version}' qemu-system-x86)"
 }
 
@@ -87,7 +87,7 @@ apt_download() {
   apt_setup || return 1
   apt_update_once || return 1
   (cd "$2" && apt-get "${APT_OPTS[@]}" download "$1") >"$LOGDIR/apt-download.log" 2>&1 \
-    || { tail -3 "$LOGDIR/apt-download.log"; echo "packages: apt-get download $1 failed"; return 1; }
+    || { tail -3 "$LOGDIR/apt-download.log"; err "packages: apt-get download $1 failed"; return 1; }
 }
 
 # kernel_package: the linux-image-6.1.0-N-amd64 that linux-image-amd64 (bookworm) depends on.
@@ -100,6 +100,6 @@ kernel_package() {
     apt_update_once >&2 || return 1
     k=$(apt-cache "${APT_OPTS[@]}" depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6\.1\./ { print $2; exit }')
   fi
-  [ -n "$k" ] || { echo "packages: linux-image-amd64 has no linux-image-6.1 dependency in bookworm" >&2; return 1; }
+  [ -n "$k" ] || { err "packages: linux-image-amd64 has no linux-image-6.1 dependency in bookworm" >&2; return 1; }
   printf '%s\n' "$k"
 }
