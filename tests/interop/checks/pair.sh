@@ -69,6 +69,11 @@ side_listening() {
 # the guest's side is always "rxe"; the peer is the host, or guest "peer" in developer mode
 PEER=host; [ "${RNIC_INTEROP_PEER:-rnic}" = guest ] && PEER=peer
 
+# rxe's own counters in the guest, before and after: their deltas tell what rxe saw (dropped
+# packets with a bad ICRC only show up as completer_retry_err / retries, for example)
+counters() { gx rxe --timeout 10 'cd /sys/class/infiniband/rxe0/ports/1/hw_counters && for f in *; do echo "$f $(cat $f)"; done'; }
+C0=$(counters)
+
 # ---- capture ----
 # (ip netns exec, not the in_ns function: $! must be tcpdump itself, not a subshell around it)
 ip netns exec "$NS" tcpdump -i br0 -n -U -s 96 -w "$PCAP" udp port 4791 2>/dev/null & TD=$!
@@ -92,6 +97,10 @@ echo "--- server exit status $src"
 # TERM, not INT: a background job of a non-interactive shell ignores SIGINT
 sleep 0.5; kill -TERM $TD 2>/dev/null; wait $TD 2>/dev/null
 frames=$(tcpdump -r "$PCAP" -n 2>/dev/null | wc -l)
+C1=$(counters)
+deltas=$(awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf "%s +%d ", $1, $2 - a[$1] }' <(echo "$C0") <(echo "$C1"))
+[ -n "$deltas" ] || deltas="no change "
+echo "--- rxe counter changes: $deltas"
 
 # ---- verdict and result lines ----
 resline() {  # resline OUTPUT: the tool's result line, perftest's table row with its column names
@@ -106,7 +115,7 @@ resline() {  # resline OUTPUT: the tool's result line, perftest's table row with
 cres=$(resline "$cout"); sres=$(resline "$sout")
 [ -n "$cres" ] && result "client ($CLI): $cres"
 [ -n "$sres" ] && result "server ($SRV): $sres"
-result "$frames RoCE v2 frames on br0"
+result "$frames RoCE v2 frames on br0, rxe counters: ${deltas% }"
 [ $crc -eq 0 ] || fail "client ($CLI) exit status $crc: $(echo "$cout" | grep -v '^ *$' | tail -1)"
 [ $src -eq 0 ] || fail "server ($SRV) exit status $src: $(echo "$sout" | grep -v '^ *$' | tail -1)"
 [ -n "$cres$sres" ] || fail "no result line from either side"
