@@ -27,6 +27,7 @@ build_vfio_edu() {
 build_rnic() {
   RNIC_BIN=$REPO/target/release/rnic
   (cd "$REPO" && nice cargo build --release --locked -p rnic-tools) >"$LOGDIR/rnic-build.log" 2>&1 \
-    || { grep -E '^error' -A6 "$LOGDIR/rnic-build.log" | head -30; err "cargo build --release -p rnic-tools failed"; return 1; }
+    || { grep -E '^error' -A6 "$LOGDIR/rnic-build.log" | head -30 | sed 's/^/     | /'
+         err "cargo build --release -p rnic-tools failed: $(grep -m1 -E '^error' "$LOGDIR/rnic-build.log")"; return 1; }
   [ -x "$RNIC_BIN" ] || { err "no $RNIC_BIN after the build"; return 1; }
 }
