@@ -91,7 +91,9 @@ fn fill(p: NonNull<u8>, f: impl Fn(usize) -> u8) {
 }
 fn first_diff(a: NonNull<u8>, b: NonNull<u8>) -> Option<usize> {
     // SAFETY: both point at LEN bytes of DMA memory; the device has finished writing them.
-    (0..LEN).find(|&i| unsafe { a.as_ptr().add(i).read_volatile() != b.as_ptr().add(i).read_volatile() })
+    (0..LEN).find(|&i| unsafe {
+        a.as_ptr().add(i).read_volatile() != b.as_ptr().add(i).read_volatile()
+    })
 }
 fn all_eq(p: NonNull<u8>, v: u8) -> bool {
     // SAFETY: as in `first_diff`.
@@ -110,10 +112,21 @@ fn irq_round(bus: &VfioBus, trigger: impl FnOnce()) -> (bool, u32, Duration) {
 }
 
 fn main() {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "0000:00:02.0".into());
-    let mut r = Report { t0: Instant::now(), pass: 0, fail: 0 };
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "0000:00:02.0".into());
+    let mut r = Report {
+        t0: Instant::now(),
+        pass: 0,
+        fail: 0,
+    };
     run(&addr, &mut r);
-    println!("SUMMARY {} passed, {} failed, total {:.3} s", r.pass, r.fail, r.t0.elapsed().as_secs_f64());
+    println!(
+        "SUMMARY {} passed, {} failed, total {:.3} s",
+        r.pass,
+        r.fail,
+        r.t0.elapsed().as_secs_f64()
+    );
     std::process::exit(i32::from(r.fail > 0));
 }
 
@@ -131,27 +144,51 @@ fn run(addr: &str, r: &mut Report) {
             return;
         }
     };
-    r.line(true, "open", &format!("{addr}: BAR0 {} KiB mapped, MSI vector 0 fd {:?}", bus.bar_len() / 1024, bus.irq_fd(0)));
+    r.line(
+        true,
+        "open",
+        &format!(
+            "{addr}: BAR0 {} KiB mapped, MSI vector 0 fd {:?}",
+            bus.bar_len() / 1024,
+            bus.irq_fd(0)
+        ),
+    );
 
     // ---- registers ----
     let id = rd(&bus, EDU_ID);
-    r.line(id == 0x010000ed, "edu-id", &format!("{id:#010x} (want 0x010000ed)"));
+    r.line(
+        id == 0x010000ed,
+        "edu-id",
+        &format!("{id:#010x} (want 0x010000ed)"),
+    );
     let x = 0x1234_5678u32;
     wr(&bus, EDU_LIVE, x);
     let y = rd(&bus, EDU_LIVE);
-    r.line(y == !x, "edu-liveness", &format!("wrote {x:#010x}, read {y:#010x} (want {:#010x})", !x));
+    r.line(
+        y == !x,
+        "edu-liveness",
+        &format!("wrote {x:#010x}, read {y:#010x} (want {:#010x})", !x),
+    );
     wr(&bus, EDU_FACT, 10);
     let t = Instant::now();
     while rd(&bus, EDU_STATUS) & 1 != 0 && t.elapsed() < Duration::from_secs(2) {}
     let f = rd(&bus, EDU_FACT);
     r.line(f == 3_628_800, "edu-factorial", &format!("10! = {f}"));
-    r.line(bus.read32(bus.bar_len()) == u32::MAX, "bar-bounds", "a read past BAR0 returns all ones");
+    r.line(
+        bus.read32(bus.bar_len()) == u32::MAX,
+        "bar-bounds",
+        "a read past BAR0 returns all ones",
+    );
 
     // ---- DMA memory: two bus allocations and one caller buffer, all inside edu's mask ----
     let (a, b) = match (bus.alloc_dma(LEN), bus.alloc_dma(LEN)) {
         (Ok(a), Ok(b)) => (a, b),
         (ra, rb) => {
-            r.line(false, "alloc-dma", &format!("{:?} {:?}", ra.err(), rb.err()));
+            r.line(
+                false,
+                "alloc-dma",
+                &format!("{:?} {:?}", ra.err(), rb.err()),
+            );
             return;
         }
     };
@@ -162,12 +199,18 @@ fn run(addr: &str, r: &mut Report) {
     let c_iova = match unsafe { bus.map_dma(user, LEN) } {
         Ok(i) => i,
         Err(e) => {
-            r.line(false, "map-dma", &format!("map_dma of a 4 KiB caller buffer: {e}"));
+            r.line(
+                false,
+                "map-dma",
+                &format!("map_dma of a 4 KiB caller buffer: {e}"),
+            );
             return;
         }
     };
     let limit = 1u64 << EDU_DMA_BITS;
-    let inside = [a.iova, b.iova, c_iova].iter().all(|&i| i + LEN as u64 <= limit);
+    let inside = [a.iova, b.iova, c_iova]
+        .iter()
+        .all(|&i| i + LEN as u64 <= limit);
     r.line(
         inside,
         "dma-mask",
@@ -178,13 +221,31 @@ fn run(addr: &str, r: &mut Report) {
     fill(a.vaddr, |i| (i * 7 + 3) as u8);
     fill(b.vaddr, |_| 0);
     match dma(&bus, a.iova, EDU_BUF, 0) {
-        Some(dt) => r.line(true, "dma-ram-to-dev", &format!("iova {:#x} -> edu {EDU_BUF:#x}, {LEN} B, {:.1} ms", a.iova, dt.as_secs_f64() * 1e3)),
+        Some(dt) => r.line(
+            true,
+            "dma-ram-to-dev",
+            &format!(
+                "iova {:#x} -> edu {EDU_BUF:#x}, {LEN} B, {:.1} ms",
+                a.iova,
+                dt.as_secs_f64() * 1e3
+            ),
+        ),
         None => r.line(false, "dma-ram-to-dev", "engine still busy after 5 s"),
     };
-    for (name, dst, p) in [("dma-dev-to-ram", b.iova, b.vaddr), ("dma-dev-to-user", c_iova, user)] {
+    for (name, dst, p) in [
+        ("dma-dev-to-ram", b.iova, b.vaddr),
+        ("dma-dev-to-user", c_iova, user),
+    ] {
         match dma(&bus, EDU_BUF, dst, DMA_TO_RAM) {
             Some(dt) => match first_diff(a.vaddr, p) {
-                None => r.line(true, name, &format!("edu {EDU_BUF:#x} -> iova {dst:#x}, {LEN} B identical to A, {:.1} ms", dt.as_secs_f64() * 1e3)),
+                None => r.line(
+                    true,
+                    name,
+                    &format!(
+                        "edu {EDU_BUF:#x} -> iova {dst:#x}, {LEN} B identical to A, {:.1} ms",
+                        dt.as_secs_f64() * 1e3
+                    ),
+                ),
                 Some(i) => r.line(false, name, &format!("first difference at byte {i}")),
             },
             None => r.line(false, name, "engine still busy after 5 s"),
@@ -199,26 +260,48 @@ fn run(addr: &str, r: &mut Report) {
 
     // ---- MSI through the eventfd ----
     let (fired, st, dt) = irq_round(&bus, || wr(&bus, EDU_IRQ_RAISE, 0x1234));
-    r.line(fired && st == 0x1234, "msi-raise", &format!("wait_irq(0) fired={fired} after {:.2} ms, irq_status {st:#x}", dt.as_secs_f64() * 1e3));
+    r.line(
+        fired && st == 0x1234,
+        "msi-raise",
+        &format!(
+            "wait_irq(0) fired={fired} after {:.2} ms, irq_status {st:#x}",
+            dt.as_secs_f64() * 1e3
+        ),
+    );
     let (fired, st, dt) = irq_round(&bus, || {
         wr64(&bus, EDU_DMA_SRC, a.iova);
         wr64(&bus, EDU_DMA_DST, EDU_BUF);
         wr64(&bus, EDU_DMA_CNT, 64);
         wr64(&bus, EDU_DMA_CMD, DMA_START | DMA_IRQ);
     });
-    r.line(fired && st == 0x100, "msi-dma-done", &format!("DMA-completion interrupt fired={fired} after {:.1} ms, irq_status {st:#x}", dt.as_secs_f64() * 1e3));
+    r.line(
+        fired && st == 0x100,
+        "msi-dma-done",
+        &format!(
+            "DMA-completion interrupt fired={fired} after {:.1} ms, irq_status {st:#x}",
+            dt.as_secs_f64() * 1e3
+        ),
+    );
     // the raw eventfd from irq_fd, as an epoll user would see it
     match bus.irq_fd(0) {
         Some(fd) => {
             wr(&bus, EDU_IRQ_RAISE, 1);
-            let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
             // SAFETY: one valid pollfd.
             let n = unsafe { libc::poll(&mut p, 1, 3000) };
             let mut v = 0u64;
             // SAFETY: reading 8 bytes from an eventfd into a u64.
             let got = n == 1 && unsafe { libc::read(fd, (&raw mut v).cast(), 8) } == 8;
             wr(&bus, EDU_IRQ_ACK, rd(&bus, EDU_IRQ_STATUS));
-            r.line(got && v >= 1, "msi-irq-fd", &format!("poll(irq_fd(0) = {fd}) readable, eventfd count {v}"));
+            r.line(
+                got && v >= 1,
+                "msi-irq-fd",
+                &format!("poll(irq_fd(0) = {fd}) readable, eventfd count {v}"),
+            );
         }
         None => {
             r.line(false, "msi-irq-fd", "irq_fd(0) is None");
@@ -226,10 +309,23 @@ fn run(addr: &str, r: &mut Report) {
     }
     let n = 100;
     let t = Instant::now();
-    let got = (0..n).filter(|_| irq_round(&bus, || wr(&bus, EDU_IRQ_RAISE, 1)).0).count();
-    r.line(got == n, "msi-loop", &format!("{got}/{n} raise -> eventfd round trips, {:.3} ms each", t.elapsed().as_secs_f64() * 1e3 / n as f64));
+    let got = (0..n)
+        .filter(|_| irq_round(&bus, || wr(&bus, EDU_IRQ_RAISE, 1)).0)
+        .count();
+    r.line(
+        got == n,
+        "msi-loop",
+        &format!(
+            "{got}/{n} raise -> eventfd round trips, {:.3} ms each",
+            t.elapsed().as_secs_f64() * 1e3 / n as f64
+        ),
+    );
     let fired = bus.wait_irq(0, Duration::from_millis(300)).unwrap_or(true);
-    r.line(!fired, "msi-quiet", "wait_irq(0, 300 ms) = false when nothing was raised");
+    r.line(
+        !fired,
+        "msi-quiet",
+        "wait_irq(0, 300 ms) = false when nothing was raised",
+    );
 
     // ---- teardown ----
     let u = bus.unmap_dma(c_iova, LEN);
@@ -237,6 +333,10 @@ fn run(addr: &str, r: &mut Report) {
     unsafe { std::alloc::dealloc(user.as_ptr(), layout) };
     let fa = bus.free_dma(a);
     let fb = bus.free_dma(b);
-    r.line(u.is_ok() && fa.is_ok() && fb.is_ok(), "unmap-free", &format!("unmap_dma {u:?}, free_dma {fa:?} {fb:?}"));
+    r.line(
+        u.is_ok() && fa.is_ok() && fb.is_ok(),
+        "unmap-free",
+        &format!("unmap_dma {u:?}, free_dma {fa:?} {fb:?}"),
+    );
     drop(bus);
 }
