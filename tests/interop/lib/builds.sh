@@ -9,6 +9,9 @@ build_vfio_edu() {
   local target=$CACHE/vfio-edu-target triple=x86_64-unknown-linux-gnu bin
   local sum=$LOGDIR/vfio-edu-build.summary
   bin=$target/$triple/release/vfio-edu
+  # the workspace's lock file as the starting point, so the driver is built with the versions
+  # the workspace tests (cargo drops what vfio-edu does not use; the copy is git-ignored)
+  cp "$REPO/Cargo.lock" "$HERE/vfio-edu/Cargo.lock"
   if ! (cd "$HERE/vfio-edu" && RUSTFLAGS='-C target-feature=+crt-static' CARGO_TARGET_DIR=$target \
         nice cargo build --release --target $triple) >"$LOGDIR/vfio-edu-build.log" 2>&1; then
     grep -E '^error' -A6 "$LOGDIR/vfio-edu-build.log" | head -40 | sed 's/^/     | /'
