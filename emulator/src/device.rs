@@ -24,6 +24,11 @@ use crate::irq::Irqs;
 use crate::profile::Profile;
 use crate::state::{Counters, DeviceState};
 
+/// How long the device thread keeps polling after its last work before it sleeps.
+const SPIN_NS: u64 = 50_000;
+/// The longest the device thread sleeps without a timer due.
+const MAX_PARK_NS: u64 = 1_000_000;
+
 /// How the device runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunMode {
@@ -125,6 +130,17 @@ impl Shared {
         n
     }
 
+    /// The earliest time (device clock, ns) a transport timer or the link has something to
+    /// do, if any.
+    pub(crate) fn next_timer_ns(&self) -> Option<u64> {
+        let st = self.lock();
+        let t = crate::transport::next_deadline(&st);
+        match (t, st.port.link_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Runs `f` on the locked device state with a context (crate tests build resources
     /// directly with it).
     #[cfg(test)]
@@ -183,10 +199,28 @@ impl Device {
             std::thread::Builder::new()
                 .name("rnic-emu".into())
                 .spawn(move || {
+                    // Spin a little after work (doorbells and frames come in bursts), then
+                    // sleep until woken (doorbell, link traffic) or the next timer is due.
+                    let mut idle_since: Option<u64> = None;
                     while !shared.stop.load(Ordering::Acquire) {
-                        if shared.step() == 0 {
-                            parker.park_timeout(Duration::from_millis(1));
+                        if shared.step() != 0 {
+                            idle_since = None;
+                            continue;
                         }
+                        let now = shared.clock.now_ns();
+                        let since = *idle_since.get_or_insert(now);
+                        if now.saturating_sub(since) < SPIN_NS {
+                            std::hint::spin_loop();
+                            std::thread::yield_now();
+                            continue;
+                        }
+                        let wait = shared
+                            .next_timer_ns()
+                            .map_or(MAX_PARK_NS, |t| t.saturating_sub(now).min(MAX_PARK_NS));
+                        if wait > 0 {
+                            parker.park_timeout(Duration::from_nanos(wait));
+                        }
+                        idle_since = None;
                     }
                 })
                 .expect("spawning the device thread")
@@ -235,9 +269,63 @@ impl Device {
 
     /// Attaches the device's port to `link`: frames for IP addresses that are not this
     /// device's own GIDs leave through it, and frames it delivers are received (processed by
-    /// [`Device::step`], or by the device thread).
-    pub fn set_link(&self, link: Box<dyn crate::port::Link>) {
+    /// [`Device::step`], or by the device thread, which the link wakes).
+    pub fn set_link(&self, mut link: Box<dyn crate::link::Link>) {
+        link.attach(&crate::link::LinkEnv {
+            clock: self.shared.clock.clone(),
+            waker: crate::link::Waker::new(self.shared.unparker.clone()),
+        });
         self.shared.lock().port.set_link(link);
+    }
+
+    /// A device with `profile`, running as `mode` says, whose port is attached to `link`.
+    ///
+    /// ```
+    /// use rnic_emulator::link::InProcLink;
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let (a, b) = InProcLink::pair();
+    /// let dev_a = Device::with_link(Profile::default(), RunMode::Deterministic, a);
+    /// let dev_b = Device::with_link(Profile::default(), RunMode::Deterministic, b);
+    /// # drop((dev_a, dev_b));
+    /// ```
+    pub fn with_link(
+        profile: Profile,
+        mode: RunMode,
+        link: impl crate::link::Link + 'static,
+    ) -> Self {
+        let dev = Device::new(profile, mode);
+        dev.set_link(Box::new(link));
+        dev
+    }
+
+    /// Writes every frame the port sends or receives from now on to a new pcap file at
+    /// `path` (Ethernet link type; timestamps from the device clock). Replaces (and closes)
+    /// a capture in progress.
+    pub fn capture_to(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
+        let cap = crate::link::pcap::Capture::create(path.as_ref())?;
+        let old = self.shared.lock().port.capture.replace(cap);
+        old.map_or(Ok(()), crate::link::pcap::Capture::finish)
+    }
+
+    /// Ends the capture in progress (flushing the file); returns how many frames it holds.
+    pub fn stop_capture(&self) -> std::io::Result<u64> {
+        let cap = self.shared.lock().port.capture.take();
+        match cap {
+            Some(c) => {
+                let n = c.frames;
+                c.finish()?;
+                Ok(n)
+            }
+            None => Ok(0),
+        }
+    }
+
+    /// The earliest device-clock time (ns) at which a transport timer (retransmission, RNR
+    /// wait) or the link (a delayed frame) has work, if any. A deterministic test that finds
+    /// both devices idle advances time to it.
+    pub fn next_timer_ns(&self) -> Option<u64> {
+        self.shared.next_timer_ns()
     }
 
     /// Raises a health syndrome in the health buffer, as failing firmware does.
@@ -291,6 +379,7 @@ impl Device {
 
 impl Drop for Device {
     fn drop(&mut self) {
+        let _ = self.stop_capture();
         self.shared.stop.store(true, Ordering::Release);
         if let Some(u) = &self.shared.unparker {
             u.unpark();

@@ -22,9 +22,12 @@
 //!   frame into headers plus a payload slice; emit one into a caller buffer with lengths,
 //!   checksum, pad and ICRC computed).
 //!
-//! Every parse returns a typed [`wire::WireError`] on malformed input and never panics. The
-//! links between devices (in-process, UDP), retransmission timers, fault injection and
-//! capture arrive with the transport issue.
+//! Every parse returns a typed [`wire::WireError`] on malformed input and never panics.
+//!
+//! Devices meet through [`link`]s: [`link::InProcLink::pair`] in one process,
+//! [`link::UdpLink::bind`] across hosts (and to Linux rxe), either wrapped in a seeded
+//! [`link::FaultyLink`]; [`Device::with_link`] / [`Device::set_link`] attach one, and
+//! [`Device::capture_to`] writes the port's traffic to a pcap file.
 
 mod bar;
 mod bus;
@@ -37,6 +40,7 @@ mod doorbells;
 mod eq;
 pub mod iommu;
 mod irq;
+pub mod link;
 mod mkey;
 mod pages;
 pub mod port;
@@ -52,4 +56,4 @@ pub use bus::EmuBus;
 pub use clock::Clock;
 pub use device::{Device, RunMode};
 pub use profile::Profile;
-pub use state::Counters;
+pub use state::{Counters, RxDrops, TransportCounters};

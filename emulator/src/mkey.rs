@@ -95,6 +95,7 @@ static RESERVED: Mkey = Mkey {
     start_addr: 0,
     len: 0,
     translation: MkeyTranslation::Pa,
+    free: false,
 };
 
 /// Looks `key` up and checks PD, access and bounds for `len` bytes at `addr`. The reserved
@@ -115,7 +116,7 @@ pub(crate) fn check(
         };
     }
     let m = mkeys.get(key >> 8).ok_or(KeyError::NoKey)?;
-    if m.variant != (key & 0xFF) as u8 {
+    if m.variant != (key & 0xFF) as u8 || m.free {
         return Err(KeyError::NoKey);
     }
     if m.pd != pd {
@@ -173,6 +174,21 @@ fn pieces(
             }
             Ok(())
         }
+    }
+}
+
+/// Invalidates remote key `key` of PD `pd` (SEND_WITH_INVALIDATE); false when there is no
+/// such key in that PD (or it is the reserved lkey).
+pub(crate) fn invalidate(mkeys: &mut Table<Mkey>, key: u32, pd: u32) -> bool {
+    if key == RESD_LKEY {
+        return false;
+    }
+    match mkeys.get_mut(key >> 8) {
+        Some(m) if m.variant == (key & 0xFF) as u8 && m.pd == pd && !m.free => {
+            m.free = true;
+            true
+        }
+        _ => false,
     }
 }
 
@@ -329,6 +345,7 @@ mod tests {
             start_addr: start,
             len,
             translation,
+            free: false,
         }
     }
 

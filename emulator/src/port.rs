@@ -6,7 +6,11 @@
 //! queued and processed by the device's `step` until the port is idle: each is checked
 //! (structure, ICRC, destination QP, destination IP), then handed to the responder (requests)
 //! or the completer (ACKs and responses). Malformed or unroutable frames are dropped and
-//! counted in `rx_dropped`.
+//! counted in `rx_dropped` and, per rule, in [`crate::Counters::drops`]. ACKs the responder
+//! owes are coalesced: one ACK per QP for each burst of received frames, sent when the port
+//! runs out of frames (or before any other response of that QP, to keep the order). The
+//! port can also write everything it sends and receives to a pcap file
+//! ([`crate::Device::capture_to`]).
 //!
 //! Frame buffers are pooled, so a steady flow of packets does not allocate.
 
@@ -14,34 +18,11 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use crate::device::Ctx;
+use crate::link::pcap::Capture;
+pub use crate::link::{Link, NullLink};
+use crate::state::RxDrops;
 use crate::transport::poll_timers;
 use crate::wire::{Opcode, PacketRepr, RocePacket};
-
-/// Where frames that are not for this device go, and where frames from other devices come
-/// from. The transport issue implements it with an in-process pair and a UDP socket.
-pub trait Link: Send + fmt::Debug {
-    /// Sends a whole Ethernet frame.
-    fn transmit(&mut self, frame: &[u8]);
-    /// Receives the next frame into `buf` (cleared first), if one is waiting.
-    fn receive(&mut self, buf: &mut Vec<u8>) -> bool;
-}
-
-/// A link to nowhere: frames sent are dropped, nothing arrives.
-#[derive(Debug, Default)]
-pub struct NullLink {
-    /// Frames dropped so far.
-    pub dropped: u64,
-}
-
-impl Link for NullLink {
-    fn transmit(&mut self, _frame: &[u8]) {
-        self.dropped += 1;
-    }
-
-    fn receive(&mut self, _buf: &mut Vec<u8>) -> bool {
-        false
-    }
-}
 
 /// Frames processed per `run` at most, so a livelock between QPs cannot hang the device.
 const MAX_FRAMES_PER_RUN: usize = 1 << 20;
@@ -56,8 +37,12 @@ pub(crate) struct Port {
     pool: Vec<Vec<u8>>,
     /// A reusable payload buffer for the transport (gather / READ responses).
     pub(crate) scratch: Vec<u8>,
-    /// QPs with a transport timer armed (0: nothing to poll).
-    pub(crate) timers_armed: usize,
+    /// QPs whose responder owes an ACK (coalesced, sent when the port is idle).
+    pub(crate) ack_pending: Vec<u32>,
+    /// QPs whose responder has READ responses left to send.
+    pub(crate) read_pending: VecDeque<u32>,
+    /// The capture file, when capturing.
+    pub(crate) capture: Option<Capture>,
 }
 
 impl fmt::Debug for Port {
@@ -77,13 +62,20 @@ impl Port {
             rx: VecDeque::new(),
             pool: Vec::new(),
             scratch: Vec::new(),
-            timers_armed: 0,
+            ack_pending: Vec::new(),
+            read_pending: VecDeque::new(),
+            capture: None,
         }
     }
 
     /// Replaces the port's link.
     pub(crate) fn set_link(&mut self, link: Box<dyn Link>) {
         self.link = link;
+    }
+
+    /// The link's own next deadline (delayed frames).
+    pub(crate) fn link_deadline(&self) -> Option<u64> {
+        self.link.next_deadline_ns()
     }
 
     /// An empty frame buffer.
@@ -139,6 +131,9 @@ fn is_own_gid(ctx: &Ctx<'_>, gid: &[u8; 16]) -> bool {
 /// Sends a frame: looped back when it is for this device, else onto the link.
 pub(crate) fn transmit(ctx: &mut Ctx<'_>, frame: Vec<u8>) {
     ctx.st.counters.frames_tx += 1;
+    if let Some(c) = ctx.st.port.capture.as_mut() {
+        c.write(ctx.clock.now_ns(), &frame);
+    }
     if dest_gid(&frame).is_some_and(|g| is_own_gid(ctx, &g)) {
         ctx.st.port.rx.push_back(frame);
     } else {
@@ -147,54 +142,107 @@ pub(crate) fn transmit(ctx: &mut Ctx<'_>, frame: Vec<u8>) {
     }
 }
 
+/// Counts a dropped frame under rule `rule`.
+pub(crate) fn count_drop(ctx: &mut Ctx<'_>, rule: impl FnOnce(&mut RxDrops) -> &mut u64) {
+    ctx.st.counters.rx_dropped += 1;
+    *rule(&mut ctx.st.counters.drops) += 1;
+}
+
 /// Processes received frames and due timers until the port is idle; returns how many frames
 /// and timers there were.
 pub(crate) fn run(ctx: &mut Ctx<'_>) -> usize {
     let mut n = poll_timers(ctx);
     while n < MAX_FRAMES_PER_RUN {
-        let frame = match ctx.st.port.rx.pop_front() {
-            Some(f) => f,
+        let (mut frame, from_link) = match ctx.st.port.rx.pop_front() {
+            Some(f) => (f, false),
             None => {
                 let mut b = ctx.st.port.buffer();
                 if ctx.st.port.link.receive(&mut b) {
-                    b
+                    (b, true)
                 } else {
                     ctx.st.port.recycle(b);
-                    break;
+                    // Idle: READ responses left to send, then the coalesced ACKs.
+                    if crate::transport::responder::pump_reads(ctx) {
+                        continue;
+                    }
+                    if ctx.st.port.ack_pending.is_empty() {
+                        break;
+                    }
+                    crate::transport::responder::flush_acks(ctx);
+                    continue;
                 }
             }
         };
         n += 1;
-        receive(ctx, &frame);
+        let exact = if from_link {
+            if let Some(c) = ctx.st.port.capture.as_mut() {
+                c.write(ctx.clock.now_ns(), &frame);
+            }
+            ctx.st.port.link.rx_ip_header_exact()
+        } else {
+            true
+        };
+        receive(ctx, &mut frame, exact);
         ctx.st.port.recycle(frame);
     }
     n
 }
 
-/// Checks one received frame and hands it to the transport.
-fn receive(ctx: &mut Ctx<'_>, frame: &[u8]) {
+/// Checks one received frame and hands it to the transport. `exact`: the IP header is the
+/// sender's (false for a UDP link: the IP ID is unknown, see [`crate::link::udp`]).
+fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
+    let icrc_ok = match RocePacket::new_checked(&*frame) {
+        Err(_) => {
+            count_drop(ctx, |d| &mut d.malformed);
+            return;
+        }
+        Ok(packet) => packet.verify_icrc().is_ok(),
+    };
+    if !icrc_ok {
+        let ip_start = if frame.get(12..14) == Some(&[0x81, 0x00]) {
+            18
+        } else {
+            14
+        };
+        let solved = !exact
+            && frame
+                .get_mut(ip_start..)
+                .is_some_and(crate::link::udp::solve_ip_id);
+        if !solved {
+            count_drop(ctx, |d| &mut d.bad_icrc);
+            return;
+        }
+        ctx.st.counters.transport.icrc_ip_id_solved += 1;
+    }
+    let frame = &*frame;
     let Ok(packet) = RocePacket::new_checked(frame) else {
-        ctx.st.counters.rx_dropped += 1;
+        count_drop(ctx, |d| &mut d.malformed);
         return;
     };
-    if packet.verify_icrc().is_err() {
-        ctx.st.counters.rx_dropped += 1;
-        return;
-    }
     let Ok(repr) = PacketRepr::parse_packet(&packet) else {
-        ctx.st.counters.rx_dropped += 1;
+        count_drop(ctx, |d| &mut d.malformed);
         return;
     };
     let payload = packet.payload();
-    let dst_ok = dest_gid(frame).is_some_and(|g| is_own_gid(ctx, &g));
     let qpn = repr.bth.dest_qp;
-    if !dst_ok
-        || qpn == 0
-        || repr.bth.opcode == Opcode::Cnp
-        || !ctx.st.res.vport.roce_en
-        || ctx.st.res.qps.get(qpn).is_none()
-    {
-        ctx.st.counters.rx_dropped += 1;
+    if !dest_gid(frame).is_some_and(|g| is_own_gid(ctx, &g)) {
+        count_drop(ctx, |d| &mut d.not_our_ip);
+        return;
+    }
+    if repr.bth.opcode == Opcode::Cnp {
+        count_drop(ctx, |d| &mut d.cnp);
+        return;
+    }
+    if qpn == 0 {
+        count_drop(ctx, |d| &mut d.dest_qp_zero);
+        return;
+    }
+    if !ctx.st.res.vport.roce_en {
+        count_drop(ctx, |d| &mut d.roce_disabled);
+        return;
+    }
+    if ctx.st.res.qps.get(qpn).is_none() {
+        count_drop(ctx, |d| &mut d.unknown_qp);
         return;
     }
     ctx.st.counters.frames_rx += 1;

@@ -310,7 +310,10 @@ pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
     let cqn = qp.ctx.cqn_snd();
     let uidx = crate::cq::srqn_uidx(ctx, &qp.ctx, None);
     tr.resp.msg = None;
+    tr.resp.reads.clear();
+    tr.resp.ack_pending = None;
     tr.rnr_wait = None;
+    tr.retx_at = None;
     for w in std::mem::take(&mut tr.sq) {
         let mut c = crate::cq::err_cqe(true, qpn, w.wqe_index, w.opcode, CqeSyndrome::WrFlush);
         c.set_srqn_uidx(uidx);

@@ -44,8 +44,109 @@ pub struct Counters {
     pub frames_tx: u64,
     /// RoCE frames the port received and handed to the transport.
     pub frames_rx: u64,
-    /// Received frames dropped (malformed, bad ICRC, unknown QP, wrong state, Q_Key, ...).
+    /// Received frames dropped (malformed, bad ICRC, unknown QP, wrong state, Q_Key, ...):
+    /// the sum of the counters in [`Counters::drops`].
     pub rx_dropped: u64,
+    /// Received frames dropped, one counter per receive rule.
+    pub drops: RxDrops,
+    /// Transport events (retransmissions, duplicates, NAKs) per kind.
+    pub transport: TransportCounters,
+}
+
+/// Why received frames were dropped (roce-v2.md section 1 and the transport's own rules):
+/// one counter per rule.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RxDrops {
+    /// Not a well-formed RoCE v2 frame (Ethernet, IP version/IHL/checksum, UDP port or
+    /// length, BTH TVer, opcode, header or payload sizes).
+    pub malformed: u64,
+    /// ICRC mismatch.
+    pub bad_icrc: u64,
+    /// Destination IP is not one of the device's RoCE v2 GIDs.
+    pub not_our_ip: u64,
+    /// DestQP 0.
+    pub dest_qp_zero: u64,
+    /// RoCE disabled on the vport.
+    pub roce_disabled: u64,
+    /// No QP with that number.
+    pub unknown_qp: u64,
+    /// The opcode's transport is not the QP's service type.
+    pub wrong_transport: u64,
+    /// The QP's state does not receive (RST, INIT, ERR; requests before RTR, responses
+    /// before RTS).
+    pub wrong_state: u64,
+    /// RC / UC packet whose IP source is not the QP's peer.
+    pub peer_mismatch: u64,
+    /// P_Key mismatch.
+    pub pkey: u64,
+    /// UD Q_Key mismatch.
+    pub qkey: u64,
+    /// UD datagram with no receive WQE posted.
+    pub ud_no_wqe: u64,
+    /// RC request with a PSN ahead of the expected one (after the one sequence NAK).
+    pub out_of_sequence: u64,
+    /// RC duplicate request that cannot be answered (a READ or atomic no longer in the
+    /// responder's resources).
+    pub stale_duplicate: u64,
+    /// UC packet dropped (sequence gap, bad request, no receive WQE, access error).
+    pub uc_error: u64,
+    /// A response (ACK, READ response, atomic ACK) matching no outstanding request, or out
+    /// of order.
+    pub stale_response: u64,
+    /// CNP (no congestion control here).
+    pub cnp: u64,
+    /// Anything else (requests the responder refused without an answer).
+    pub other: u64,
+}
+
+impl RxDrops {
+    /// The sum of all counters.
+    pub fn total(&self) -> u64 {
+        self.malformed
+            + self.bad_icrc
+            + self.not_our_ip
+            + self.dest_qp_zero
+            + self.roce_disabled
+            + self.unknown_qp
+            + self.wrong_transport
+            + self.wrong_state
+            + self.peer_mismatch
+            + self.pkey
+            + self.qkey
+            + self.ud_no_wqe
+            + self.out_of_sequence
+            + self.stale_duplicate
+            + self.uc_error
+            + self.stale_response
+            + self.cnp
+            + self.other
+    }
+}
+
+/// Transport events, for tests and tools.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TransportCounters {
+    /// Local ACK timeouts that led to a retransmission.
+    pub timeouts: u64,
+    /// Go-back-N retransmissions started (timeout, sequence NAK, response gap).
+    pub retransmits: u64,
+    /// RNR NAKs received.
+    pub rnr_naks_rx: u64,
+    /// Sequence NAKs received.
+    pub seq_naks_rx: u64,
+    /// Duplicate requests the responder answered (re-ACK, re-read, atomic replay).
+    pub duplicates: u64,
+    /// ACKs sent.
+    pub acks_tx: u64,
+    /// ACKs saved by coalescing (several AckReq packets answered by one ACK).
+    pub acks_coalesced: u64,
+    /// NAKs sent (sequence, RNR, invalid request, access, operational).
+    pub naks_tx: u64,
+    /// Received frames whose ICRC matched only with a solved IP ID (UDP link, see
+    /// [`crate::link::udp`]).
+    pub icrc_ip_id_solved: u64,
 }
 
 /// Everything the device's firmware holds.

@@ -124,20 +124,45 @@ fn send_with_invalidate_reports_the_rkey() {
     let (mut a, mut b, mut ca, mut cb) = r.pair(QpSt::Rc, MTU);
     let src = r.mr(4096, Access::ALL);
     let dst = r.mr(4096, Access::ALL);
+    let victim = r.mr(4096, Access::ALL);
     r.fill(&src, 0, b"inv");
+    // The victim key works before.
+    let w = r.post(
+        &mut a,
+        op::WRITE,
+        SIGNALED,
+        0,
+        &segs(&[raddr(victim.addr, victim.key), data(src.addr, 3, src.key)]),
+    );
+    assert_req(&r.one(&mut ca), a.qpn, w, op::WRITE);
     r.post_recv(&mut b, &[(dst.addr, 64, dst.key)]);
     let wi = r.post(
         &mut a,
         op::SEND_INVAL,
         SIGNALED,
-        0x1234_5601,
+        victim.key,
         &data(src.addr, 3, src.key),
     );
     assert_req(&r.one(&mut ca), a.qpn, wi, op::SEND_INVAL);
     let c = r.one(&mut cb);
     assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::RespSendInv));
-    assert_eq!(c.imm_inval_pkey(), 0x1234_5601);
+    assert_eq!(c.imm_inval_pkey(), victim.key);
     assert_eq!(r.read(&dst, 0, 3), b"inv");
+    // Invalidated: a WRITE with it is a remote access error now.
+    let w = r.post(
+        &mut a,
+        op::WRITE,
+        SIGNALED,
+        0,
+        &segs(&[raddr(victim.addr, victim.key), data(src.addr, 3, src.key)]),
+    );
+    let c = r.one(&mut ca);
+    assert_eq!(c.wqe_counter(), w);
+    assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::ReqErr));
+    assert_eq!(
+        c.syndrome(),
+        rnic_hw_regs::cqe::CqeSyndrome::RemoteAccess.raw()
+    );
 }
 
 #[test]

@@ -117,6 +117,7 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         start_addr: start,
         len,
         translation,
+        free: false,
     };
     let Ok(index) = ctx.st.res.mkeys.insert(m) else {
         return fail(CmdStatus::NoResources, syn::MKEY_TABLE_FULL);

@@ -52,6 +52,8 @@ pub(crate) struct Mkey {
     pub start_addr: u64,
     pub len: u64,
     pub translation: MkeyTranslation,
+    /// Invalidated (by a SEND_WITH_INVALIDATE naming it): no access until re-created.
+    pub free: bool,
 }
 
 /// An event queue created with CREATE_EQ.

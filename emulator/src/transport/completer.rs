@@ -20,83 +20,106 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::QpState;
 use rnic_hw_regs::wqe::SendOpcode;
 
-use super::{QpTransport, SendWqe, advance_una, enter_error, mtu_bytes, psn_add, psn_cmp};
+use rnic_hw_regs::ctx::QpSt;
+
+use super::{QpTransport, SendWqe, advance_una, enter_error, mtu_bytes, psn_add, psn_cmp, rearm};
 use crate::device::Ctx;
 use crate::mkey::{self, KeyError};
-use crate::wire::{NakCode, Opcode, Operation, PacketRepr, Position, Syndrome};
+use crate::port::count_drop;
+use crate::wire::{NakCode, Opcode, Operation, PacketRepr, Position, Syndrome, Transport};
 
 /// Handles a response packet (ACK, NAK, READ response, atomic ACK) for QP `qpn`.
 pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[u8]) {
     let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
-        ctx.st.counters.rx_dropped += 1;
+        count_drop(ctx, |d| &mut d.unknown_qp);
         return;
     };
     if qp.ctx.state() != u8::from(QpState::Rts) && qp.ctx.state() != u8::from(QpState::Sqd) {
-        ctx.st.counters.rx_dropped += 1;
+        count_drop(ctx, |d| &mut d.wrong_state);
         return;
     }
+    if qp.ctx.st() != u8::from(QpSt::Rc) || repr.bth.opcode.transport() != Transport::Rc {
+        count_drop(ctx, |d| &mut d.wrong_transport);
+        return;
+    }
+    let qpc = qp.ctx;
     let pd = qp.ctx.pd();
     let mtu = mtu_bytes(qp.ctx.mtu()).unwrap_or(256);
     let retry_count = qp.ctx.retry_count();
     let rnr_retry = qp.ctx.rnr_retry();
     let mut tr = std::mem::take(&mut qp.tr);
+    let una_before = tr.una;
+    let done_before = tr.sq.iter().filter(|w| w.done).count();
     let psn = repr.bth.psn;
     let opcode = repr.bth.opcode;
     let mut accepted = true;
     match opcode.operation() {
         Operation::Acknowledge => {
             let syndrome = repr.ext.aeth.map(|a| a.syndrome);
-            match syndrome {
-                Some(Syndrome::Ack { .. }) => {
-                    advance_una(&mut tr, psn_add(psn, 1));
-                    ack_upto(&mut tr, psn);
-                    tr.retry_left = None;
-                    tr.rnr_left = None;
-                }
-                Some(Syndrome::RnrNak { .. }) => {
-                    advance_una(&mut tr, psn);
-                    ack_before(&mut tr, psn);
-                    let left = tr.rnr_left.get_or_insert(rnr_retry);
-                    if *left == 0 {
-                        fail_at(&mut tr, psn, CqeSyndrome::RnrRetryExc);
-                    } else {
-                        if *left != 7 {
-                            *left -= 1;
+            // A response for a PSN never sent is bogus.
+            let sent_end = ctx
+                .st
+                .res
+                .qps
+                .get(qpn)
+                .map_or(psn, |q| q.ctx.next_send_psn());
+            if psn_cmp(psn, sent_end) >= 0 {
+                accepted = false;
+            } else {
+                match syndrome {
+                    Some(Syndrome::Ack { .. }) => {
+                        advance_una(&mut tr, psn_add(psn, 1));
+                        ack_upto(&mut tr, psn);
+                        lost_response_check(ctx, &mut tr, psn);
+                    }
+                    Some(Syndrome::RnrNak { .. }) => {
+                        ctx.st.counters.transport.rnr_naks_rx += 1;
+                        advance_una(&mut tr, psn);
+                        ack_before(&mut tr, psn);
+                        let left = tr.rnr_left.get_or_insert(rnr_retry);
+                        if *left == 0 {
+                            fail_at(&mut tr, psn, CqeSyndrome::RnrRetryExc);
+                        } else {
+                            if *left != 7 {
+                                *left -= 1;
+                            }
+                            let wait_ns = syndrome
+                                .and_then(Syndrome::rnr_timer_us)
+                                .map_or(0, |us| u64::from(us) * 1000);
+                            tr.rnr_wait = Some((ctx.clock.now_ns() + wait_ns, psn));
+                            tr.retx_at = None;
                         }
-                        let wait_ns = syndrome
-                            .and_then(Syndrome::rnr_timer_us)
-                            .map_or(0, |us| u64::from(us) * 1000);
-                        tr.rnr_wait = Some((ctx.clock.now_ns() + wait_ns, psn));
-                        ctx.st.port.timers_armed += 1;
                     }
-                }
-                Some(Syndrome::Nak(NakCode::PsnSequenceError)) if tr.rnr_wait.is_some() => {
-                    // The packets after an RNR-NAKed one arrive out of sequence; the resend
-                    // when the RNR timer expires covers them.
-                    advance_una(&mut tr, psn);
-                    ack_before(&mut tr, psn);
-                }
-                Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
-                    advance_una(&mut tr, psn);
-                    ack_before(&mut tr, psn);
-                    let left = tr.retry_left.get_or_insert(retry_count);
-                    if *left == 0 {
-                        fail_at(&mut tr, psn, CqeSyndrome::TransportRetryExc);
-                    } else {
-                        *left -= 1;
-                        go_back(&mut tr, psn);
+                    Some(Syndrome::Nak(NakCode::PsnSequenceError)) if tr.rnr_wait.is_some() => {
+                        // The packets after an RNR-NAKed one arrive out of sequence; the
+                        // resend when the RNR timer expires covers them.
+                        advance_una(&mut tr, psn);
+                        ack_before(&mut tr, psn);
                     }
+                    Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
+                        ctx.st.counters.transport.seq_naks_rx += 1;
+                        advance_una(&mut tr, psn);
+                        ack_before(&mut tr, psn);
+                        let left = tr.retry_left.get_or_insert(retry_count);
+                        if *left == 0 {
+                            fail_at(&mut tr, psn, CqeSyndrome::TransportRetryExc);
+                        } else {
+                            *left -= 1;
+                            ctx.st.counters.transport.retransmits += 1;
+                            go_back(&mut tr, psn);
+                        }
+                    }
+                    Some(Syndrome::Nak(code)) => {
+                        ack_before(&mut tr, psn);
+                        let s = match code {
+                            NakCode::InvalidRequest => CqeSyndrome::RemoteInvalReq,
+                            NakCode::RemoteAccessError => CqeSyndrome::RemoteAccess,
+                            _ => CqeSyndrome::RemoteOp,
+                        };
+                        fail_at(&mut tr, psn, s);
+                    }
+                    None => accepted = false,
                 }
-                Some(Syndrome::Nak(code)) => {
-                    ack_before(&mut tr, psn);
-                    let s = match code {
-                        NakCode::InvalidRequest => CqeSyndrome::RemoteInvalReq,
-                        NakCode::RemoteAccessError => CqeSyndrome::RemoteAccess,
-                        _ => CqeSyndrome::RemoteOp,
-                    };
-                    fail_at(&mut tr, psn, s);
-                }
-                None => accepted = false,
             }
         }
         Operation::RdmaReadResponse => {
@@ -108,13 +131,42 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
         _ => accepted = false,
     }
     if !accepted {
-        ctx.st.counters.rx_dropped += 1;
+        count_drop(ctx, |d| &mut d.stale_response);
     }
+    let progress = tr.una != una_before || tr.sq.iter().filter(|w| w.done).count() != done_before;
+    if progress {
+        // Retries count consecutive failures: progress gives them back.
+        tr.retry_left = None;
+        tr.rnr_left = None;
+        tr.gap_retry = None;
+    }
+    rearm(ctx, &qpc, &mut tr, progress);
     if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
         qp.tr = tr;
     }
     complete_head(ctx, qpn);
     super::requester::run(ctx, qpn);
+}
+
+/// An ACK beyond the oldest unfinished READ / atomic means its response was lost: retry it
+/// (once per PSN; the local ACK timeout covers a lost retry).
+fn lost_response_check(ctx: &mut Ctx<'_>, tr: &mut QpTransport, psn: u32) {
+    let Some(w) = tr.sq.iter().find(|w| !w.done) else {
+        return;
+    };
+    if w.is_rd_atomic() && w.fully_sent() && w.error.is_none() && psn_cmp(psn, w.last_psn()) > 0 {
+        let from = psn_add(w.first_psn, w.rd_rcvd);
+        gap_retry(ctx, tr, from);
+    }
+}
+
+/// Goes back to `from` after a gap in the responses, unless that was done already.
+fn gap_retry(ctx: &mut Ctx<'_>, tr: &mut QpTransport, from: u32) {
+    if tr.gap_retry != Some(from) {
+        tr.gap_retry = Some(from);
+        ctx.st.counters.transport.retransmits += 1;
+        go_back(tr, from);
+    }
 }
 
 /// Completes SENDs and WRITEs whose last PSN is at or before `psn`, in order.
@@ -152,7 +204,7 @@ fn wqe_at(tr: &mut QpTransport, psn: u32) -> Option<&mut SendWqe> {
 
 /// Fails the WQE that holds `psn` (or the oldest unfinished one): it sends nothing more and
 /// completes with `s` once it reaches the head.
-fn fail_at(tr: &mut QpTransport, psn: u32, s: CqeSyndrome) {
+pub(crate) fn fail_at(tr: &mut QpTransport, psn: u32, s: CqeSyndrome) {
     let idx = tr
         .sq
         .iter()
@@ -171,8 +223,9 @@ fn fail_at(tr: &mut QpTransport, psn: u32, s: CqeSyndrome) {
     }
 }
 
-/// Go-back-N: resend from `psn` (the WQE holding it restarts there; a READ or atomic is
-/// requested again whole; later WQEs resend from their start).
+/// Go-back-N: resend from `psn` (the WQE holding it restarts there; a READ is requested
+/// again for the bytes not yet received, an atomic whole; later WQEs resend from their
+/// start).
 pub(crate) fn go_back(tr: &mut QpTransport, psn: u32) {
     for w in tr.sq.iter_mut() {
         if w.done || !w.started || w.error.is_some() {
@@ -187,6 +240,8 @@ pub(crate) fn go_back(tr: &mut QpTransport, psn: u32) {
             psn.wrapping_sub(w.first_psn) & 0xFF_FFFF
         };
         w.next_pkt = w.next_pkt.min(k);
+        // A READ is asked again for what did not arrive; its responses restart at FIRST.
+        w.rd_in_msg = false;
     }
 }
 
@@ -215,15 +270,27 @@ fn read_response(
         return false;
     }
     let k = psn.wrapping_sub(w.first_psn) & 0xFF_FFFF;
+    if k < w.rd_rcvd {
+        // A duplicate of a response already taken.
+        return false;
+    }
+    if k > w.rd_rcvd {
+        // A response was lost: ask again from the first missing one.
+        let from = psn_add(w.first_psn, w.rd_rcvd);
+        gap_retry(ctx, tr, from);
+        return false;
+    }
     let off = u64::from(k) * u64::from(mtu);
     let expect = w.len.saturating_sub(off).min(u64::from(mtu));
     let pos = opcode.position();
     let last = k + 1 == w.npkts;
+    // Sequence as rxe's completer checks it: FIRST / ONLY start a response (also in the
+    // middle of a READ that was reissued for its remaining bytes), MIDDLE / LAST continue it.
     let pos_ok = match pos {
-        Position::Only => w.npkts == 1,
-        Position::First => k == 0 && !last,
-        Position::Middle => k > 0 && !last,
-        Position::Last => k > 0 && last,
+        Position::Only => !w.rd_in_msg && last,
+        Position::First => !w.rd_in_msg && !last,
+        Position::Middle => w.rd_in_msg && !last,
+        Position::Last => w.rd_in_msg && last,
     };
     if !pos_ok || payload.len() as u64 != expect {
         return false;
@@ -235,6 +302,8 @@ fn read_response(
         });
         return true;
     }
+    w.rd_rcvd = k + 1;
+    w.rd_in_msg = pos == Position::First || pos == Position::Middle;
     if last {
         w.done = true;
     }

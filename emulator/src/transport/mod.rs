@@ -17,13 +17,21 @@
 //! requester; UD with DETH, Q_Key and the 40-byte GRH area; UC without ACKs. Errors complete
 //! the failing WQE with an error CQE, move the QP to ERR and flush the rest.
 //!
-//! Not yet (transport issue): the local ACK timeout and retransmission on it, duplicate READ
-//! re-execution and atomic replay, ACK coalescing, SEND_WITH_INVALIDATE actually invalidating
-//! the rkey (the CQE reports it), the receive-side drop counters per rule.
+//! Reliability as rxe does it: the local ACK timeout (4.096 us x 2^timeout on the device
+//! clock, virtual in deterministic mode) retransmits go-back-N from the oldest unacknowledged
+//! PSN, bounded by `retry_count`; a READ that lost part of its responses is reissued for the
+//! remaining bytes; the responder answers duplicates (re-ACK, re-read for READs within a
+//! saved resource, replay of the saved original value for atomics) from a ring of
+//! `2^log_rra_max` READ / atomic resources; READ responses are generated resumably, in
+//! bursts; ACKs are coalesced per burst of received frames; SEND_WITH_INVALIDATE invalidates
+//! the named rkey. Every receive-side drop is counted per rule ([`crate::RxDrops`]).
 
 pub(crate) mod completer;
 pub(crate) mod requester;
 pub(crate) mod responder;
+mod timers;
+
+pub(crate) use timers::{next_deadline, poll_timers, rearm};
 
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -127,6 +135,10 @@ pub(crate) struct SendWqe {
     pub next_pkt: u32,
     /// Complete (acknowledged, or needs no acknowledgement).
     pub done: bool,
+    /// READ: response packets received in order so far (a retry asks for the rest).
+    pub rd_rcvd: u32,
+    /// READ: inside a multi-packet response (FIRST seen, LAST not yet).
+    pub rd_in_msg: bool,
     /// Failed with this syndrome: completes with an error CQE and moves the QP to ERR.
     pub error: Option<CqeSyndrome>,
 }
@@ -192,6 +204,53 @@ pub(crate) struct InMsg {
     pub dma_len: u64,
 }
 
+/// What a READ / atomic resource saved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ResKind {
+    /// A READ of `len` bytes at `va` under `rkey`.
+    Read {
+        /// Remote address.
+        va: u64,
+        /// R_Key.
+        rkey: u32,
+        /// Length.
+        len: u64,
+    },
+    /// An atomic and the original value it returned.
+    Atomic(u64),
+}
+
+/// A responder READ / atomic resource (rxe's `resp_res`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RdRes {
+    /// First PSN of the request.
+    pub first_psn: u32,
+    /// Last PSN it covers (READ: one per response packet).
+    pub last_psn: u32,
+    /// What it was.
+    pub kind: ResKind,
+}
+
+/// READ responses being generated: packets `next..n` of the response to a READ of `len`
+/// bytes at `va`, the first at PSN `psn0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReadJob {
+    /// Remote address of the first response byte.
+    pub va: u64,
+    /// R_Key.
+    pub rkey: u32,
+    /// Bytes.
+    pub len: u64,
+    /// PSN of response packet 0.
+    pub psn0: u32,
+    /// Packets in all.
+    pub n: u32,
+    /// The next packet to send.
+    pub next: u32,
+    /// MSN for the AETHs.
+    pub msn: u32,
+}
+
 /// Responder state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RespState {
@@ -199,8 +258,12 @@ pub(crate) struct RespState {
     pub msg: Option<InMsg>,
     /// A PSN sequence NAK was sent and the expected PSN has not arrived since.
     pub nak_sent: bool,
-    /// The last atomic executed: its PSN and the original value (for duplicates).
-    pub last_atomic: Option<(u32, u64)>,
+    /// READ and atomic resources, oldest first, at most `2^log_rra_max` (for duplicates).
+    pub res: VecDeque<RdRes>,
+    /// READ responses left to send, oldest first.
+    pub reads: VecDeque<ReadJob>,
+    /// A coalesced ACK owed: (PSN, MSN).
+    pub ack_pending: Option<(u32, u32)>,
     /// The communication-established event was raised (first packet received in RTR).
     pub comm_est: bool,
 }
@@ -218,6 +281,10 @@ pub(crate) struct QpTransport {
     pub rnr_left: Option<u8>,
     /// Transport retries left (PSN sequence NAKs).
     pub retry_left: Option<u8>,
+    /// When the local ACK timeout fires (device clock, ns), if armed.
+    pub retx_at: Option<u64>,
+    /// A response gap (lost READ response) already triggered a retry from this PSN.
+    pub gap_retry: Option<u32>,
     /// The oldest PSN not yet acknowledged (RC); `None` until the requester first sends,
     /// then advanced by ACKs and responses. The requester keeps at most [`WINDOW`] PSNs
     /// beyond it in flight.
@@ -434,38 +501,4 @@ pub(crate) fn enter_error(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
         qp.ctx.set_state(QpState::Err.into());
     }
     crate::sq::flush_with(ctx, qpn, tr);
-}
-
-/// Runs transport timers that are due (RNR waits); returns how many fired.
-pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
-    if ctx.st.port.timers_armed == 0 {
-        return 0;
-    }
-    let now = ctx.clock.now_ns();
-    let due: Vec<(u32, u32)> = ctx
-        .st
-        .res
-        .qps
-        .iter()
-        .filter_map(|(n, qp)| match qp.tr.rnr_wait {
-            Some((at, psn)) if at <= now => Some((n, psn)),
-            _ => None,
-        })
-        .collect();
-    let armed = ctx
-        .st
-        .res
-        .qps
-        .iter()
-        .filter(|(_, qp)| qp.tr.rnr_wait.is_some())
-        .count();
-    ctx.st.port.timers_armed = armed - due.len();
-    for &(qpn, psn) in &due {
-        if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
-            qp.tr.rnr_wait = None;
-            completer::go_back(&mut qp.tr, psn);
-        }
-        requester::run(ctx, qpn);
-    }
-    due.len()
 }

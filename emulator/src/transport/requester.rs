@@ -33,6 +33,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
     let limit = rc.then(|| psn_add(una, super::WINDOW));
     let max_rd = 1usize << qpc.log_sra_max();
     let mut rd_outstanding = 0usize;
+    let mut sent_any = false;
     for i in 0..tr.sq.len() {
         let w = &tr.sq[i];
         if w.error.is_some() && w.started {
@@ -58,7 +59,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
                 break;
             }
         }
+        let before = w.next_pkt;
         send_packets(ctx, &qpc, qpn, w, limit);
+        sent_any |= w.next_pkt != before && w.error.is_none();
         if w.error.is_some() || !w.fully_sent() {
             break;
         }
@@ -68,6 +71,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
         } else if w.is_rd_atomic() {
             rd_outstanding += 1;
         }
+    }
+    if rc {
+        super::rearm(ctx, &qpc, &mut tr, sent_any);
     }
     if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
         qp.tr = tr;
@@ -159,9 +165,16 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
     };
     let mut payload = std::mem::take(&mut ctx.st.port.scratch);
     let sends = w.packets();
+    // A READ retried after part of its responses arrived asks for the rest only.
+    let rd_skip = if op == SendOpcode::RdmaRead {
+        w.rd_rcvd.min(w.npkts.saturating_sub(1))
+    } else {
+        0
+    };
+    let rd_off = u64::from(rd_skip) * u64::from(mtu);
     while w.next_pkt < sends {
         let i = w.next_pkt;
-        let psn = psn_add(w.first_psn, i);
+        let psn = psn_add(w.first_psn, i + rd_skip);
         if limit.is_some_and(|l| super::psn_cmp(psn, l) >= 0) {
             break;
         }
@@ -234,9 +247,9 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         }
         if opcode.has_reth() {
             repr.ext.reth = Some(RethRepr {
-                virtual_addr: w.raddr,
+                virtual_addr: w.raddr.wrapping_add(rd_off),
                 rkey: w.rkey,
-                dma_len: w.len as u32,
+                dma_len: w.len.saturating_sub(rd_off) as u32,
             });
         }
         if opcode.has_atomic_eth() {

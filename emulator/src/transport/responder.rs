@@ -25,12 +25,14 @@ use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::eqe::EventType;
 
 use super::{
-    InMsg, MsgKind, Path, QpTransport, bth, can_receive, enter_error, gid_ip, mtu_bytes,
-    packet_repr, psn_add, psn_cmp, send_frame,
+    InMsg, MsgKind, Path, QpTransport, RdRes, ReadJob, ResKind, bth, can_receive, enter_error,
+    gid_ip, mtu_bytes, packet_repr, psn_add, psn_cmp, send_frame,
 };
 use crate::device::Ctx;
 use crate::mkey::{self, KeyError, Need};
+use crate::port::count_drop;
 use crate::rq::{RecvWqe, Take};
+use crate::state::RxDrops;
 use crate::wire::{
     AethRepr, AtomicAckEthRepr, NakCode, Opcode, Operation, PacketRepr, Position, Syndrome,
     Transport,
@@ -49,7 +51,7 @@ pub(crate) fn handle(
     ip_header: &[u8],
 ) {
     let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
-        ctx.st.counters.rx_dropped += 1;
+        count_drop(ctx, |d| &mut d.unknown_qp);
         return;
     };
     let qpc = qp.ctx;
@@ -62,10 +64,24 @@ pub(crate) fn handle(
     );
     let peer_ok =
         st == Some(QpSt::Ud) || repr.ip.src() == gid_ip(&qpc.primary_address_path().rgid_rip());
-    if !can_receive(&qpc) || !transport_ok || !peer_ok || repr.bth.pkey & 0x7FFF != 0x7FFF {
-        ctx.st.counters.rx_dropped += 1;
+    let rule: Option<Rule> = if !can_receive(&qpc) {
+        Some(|d| &mut d.wrong_state)
+    } else if !transport_ok {
+        Some(|d| &mut d.wrong_transport)
+    } else if !peer_ok {
+        Some(|d| &mut d.peer_mismatch)
+    } else if repr.bth.pkey & 0x7FFF != 0x7FFF {
+        Some(|d| &mut d.pkey)
+    } else {
+        None
+    };
+    if let Some(rule) = rule {
+        count_drop(ctx, rule);
         return;
     }
+    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        return;
+    };
     let mut tr = std::mem::take(&mut qp.tr);
     if qpc.state() == u8::from(QpState::Rtr) && !tr.resp.comm_est {
         // The first packet in RTR: communication established.
@@ -75,6 +91,11 @@ pub(crate) fn handle(
     let ok = match st {
         Some(QpSt::Ud) => ud_receive(ctx, qpn, &qpc, &mut tr, repr, payload, ip_header),
         _ => {
+            // Requests execute in order: READ responses still owed go out before the next
+            // request touches memory.
+            if !tr.resp.reads.is_empty() {
+                pump(ctx, qpn, &qpc, &mut tr, u32::MAX);
+            }
             let mut r = Responder {
                 qpn,
                 qpc: &qpc,
@@ -87,15 +108,176 @@ pub(crate) fn handle(
                 qp.ctx.set_next_rcv_psn(r.epsn);
                 qp.ctx.set_rmsn(r.msn & 0xFF_FFFF);
             }
+            if !tr.resp.reads.is_empty() && !ctx.st.port.read_pending.contains(&qpn) {
+                ctx.st.port.read_pending.push_back(qpn);
+            }
             ok
         }
     };
-    if !ok {
-        ctx.st.counters.rx_dropped += 1;
+    if let Err(rule) = ok {
+        count_drop(ctx, rule);
     }
     if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
         qp.tr = tr;
     }
+}
+
+/// A drop rule: which [`RxDrops`] counter a dropped frame goes to.
+type Rule = fn(&mut RxDrops) -> &mut u64;
+
+/// READ response packets sent per turn before other work (frames, other QPs) runs.
+const READ_BURST: u32 = 16;
+
+/// Sends an ACK-type packet (ACK, NAK, RNR NAK) for `psn` with `msn` on RC QP `qpn`.
+fn send_ack(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, psn: u32, msn: u32, syndrome: Syndrome) {
+    let path = Path::of_qp(qpc);
+    let Ok(mut repr) = packet_repr(ctx, qpn, &path, bth(Opcode::RcAcknowledge, path.dqpn, psn))
+    else {
+        return;
+    };
+    repr.ext.aeth = Some(AethRepr {
+        syndrome,
+        msn: msn & 0xFF_FFFF,
+    });
+    if syndrome.is_ack() {
+        ctx.st.counters.transport.acks_tx += 1;
+    } else {
+        ctx.st.counters.transport.naks_tx += 1;
+    }
+    send_frame(ctx, &repr, &[]);
+}
+
+/// Sends the READ responses of QP `qpn`'s jobs, at most `max` packets; returns whether some
+/// remain. A READ whose memory became unreadable ends with a remote operational NAK and the
+/// QP in ERR.
+fn pump(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport, max: u32) -> bool {
+    let Some(mtu) = mtu_bytes(qpc.mtu()).map(u64::from) else {
+        tr.resp.reads.clear();
+        return false;
+    };
+    let path = Path::of_qp(qpc);
+    let mut data = std::mem::take(&mut ctx.st.port.scratch);
+    let mut budget = max;
+    let mut failed = None;
+    while budget > 0 {
+        let Some(job) = tr.resp.reads.front_mut() else {
+            break;
+        };
+        let i = job.next;
+        let code = match (i == 0, i + 1 == job.n) {
+            (true, true) => Opcode::RcRdmaReadResponseOnly,
+            (true, false) => Opcode::RcRdmaReadResponseFirst,
+            (false, false) => Opcode::RcRdmaReadResponseMiddle,
+            (false, true) => Opcode::RcRdmaReadResponseLast,
+        };
+        let rpsn = psn_add(job.psn0, i);
+        let off = u64::from(i) * mtu;
+        let chunk = job.len.saturating_sub(off).min(mtu) as usize;
+        data.clear();
+        data.resize(chunk, 0);
+        if chunk > 0
+            && mkey::read(
+                ctx.dma,
+                &ctx.st.res.mkeys,
+                job.rkey,
+                qpc.pd(),
+                Need::RemoteRead,
+                job.va.wrapping_add(off),
+                &mut data,
+            )
+            .is_err()
+        {
+            failed = Some((rpsn, job.msn));
+            break;
+        }
+        let msn = job.msn;
+        job.next += 1;
+        if job.next >= job.n {
+            tr.resp.reads.pop_front();
+        }
+        budget -= 1;
+        let Ok(mut r) = packet_repr(ctx, qpn, &path, bth(code, path.dqpn, rpsn)) else {
+            continue;
+        };
+        if code.has_aeth() {
+            r.ext.aeth = Some(AethRepr {
+                syndrome: Syndrome::ACK_NO_CREDITS,
+                msn: msn & 0xFF_FFFF,
+            });
+        }
+        send_frame(ctx, &r, &data);
+    }
+    ctx.st.port.scratch = data;
+    if let Some((psn, msn)) = failed {
+        tr.resp.reads.clear();
+        send_ack(
+            ctx,
+            qpn,
+            qpc,
+            psn,
+            msn,
+            Syndrome::Nak(NakCode::RemoteOperationalError),
+        );
+        super::qp_event(ctx, EventType::WqCatasError, qpn);
+        enter_error(ctx, qpn, tr);
+        return false;
+    }
+    !tr.resp.reads.is_empty()
+}
+
+/// Sends everything QP `qpn`'s responder owes before a new response: the rest of its READ
+/// responses, then its coalesced ACK.
+fn drain(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport) {
+    if !tr.resp.reads.is_empty() {
+        pump(ctx, qpn, qpc, tr, u32::MAX);
+    }
+    if let Some((psn, msn)) = tr.resp.ack_pending.take() {
+        send_ack(ctx, qpn, qpc, psn, msn, Syndrome::ACK_NO_CREDITS);
+    }
+}
+
+/// Sends the ACKs the port's responders coalesced (the port is idle).
+pub(crate) fn flush_acks(ctx: &mut Ctx<'_>) {
+    let mut qpns = std::mem::take(&mut ctx.st.port.ack_pending);
+    for &qpn in &qpns {
+        let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+            continue;
+        };
+        let qpc = qp.ctx;
+        let mut tr = std::mem::take(&mut qp.tr);
+        drain(ctx, qpn, &qpc, &mut tr);
+        if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+            qp.tr = tr;
+        }
+    }
+    qpns.clear();
+    if ctx.st.port.ack_pending.is_empty() {
+        ctx.st.port.ack_pending = qpns;
+    }
+}
+
+/// Sends one burst of READ responses of the next QP that has some; returns false when no
+/// QP has any.
+pub(crate) fn pump_reads(ctx: &mut Ctx<'_>) -> bool {
+    while let Some(qpn) = ctx.st.port.read_pending.pop_front() {
+        let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+            continue;
+        };
+        if qp.tr.resp.reads.is_empty() {
+            continue;
+        }
+        let qpc = qp.ctx;
+        let mut tr = std::mem::take(&mut qp.tr);
+        let more = pump(ctx, qpn, &qpc, &mut tr, READ_BURST);
+        if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+            qp.tr = tr;
+        }
+        if more {
+            ctx.st.port.read_pending.push_back(qpn);
+        }
+        return true;
+    }
+    false
 }
 
 /// A responder CQE for receive WQE `recv`.
@@ -132,16 +314,16 @@ fn ud_receive(
     repr: &PacketRepr,
     payload: &[u8],
     ip_header: &[u8],
-) -> bool {
+) -> Result<(), Rule> {
     let Some(deth) = repr.ext.deth else {
-        return false;
+        return Err(|d| &mut d.malformed);
     };
     if deth.qkey != qpc.q_key() {
-        return false;
+        return Err(|d| &mut d.qkey);
     }
     let recv = match crate::rq::take(ctx, qpn) {
         Take::Wqe(w) => w,
-        Take::Empty | Take::Fault => return false,
+        Take::Empty | Take::Fault => return Err(|d| &mut d.ud_no_wqe),
     };
     let cqn = qpc.cqn_rcv();
     let total = (GRH_LEN + payload.len()) as u64;
@@ -149,7 +331,7 @@ fn ud_receive(
         let mut c = resp_err(ctx, qpn, qpc, &recv, CqeSyndrome::LocalLength);
         crate::cq::push(ctx, cqn, &mut c);
         enter_error(ctx, qpn, tr);
-        return true;
+        return Ok(());
     }
     let mut grh = [0u8; GRH_LEN];
     match ip_header.len() {
@@ -170,7 +352,7 @@ fn ud_receive(
         let mut c = resp_err(ctx, qpn, qpc, &recv, s);
         crate::cq::push(ctx, cqn, &mut c);
         enter_error(ctx, qpn, tr);
-        return true;
+        return Ok(());
     }
     let op = if repr.ext.imm.is_some() {
         CqeOpcode::RespSendImm
@@ -185,7 +367,7 @@ fn ud_receive(
         c.set_imm_inval_pkey(imm.imm);
     }
     crate::cq::push(ctx, cqn, &mut c);
-    true
+    Ok(())
 }
 
 /// Why a request failed at the responder.
@@ -211,38 +393,35 @@ struct Responder<'q> {
 }
 
 impl Responder<'_> {
-    /// Sends an ACK-type packet (ACK, NAK, RNR NAK) for `psn`.
-    fn ack(&self, ctx: &mut Ctx<'_>, psn: u32, syndrome: Syndrome) {
+    /// Answers with an ACK-type packet (ACK, NAK, RNR NAK) for `psn` (RC only). A positive
+    /// ACK is coalesced: it replaces the one owed and goes out when the port is idle. Anything
+    /// else first sends what the QP owes (READ responses, the coalesced ACK), in order.
+    fn ack(&self, ctx: &mut Ctx<'_>, tr: &mut QpTransport, psn: u32, syndrome: Syndrome) {
         if !self.rc {
             return;
         }
-        let path = Path::of_qp(self.qpc);
-        let Ok(mut repr) = packet_repr(
-            ctx,
-            self.qpn,
-            &path,
-            bth(Opcode::RcAcknowledge, path.dqpn, psn),
-        ) else {
+        if syndrome.is_ack() {
+            if tr.resp.ack_pending.replace((psn, self.msn)).is_some() {
+                ctx.st.counters.transport.acks_coalesced += 1;
+            } else {
+                ctx.st.port.ack_pending.push(self.qpn);
+            }
             return;
-        };
-        repr.ext.aeth = Some(AethRepr {
-            syndrome,
-            msn: self.msn & 0xFF_FFFF,
-        });
-        send_frame(ctx, &repr, &[]);
+        }
+        drain(ctx, self.qpn, self.qpc, tr);
+        send_ack(ctx, self.qpn, self.qpc, psn, self.msn, syndrome);
     }
 
-    /// Handles an RC / UC request; false when it was dropped.
+    /// Handles an RC / UC request; `Err(rule)` when it was dropped.
     fn receive(
         &mut self,
         ctx: &mut Ctx<'_>,
         tr: &mut QpTransport,
         repr: &PacketRepr,
         payload: &[u8],
-    ) -> bool {
+    ) -> Result<(), Rule> {
         let psn = repr.bth.psn;
         let opcode = repr.bth.opcode;
-        let op = opcode.operation();
         let pos = opcode.position();
         if self.rc {
             let d = psn_cmp(psn, self.epsn);
@@ -252,9 +431,10 @@ impl Responder<'_> {
             if d > 0 {
                 if !tr.resp.nak_sent {
                     tr.resp.nak_sent = true;
-                    self.ack(ctx, self.epsn, Syndrome::Nak(NakCode::PsnSequenceError));
+                    let e = self.epsn;
+                    self.ack(ctx, tr, e, Syndrome::Nak(NakCode::PsnSequenceError));
                 }
-                return false;
+                return Err(|d| &mut d.out_of_sequence);
             }
             tr.resp.nak_sent = false;
         } else if psn != self.epsn {
@@ -263,40 +443,43 @@ impl Responder<'_> {
             self.epsn = psn;
             if matches!(pos, Position::Middle | Position::Last) {
                 self.epsn = psn_add(psn, 1);
-                return false;
+                return Err(|d| &mut d.uc_error);
             }
         }
         let result = self.execute(ctx, tr, repr, payload);
+        let uc_drop: Rule = |d| &mut d.uc_error;
         match result {
-            Ok(()) => true,
+            Ok(()) => Ok(()),
             Err(Refuse::Drop) => {
                 if !self.rc {
                     tr.resp.msg = None;
                     self.epsn = psn_add(psn, 1);
+                    return Err(uc_drop);
                 }
-                false
+                Err(|d| &mut d.other)
             }
             Err(Refuse::Rnr) => {
                 if self.rc {
                     let t = self.qpc.min_rnr_nak();
-                    self.ack(ctx, psn, Syndrome::RnrNak { timer: t });
+                    self.ack(ctx, tr, psn, Syndrome::RnrNak { timer: t });
+                    Ok(())
                 } else {
                     tr.resp.msg = None;
                     self.epsn = psn_add(psn, 1);
+                    Err(uc_drop)
                 }
-                false
             }
             Err(Refuse::Nak(code, recv)) => {
                 if !self.rc {
                     tr.resp.msg = None;
                     self.epsn = psn_add(psn, 1);
-                    return false;
+                    return Err(uc_drop);
                 }
                 if let Some((w, s)) = recv {
                     let mut c = resp_err(ctx, self.qpn, self.qpc, &w, s);
                     crate::cq::push(ctx, self.qpc.cqn_rcv(), &mut c);
                 }
-                self.ack(ctx, psn, Syndrome::Nak(code));
+                self.ack(ctx, tr, psn, Syndrome::Nak(code));
                 tr.resp.msg = None;
                 // The affiliated event of the responder's error (IBTA: local invalid
                 // request / local access violation WQ error, else catastrophic).
@@ -307,37 +490,90 @@ impl Responder<'_> {
                 };
                 super::qp_event(ctx, kind, self.qpn);
                 enter_error(ctx, self.qpn, tr);
-                let _ = op;
-                true
+                Ok(())
             }
         }
     }
 
-    /// A request with a PSN before the expected one.
-    fn duplicate(&mut self, ctx: &mut Ctx<'_>, tr: &mut QpTransport, repr: &PacketRepr) -> bool {
+    /// A request with a PSN before the expected one: SEND / WRITE are re-ACKed; a READ
+    /// within a saved resource is read again from its PSN (a subset of the original, same
+    /// R_Key); an atomic with a saved resource gets its original value again without
+    /// executing twice. Anything else is dropped.
+    fn duplicate(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        tr: &mut QpTransport,
+        repr: &PacketRepr,
+    ) -> Result<(), Rule> {
         let psn = repr.bth.psn;
+        let stale: Rule = |d| &mut d.stale_duplicate;
         match repr.bth.opcode.operation() {
             Operation::CompareSwap | Operation::FetchAdd => {
-                if let Some((apsn, orig)) = tr.resp.last_atomic {
-                    if apsn == psn {
-                        self.atomic_ack(ctx, psn, orig);
-                        return true;
-                    }
-                }
-                false
+                let orig = tr.resp.res.iter().find_map(|r| match r.kind {
+                    ResKind::Atomic(v) if r.first_psn == psn => Some(v),
+                    _ => None,
+                });
+                let orig = orig.ok_or(stale)?;
+                ctx.st.counters.transport.duplicates += 1;
+                self.atomic_ack(ctx, tr, psn, orig);
+                Ok(())
             }
-            // Re-executing duplicate READs belongs to the transport issue.
-            Operation::RdmaReadRequest => false,
+            Operation::RdmaReadRequest => {
+                let reth = repr.ext.reth.ok_or(stale)?;
+                let found = tr.resp.res.iter().find_map(|r| match r.kind {
+                    ResKind::Read { va, rkey, len }
+                        if psn_cmp(psn, r.first_psn) >= 0 && psn_cmp(psn, r.last_psn) <= 0 =>
+                    {
+                        Some((va, rkey, len))
+                    }
+                    _ => None,
+                });
+                let (va, rkey, len) = found.ok_or(stale)?;
+                let new_len = u64::from(reth.dma_len);
+                let inside = reth.virtual_addr >= va
+                    && reth
+                        .virtual_addr
+                        .checked_add(new_len)
+                        .is_some_and(|e| e <= va.wrapping_add(len));
+                if reth.rkey != rkey || !inside {
+                    return Err(stale);
+                }
+                let mtu = mtu_bytes(self.qpc.mtu()).map_or(256, u64::from);
+                ctx.st.counters.transport.duplicates += 1;
+                // What is still being sent for the original goes first; then the replay.
+                drain(ctx, self.qpn, self.qpc, tr);
+                tr.resp.reads.push_back(ReadJob {
+                    va: reth.virtual_addr,
+                    rkey,
+                    len: new_len,
+                    psn0: psn,
+                    n: new_len.div_ceil(mtu).max(1) as u32,
+                    next: 0,
+                    msn: self.msn,
+                });
+                Ok(())
+            }
             _ => {
+                ctx.st.counters.transport.duplicates += 1;
                 let last = psn_add(self.epsn, 0xFF_FFFF);
-                self.ack(ctx, last, Syndrome::ACK_NO_CREDITS);
-                true
+                self.ack(ctx, tr, last, Syndrome::ACK_NO_CREDITS);
+                Ok(())
             }
         }
     }
 
-    /// Sends an ATOMIC ACKNOWLEDGE.
-    fn atomic_ack(&self, ctx: &mut Ctx<'_>, psn: u32, orig: u64) {
+    /// Saves a READ / atomic resource, forgetting the oldest beyond `2^log_rra_max`.
+    fn save_res(&self, tr: &mut QpTransport, res: RdRes) {
+        let max = 1usize << self.qpc.log_rra_max().min(16);
+        while tr.resp.res.len() >= max {
+            tr.resp.res.pop_front();
+        }
+        tr.resp.res.push_back(res);
+    }
+
+    /// Sends an ATOMIC ACKNOWLEDGE (after what the QP owes).
+    fn atomic_ack(&self, ctx: &mut Ctx<'_>, tr: &mut QpTransport, psn: u32, orig: u64) {
+        drain(ctx, self.qpn, self.qpc, tr);
         let path = Path::of_qp(self.qpc);
         let Ok(mut repr) = packet_repr(
             ctx,
@@ -406,13 +642,13 @@ impl Responder<'_> {
             Operation::RdmaWrite | Operation::RdmaWriteWithImm => {
                 self.write(ctx, tr, repr, payload)?;
             }
-            Operation::RdmaReadRequest => return self.read(ctx, repr, mtu),
+            Operation::RdmaReadRequest => return self.read(ctx, tr, repr, mtu),
             Operation::CompareSwap | Operation::FetchAdd => return self.atomic(ctx, tr, repr),
             _ => return Err(Refuse::Drop),
         }
         self.epsn = psn_add(psn, 1);
         if repr.bth.ack_req {
-            self.ack(ctx, psn, Syndrome::ACK_NO_CREDITS);
+            self.ack(ctx, tr, psn, Syndrome::ACK_NO_CREDITS);
         }
         Ok(())
     }
@@ -477,6 +713,17 @@ impl Responder<'_> {
         if matches!(pos, Position::Last | Position::Only) {
             let off = msg.off;
             let recv = msg.recv.take().unwrap_or_default();
+            if let Some(i) = repr.ext.ieth {
+                // SEND_WITH_INVALIDATE: the named rkey stops working now; one that is not a
+                // key of the QP's PD is an invalid request.
+                if !mkey::invalidate(&mut ctx.st.res.mkeys, i.rkey, self.qpc.pd()) {
+                    tr.resp.msg = None;
+                    return Err(Refuse::Nak(
+                        NakCode::InvalidRequest,
+                        Some((recv, CqeSyndrome::RemoteInvalReq)),
+                    ));
+                }
+            }
             tr.resp.msg = None;
             self.msn = self.msn.wrapping_add(1);
             let (op, imm) = match (repr.ext.imm, repr.ext.ieth) {
@@ -593,8 +840,15 @@ impl Responder<'_> {
         Ok(())
     }
 
-    /// An RDMA READ request: checks, then the responses.
-    fn read(&mut self, ctx: &mut Ctx<'_>, repr: &PacketRepr, mtu: usize) -> Result<(), Refuse> {
+    /// An RDMA READ request: checks, then the responses (queued: the port sends them in
+    /// bursts, see [`pump_reads`]).
+    fn read(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        tr: &mut QpTransport,
+        repr: &PacketRepr,
+        mtu: usize,
+    ) -> Result<(), Refuse> {
         let psn = repr.bth.psn;
         let reth = repr.ext.reth.ok_or(Refuse::Drop)?;
         let access = Refuse::Nak(NakCode::RemoteAccessError, None);
@@ -617,50 +871,33 @@ impl Responder<'_> {
         }
         let n = len.div_ceil(mtu as u64).max(1) as u32;
         self.msn = self.msn.wrapping_add(1);
-        let path = Path::of_qp(self.qpc);
-        let mut data = std::mem::take(&mut ctx.st.port.scratch);
-        let mut result = Ok(());
-        for i in 0..n {
-            let code = match (i == 0, i + 1 == n) {
-                (true, true) => Opcode::RcRdmaReadResponseOnly,
-                (true, false) => Opcode::RcRdmaReadResponseFirst,
-                (false, false) => Opcode::RcRdmaReadResponseMiddle,
-                (false, true) => Opcode::RcRdmaReadResponseLast,
-            };
-            let rpsn = psn_add(psn, i);
-            let off = u64::from(i) * mtu as u64;
-            let chunk = len.saturating_sub(off).min(mtu as u64) as usize;
-            data.clear();
-            data.resize(chunk, 0);
-            if chunk > 0
-                && mkey::read(
-                    ctx.dma,
-                    &ctx.st.res.mkeys,
-                    reth.rkey,
-                    self.qpc.pd(),
-                    Need::RemoteRead,
-                    reth.virtual_addr.wrapping_add(off),
-                    &mut data,
-                )
-                .is_err()
-            {
-                result = Err(Refuse::Nak(NakCode::RemoteOperationalError, None));
-                break;
-            }
-            let Ok(mut r) = packet_repr(ctx, self.qpn, &path, bth(code, path.dqpn, rpsn)) else {
-                break;
-            };
-            if code.has_aeth() {
-                r.ext.aeth = Some(AethRepr {
-                    syndrome: Syndrome::ACK_NO_CREDITS,
-                    msn: self.msn & 0xFF_FFFF,
-                });
-            }
-            send_frame(ctx, &r, &data);
+        // An ACK owed for earlier requests goes before the responses.
+        if let Some((p, m)) = tr.resp.ack_pending.take() {
+            send_ack(ctx, self.qpn, self.qpc, p, m, Syndrome::ACK_NO_CREDITS);
         }
-        ctx.st.port.scratch = data;
+        self.save_res(
+            tr,
+            RdRes {
+                first_psn: psn,
+                last_psn: psn_add(psn, n - 1),
+                kind: ResKind::Read {
+                    va: reth.virtual_addr,
+                    rkey: reth.rkey,
+                    len,
+                },
+            },
+        );
+        tr.resp.reads.push_back(ReadJob {
+            va: reth.virtual_addr,
+            rkey: reth.rkey,
+            len,
+            psn0: psn,
+            n,
+            next: 0,
+            msn: self.msn,
+        });
         self.epsn = psn_add(psn, n);
-        result
+        Ok(())
     }
 
     /// CMP_SWAP / FETCH_ADD.
@@ -730,8 +967,15 @@ impl Responder<'_> {
         }
         self.msn = self.msn.wrapping_add(1);
         self.epsn = psn_add(psn, 1);
-        tr.resp.last_atomic = Some((psn, orig));
-        self.atomic_ack(ctx, psn, orig);
+        self.save_res(
+            tr,
+            RdRes {
+                first_psn: psn,
+                last_psn: psn,
+                kind: ResKind::Atomic(orig),
+            },
+        );
+        self.atomic_ack(ctx, tr, psn, orig);
         Ok(())
     }
 }

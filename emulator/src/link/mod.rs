@@ -1,0 +1,112 @@
+//! Links: where a device's port sends the frames that are not for itself, and where frames
+//! from other devices come from. A device has one port and one link.
+//!
+//! - [`InProcLink::pair`]: two ends joined in-process (crossbeam channels, pooled buffers:
+//!   no allocation per frame in steady state). Each end wakes the peer device's thread.
+//! - [`UdpLink::bind`]: a UDP socket on `<IPv4>:4791`, the wire Linux rxe speaks; see the
+//!   [`udp`] module for what the kernel adds and what is (not) ICRC-verified.
+//! - [`FaultyLink`]: wraps any link with seeded, reproducible loss, duplication, reordering,
+//!   delay and corruption ([`FaultConfig`], parsed from a spec such as
+//!   `loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,delay=100us,seed=7`).
+//! - [`NullLink`]: nowhere (the default).
+//!
+//! Capture to pcap is a property of the device's port, not of a link: see
+//! [`crate::Device::capture_to`].
+
+mod faults;
+mod inproc;
+pub(crate) mod pcap;
+pub mod udp;
+
+use std::fmt;
+use std::sync::Arc;
+
+use crossbeam::sync::Unparker;
+
+pub use faults::{FaultConfig, FaultCounters, FaultSpecError, FaultStats, FaultyLink};
+pub use inproc::InProcLink;
+pub use udp::{LinkError, UdpLink};
+
+use crate::Clock;
+
+/// Wakes a device's thread (threaded mode); does nothing for a deterministic device.
+#[derive(Clone, Debug, Default)]
+pub struct Waker(Option<Arc<Unparker>>);
+
+impl Waker {
+    pub(crate) fn new(u: Option<Unparker>) -> Self {
+        Waker(u.map(Arc::new))
+    }
+
+    /// Wakes the device thread, if there is one.
+    pub fn wake(&self) {
+        if let Some(u) = &self.0 {
+            u.unpark();
+        }
+    }
+}
+
+/// What a device gives its link when it attaches it ([`Link::attach`]).
+#[derive(Clone, Debug)]
+pub struct LinkEnv {
+    /// The device's clock (virtual in deterministic mode): delays are measured on it.
+    pub clock: Clock,
+    /// Wakes the device: a link whose frames arrive asynchronously calls it.
+    pub waker: Waker,
+}
+
+/// Where frames that are not for this device go, and where frames from other devices come
+/// from.
+pub trait Link: Send + fmt::Debug {
+    /// Sends a whole Ethernet frame (the link copies what it needs).
+    fn transmit(&mut self, frame: &[u8]);
+    /// Receives the next frame into `buf` (cleared first), if one is waiting.
+    fn receive(&mut self, buf: &mut Vec<u8>) -> bool;
+    /// Called once when the link is attached to a device.
+    fn attach(&mut self, _env: &LinkEnv) {}
+    /// The device-clock time (ns) at which the link next has something to do on its own
+    /// (a delayed frame to release), if any.
+    fn next_deadline_ns(&self) -> Option<u64> {
+        None
+    }
+    /// Whether received frames carry the sender's real IP header. False for a UDP socket,
+    /// which sees no IP ID (see [`udp`]).
+    fn rx_ip_header_exact(&self) -> bool {
+        true
+    }
+}
+
+impl<L: Link + ?Sized> Link for Box<L> {
+    fn transmit(&mut self, frame: &[u8]) {
+        (**self).transmit(frame);
+    }
+    fn receive(&mut self, buf: &mut Vec<u8>) -> bool {
+        (**self).receive(buf)
+    }
+    fn attach(&mut self, env: &LinkEnv) {
+        (**self).attach(env);
+    }
+    fn next_deadline_ns(&self) -> Option<u64> {
+        (**self).next_deadline_ns()
+    }
+    fn rx_ip_header_exact(&self) -> bool {
+        (**self).rx_ip_header_exact()
+    }
+}
+
+/// A link to nowhere: frames sent are dropped, nothing arrives.
+#[derive(Debug, Default)]
+pub struct NullLink {
+    /// Frames dropped so far.
+    pub dropped: u64,
+}
+
+impl Link for NullLink {
+    fn transmit(&mut self, _frame: &[u8]) {
+        self.dropped += 1;
+    }
+
+    fn receive(&mut self, _buf: &mut Vec<u8>) -> bool {
+        false
+    }
+}
