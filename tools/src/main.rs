@@ -1,7 +1,7 @@
 //! The `rnic` command line.
 //!
-//! Not yet implemented: the commands (devinfo, pingpong, perftest-style benchmarks) arrive with
-//! the tools issue. Until then every invocation says so and exits with status 2.
+//! Being written: the formatting and protocol modules exist (in the `rnic_tools` library); the
+//! commands arrive next. Until then every invocation says so and exits with status 2.
 
 use std::process::ExitCode;
 

@@ -1,0 +1,453 @@
+//! The perftest-style benchmarks: `write-bw`, `read-bw`, `send-bw`, `atomic-bw` and the
+//! `-lat` counterparts, with perftest's flags, defaults, text and out-of-band protocol.
+
+pub mod bw;
+pub mod lat;
+pub mod plot;
+pub mod protocol;
+pub mod report;
+pub mod run;
+
+use crate::error::ToolError;
+use clap::Args;
+use std::path::PathBuf;
+
+/// The operation a test measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// SEND / RECV.
+    Send,
+    /// RDMA WRITE.
+    Write,
+    /// RDMA READ.
+    Read,
+    /// Atomic FETCH_AND_ADD or CMP_AND_SWAP.
+    Atomic,
+}
+
+impl Verb {
+    /// perftest's name (`testsStr`).
+    pub fn title(self) -> &'static str {
+        match self {
+            Verb::Send => "Send",
+            Verb::Write => "RDMA_Write",
+            Verb::Read => "RDMA_Read",
+            Verb::Atomic => "Atomic",
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Verb::Send => 0,
+            Verb::Write => 1,
+            Verb::Read => 2,
+            Verb::Atomic => 3,
+        }
+    }
+}
+
+/// Bandwidth or latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestKind {
+    /// Bandwidth (messages in flight up to the TX depth).
+    Bw,
+    /// Latency (one message at a time).
+    Lat,
+}
+
+/// Transport (`-c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conn {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+}
+
+impl Conn {
+    fn code(self) -> u8 {
+        match self {
+            Conn::Rc => 0,
+            Conn::Uc => 1,
+            Conn::Ud => 2,
+        }
+    }
+}
+
+/// perftest's command-line flags (the subset rnic implements, with perftest's names).
+#[derive(Debug, Clone, Args)]
+pub struct PerfArgs {
+    /// Server address (client side); without it, wait for a client.
+    pub server: Option<String>,
+    /// Device (emu:<IPv4>, emu0, emu1, mlx5_<N>, PCI address); default: an emulated device.
+    #[arg(short = 'd', long = "ib-dev")]
+    pub device: Option<String>,
+    /// Port of the device.
+    #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
+    pub ib_port: u8,
+    /// GID index (default: the IPv4 RoCE v2 GID).
+    #[arg(short = 'x', long = "gid-index")]
+    pub gid_index: Option<u32>,
+    /// TCP port of the out-of-band exchange.
+    #[arg(short = 'p', long = "port", default_value_t = 18515)]
+    pub port: u16,
+    /// Message size (default 65536 for BW, 2 for latency, 8 for atomics).
+    #[arg(short = 's', long = "size")]
+    pub size: Option<u64>,
+    /// Run sizes 2 .. 2^23.
+    #[arg(short = 'a', long = "all")]
+    pub all: bool,
+    /// Iterations (default 1000; 5000 for write BW).
+    #[arg(short = 'n', long = "iters")]
+    pub iters: Option<u64>,
+    /// Run for this many seconds instead of a number of iterations.
+    #[arg(short = 'D', long = "duration")]
+    pub duration: Option<u64>,
+    /// Connection type: RC, UC or UD.
+    #[arg(short = 'c', long = "connection", default_value = "RC")]
+    pub connection: String,
+    /// Number of QPs.
+    #[arg(short = 'q', long = "qp", default_value_t = 1)]
+    pub qps: u32,
+    /// TX depth (default 128 for BW, 1 for latency).
+    #[arg(short = 't', long = "tx-depth")]
+    pub tx_depth: Option<u32>,
+    /// RX depth (default 512 for send, 1 otherwise).
+    #[arg(short = 'r', long = "rx-depth")]
+    pub rx_depth: Option<u32>,
+    /// CQ moderation: a signalled completion every N messages.
+    #[arg(short = 'Q', long = "cq-mod")]
+    pub cq_mod: Option<u32>,
+    /// Post list: work requests per post (one doorbell).
+    #[arg(short = 'l', long = "post_list", default_value_t = 1)]
+    pub post_list: u32,
+    /// Max inline data size (default 0 for BW; 220 write / 236 send / 188 UD for latency).
+    #[arg(short = 'I', long = "inline_size")]
+    pub inline_size: Option<u32>,
+    /// Path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU).
+    #[arg(short = 'm', long = "mtu")]
+    pub mtu: Option<u32>,
+    /// Bidirectional (BW tests).
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidirectional: bool,
+    /// Ignore the CPU frequency warning (accepted for compatibility; rnic uses a monotonic clock).
+    #[arg(short = 'F', long = "CPU-freq")]
+    pub cpu_freq: bool,
+    /// Wait on completion events instead of busy polling.
+    #[arg(short = 'e', long = "events")]
+    pub events: bool,
+    /// Outstanding reads/atomics (default: the device's maximum, up to 16).
+    #[arg(short = 'o', long = "outs")]
+    pub outs: Option<u32>,
+    /// Atomic type: FETCH_AND_ADD or CMP_AND_SWAP.
+    #[arg(short = 'A', long = "atomic_type", default_value = "FETCH_AND_ADD")]
+    pub atomic_type: String,
+    /// Report bandwidth in Gb/sec instead of MiB/sec.
+    #[arg(long = "report_gbits")]
+    pub report_gbits: bool,
+    /// Write the results as JSON (to --out_json_file, default perftest_out.json).
+    #[arg(long = "out_json")]
+    pub out_json: bool,
+    /// The JSON results file.
+    #[arg(long = "out_json_file")]
+    pub out_json_file: Option<PathBuf>,
+    /// Run server and client in this process on the emulated pair emu0 / emu1.
+    #[arg(long)]
+    pub loopback: bool,
+    /// With -a: draw the sweep as an SVG chart.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Emulated devices: write the wire traffic to this pcap file.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Emulated devices: fault injection, e.g. loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7.
+    #[arg(long = "emu-faults", value_name = "SPEC")]
+    pub emu_faults: Option<String>,
+    /// Seconds to wait for the peer (connection, each exchange) and for progress of a run.
+    #[arg(long, default_value_t = 30)]
+    pub timeout: u64,
+}
+
+/// The resolved configuration of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerfConfig {
+    /// The operation.
+    pub verb: Verb,
+    /// Bandwidth or latency.
+    pub kind: TestKind,
+    /// Transport.
+    pub conn: Conn,
+    /// Message size (the largest with `-a`).
+    pub size: u64,
+    /// `-a`.
+    pub all: bool,
+    /// Iterations (ignored with a duration).
+    pub iters: u64,
+    /// `-D` seconds.
+    pub duration: Option<u64>,
+    /// QPs.
+    pub qps: u32,
+    /// TX depth.
+    pub tx_depth: u32,
+    /// RX depth.
+    pub rx_depth: u32,
+    /// CQ moderation.
+    pub cq_mod: u32,
+    /// Post list.
+    pub post_list: u32,
+    /// Inline size.
+    pub inline_size: u32,
+    /// Requested MTU in bytes (None: the port's).
+    pub mtu: Option<u32>,
+    /// `-b`.
+    pub bidirectional: bool,
+    /// `-e`.
+    pub events: bool,
+    /// Outstanding reads.
+    pub out_reads: u32,
+    /// CMP_AND_SWAP rather than FETCH_AND_ADD.
+    pub atomic_cmp_swap: bool,
+    /// GID index (resolved once the device is open).
+    pub gid_index: u32,
+    /// Gb/sec.
+    pub gbits: bool,
+}
+
+/// The largest `-a` size: 2^23 (perftest's `MAX_SIZE`).
+pub const MAX_SIZE: u64 = 1 << 23;
+
+/// The MTU enum of a size in bytes.
+pub fn mtu_enum(bytes: u32) -> Option<u8> {
+    match bytes {
+        256 => Some(1),
+        512 => Some(2),
+        1024 => Some(3),
+        2048 => Some(4),
+        4096 => Some(5),
+        _ => None,
+    }
+}
+
+/// Bytes of an MTU enum.
+pub fn mtu_bytes(e: u8) -> u32 {
+    128u32 << e.clamp(1, 5)
+}
+
+impl PerfConfig {
+    /// Resolves flags and perftest's defaults and dependencies (`init_perftest_params`,
+    /// `force_dependecies`).
+    pub fn from_args(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<PerfConfig, ToolError> {
+        let usage = |m: String| Err(ToolError::Usage(m));
+        let conn = match a.connection.to_ascii_uppercase().as_str() {
+            "RC" => Conn::Rc,
+            "UC" => Conn::Uc,
+            "UD" => Conn::Ud,
+            other => return usage(format!("unknown connection type `{other}` (RC, UC or UD)")),
+        };
+        if conn == Conn::Ud && verb != Verb::Send {
+            return usage(format!(
+                "{} is not possible over UD (only send)",
+                verb.title()
+            ));
+        }
+        if conn == Conn::Uc && matches!(verb, Verb::Read | Verb::Atomic) {
+            return usage(format!("{} is not possible over UC", verb.title()));
+        }
+        let atomic_cmp_swap = match a.atomic_type.as_str() {
+            "FETCH_AND_ADD" => false,
+            "CMP_AND_SWAP" => true,
+            other => {
+                return usage(format!(
+                    "unknown atomic type `{other}` (FETCH_AND_ADD or CMP_AND_SWAP)"
+                ));
+            }
+        };
+        let mut size = match (verb, a.size) {
+            (Verb::Atomic, Some(s)) if s != 8 => {
+                return usage("atomic operations are 8 bytes (-s 8)".into());
+            }
+            (Verb::Atomic, _) => 8,
+            (_, Some(s)) => s,
+            (_, None) if kind == TestKind::Bw => 65536,
+            (_, None) => 2,
+        };
+        if size == 0 || size > u64::from(u32::MAX) {
+            return usage(format!("message size {size} is out of range (1 .. 2^32-1)"));
+        }
+        if a.all && verb == Verb::Atomic {
+            return usage("-a does not apply to atomic tests".into());
+        }
+        if a.all && a.duration.is_some() {
+            return usage("-a and -D cannot go together".into());
+        }
+        let iters = a
+            .iters
+            .unwrap_or(if kind == TestKind::Bw && verb == Verb::Write {
+                5000
+            } else {
+                1000
+            });
+        if iters < 5 {
+            return usage(format!("iterations must be at least 5 (got {iters})"));
+        }
+        if a.duration == Some(0) {
+            return usage("-D needs at least 1 second".into());
+        }
+        if a.qps == 0 || a.qps > 64 {
+            return usage(format!("number of QPs must be 1 .. 64 (got {})", a.qps));
+        }
+        if a.post_list == 0 {
+            return usage("post list must be at least 1".into());
+        }
+        if a.bidirectional && kind == TestKind::Lat {
+            return usage("-b applies to BW tests".into());
+        }
+        let mtu = match a.mtu {
+            None => None,
+            Some(m) if mtu_enum(m).is_some() => Some(m),
+            Some(m) => return usage(format!("invalid MTU {m} (256, 512, 1024, 2048 or 4096)")),
+        };
+        let mut tx_depth = a
+            .tx_depth
+            .unwrap_or(if kind == TestKind::Bw { 128 } else { 1 });
+        let mut rx_depth = a
+            .rx_depth
+            .unwrap_or(if verb == Verb::Send { 512 } else { 1 });
+        if tx_depth == 0 || rx_depth == 0 {
+            return usage("TX and RX depths must be at least 1".into());
+        }
+        if a.duration.is_none() {
+            tx_depth = tx_depth.min(iters as u32);
+            if verb == Verb::Send {
+                rx_depth = rx_depth.min(iters as u32);
+            }
+        }
+        let req_cq_mod = a.cq_mod.is_some();
+        let mut cq_mod = a.cq_mod.unwrap_or(100).max(1);
+        if size > 8192 && conn != Conn::Ud && !a.all && !a.events && !req_cq_mod {
+            cq_mod = 1;
+        }
+        if a.post_list > 1 && !req_cq_mod {
+            cq_mod = a.post_list;
+        }
+        cq_mod = cq_mod.min(tx_depth).max(1);
+        let inline_size = match (verb, a.inline_size) {
+            (Verb::Read | Verb::Atomic, _) => 0,
+            (_, Some(i)) => i,
+            (Verb::Write, None) if kind == TestKind::Lat => 220,
+            (Verb::Send, None) if kind == TestKind::Lat && conn == Conn::Ud => 188,
+            (Verb::Send, None) if kind == TestKind::Lat => 236,
+            _ => 0,
+        };
+        if a.all {
+            size = MAX_SIZE;
+        }
+        Ok(PerfConfig {
+            verb,
+            kind,
+            conn,
+            size,
+            all: a.all,
+            iters,
+            duration: a.duration,
+            qps: a.qps,
+            tx_depth,
+            rx_depth,
+            cq_mod,
+            post_list: a.post_list,
+            inline_size,
+            mtu,
+            bidirectional: a.bidirectional,
+            events: a.events,
+            out_reads: a.outs.unwrap_or(16).clamp(1, 16),
+            atomic_cmp_swap,
+            gid_index: a.gid_index.unwrap_or(1),
+            gbits: a.report_gbits,
+        })
+    }
+
+    /// The sizes to run: the one size, or 2 .. 2^23 with `-a` (UD: up to the MTU).
+    pub fn sizes(&self, mtu_bytes: u32) -> Vec<u64> {
+        if !self.all {
+            return vec![self.size];
+        }
+        let max = if self.conn == Conn::Ud {
+            u64::from(mtu_bytes)
+        } else {
+            MAX_SIZE
+        };
+        (1..24).map(|i| 1u64 << i).filter(|&s| s <= max).collect()
+    }
+
+    /// The signature rnic sends after its version string.
+    pub fn sig(&self) -> protocol::TestSig {
+        protocol::TestSig {
+            test: self.verb.code() * 2 + u8::from(self.kind == TestKind::Lat),
+            conn: self.conn.code(),
+            size: if self.all { u32::MAX } else { self.size as u32 },
+            iters: if self.duration.is_some() {
+                0
+            } else {
+                self.iters as u32
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: PerfArgs,
+    }
+
+    fn cfg(verb: Verb, kind: TestKind, args: &[&str]) -> Result<PerfConfig, ToolError> {
+        let mut v = vec!["t"];
+        v.extend_from_slice(args);
+        PerfConfig::from_args(verb, kind, &T::try_parse_from(v).unwrap().a)
+    }
+
+    #[test]
+    fn perftest_defaults() {
+        let c = cfg(Verb::Write, TestKind::Bw, &[]).unwrap();
+        assert_eq!(
+            (c.size, c.iters, c.tx_depth, c.cq_mod, c.inline_size),
+            (65536, 5000, 128, 1, 0)
+        );
+        let c = cfg(Verb::Write, TestKind::Bw, &["-s", "8"]).unwrap();
+        assert_eq!(c.cq_mod, 100);
+        let c = cfg(Verb::Read, TestKind::Bw, &[]).unwrap();
+        assert_eq!(c.iters, 1000);
+        let c = cfg(Verb::Send, TestKind::Bw, &["-s", "64"]).unwrap();
+        assert_eq!((c.rx_depth, c.tx_depth), (512, 128));
+        let c = cfg(Verb::Write, TestKind::Lat, &[]).unwrap();
+        assert_eq!(
+            (c.size, c.iters, c.tx_depth, c.inline_size),
+            (2, 1000, 1, 220)
+        );
+        let c = cfg(Verb::Send, TestKind::Lat, &["-c", "UD"]).unwrap();
+        assert_eq!(c.inline_size, 188);
+        let c = cfg(Verb::Atomic, TestKind::Bw, &[]).unwrap();
+        assert_eq!((c.size, c.inline_size), (8, 0));
+        let c = cfg(Verb::Write, TestKind::Bw, &["-a"]).unwrap();
+        assert_eq!(c.sizes(1024).len(), 23);
+        assert_eq!(c.sizes(1024)[22], MAX_SIZE);
+    }
+
+    #[test]
+    fn bad_combinations() {
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-c", "XX"]).is_err());
+        assert!(cfg(Verb::Read, TestKind::Bw, &["-c", "UD"]).is_err());
+        assert!(cfg(Verb::Atomic, TestKind::Bw, &["-s", "16"]).is_err());
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-n", "2"]).is_err());
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-m", "1500"]).is_err());
+        assert!(cfg(Verb::Write, TestKind::Lat, &["-b"]).is_err());
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-s", "0"]).is_err());
+    }
+}

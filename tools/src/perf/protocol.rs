@@ -1,0 +1,556 @@
+//! perftest's out-of-band exchange over TCP (perftest 4.5, `src/perftest_communication.c`),
+//! so that Debian's `ib_write_bw` and friends can be the other side.
+//!
+//! Every exchange has a fixed size: the client writes its part and then reads the server's; the
+//! server reads first and then writes (`ctx_xchg_data`, `ctx_hand_shake`). The sequence is:
+//!
+//! 1. versions: 16 bytes each, a NUL-padded string (`"6.06"` in perftest 4.5+0.17); a peer older
+//!    than 5.70 is refused, as perftest refuses it;
+//! 2. system data (peer >= 5.32): `cycle_buffer` then `cache_line_size`, 4-byte big-endian ints,
+//!    each side keeps the larger;
+//! 3. MTU (peer >= 5.1): the `ibv_mtu` enum printed as decimal text, 2 bytes (`"3\0"`) for peers
+//!    >= 5.31; each side keeps the smaller valid one;
+//! 4. per QP, the address message `%04x:%04x:%06x:%06x:%08x:%016llx:` LID, OUT_READS, QPN, PSN,
+//!    RKEY, VADDR, then (RoCE, with a GID) 16 `%02x:` GID bytes and `%08x:` SRQN, NUL-terminated:
+//!    108 bytes (59 without a GID, which only InfiniBand uses);
+//! 5. the same message again as barriers ("hand shakes") at the points each test has them;
+//! 6. bandwidth reports: size (8 bytes), iterations (8 bytes, peer >= 5.33), BW peak, BW average
+//!    and message rate (IEEE doubles), each big-endian, each its own exchange;
+//! 7. closing: a last hand shake, then both sides write `"done\0"` and close.
+//!
+//! rnic adds one thing the real tool ignores: the 11 bytes after the version string's NUL carry
+//! the test, connection type, size and iterations, so two `rnic` processes detect parameters
+//! that differ (perftest itself only reads the version with `atof`).
+
+use crate::error::ToolError;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// The version string perftest 4.5+0.17 (Debian 12) sends; ours, so that peer accepts us.
+pub const VERSION: &str = "6.06";
+/// Size of the version exchange.
+pub const VERSION_LEN: usize = 16;
+/// Size of the per-QP message with a GID.
+pub const KEY_MSG_SIZE_GID: usize = 108;
+/// Size of the per-QP message without a GID.
+pub const KEY_MSG_SIZE: usize = 59;
+/// The oldest peer perftest accepts.
+pub const MIN_PEER_VERSION: f64 = 5.70;
+
+/// One QP's address as perftest exchanges it (`struct pingpong_dest`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PerfDest {
+    /// LID (0 on RoCE).
+    pub lid: u16,
+    /// Outstanding RDMA reads / atomics the sender accepts as responder.
+    pub out_reads: u32,
+    /// QP number.
+    pub qpn: u32,
+    /// First PSN.
+    pub psn: u32,
+    /// rkey of the buffer the peer may write/read.
+    pub rkey: u32,
+    /// Address of that buffer.
+    pub vaddr: u64,
+    /// GID in wire order.
+    pub gid: [u8; 16],
+    /// SRQ number (0 without XRC/DC).
+    pub srqn: u32,
+}
+
+impl PerfDest {
+    /// The 108-byte message (with GID), NUL-terminated.
+    pub fn encode_gid(&self) -> [u8; KEY_MSG_SIZE_GID] {
+        let mut s = format!(
+            "{:04x}:{:04x}:{:06x}:{:06x}:{:08x}:{:016x}:",
+            self.lid, self.out_reads, self.qpn, self.psn, self.rkey, self.vaddr
+        );
+        for b in self.gid {
+            s.push_str(&format!("{b:02x}:"));
+        }
+        s.push_str(&format!("{:08x}:", self.srqn));
+        let mut out = [0u8; KEY_MSG_SIZE_GID];
+        let n = s.len().min(KEY_MSG_SIZE_GID - 1);
+        out[..n].copy_from_slice(&s.as_bytes()[..n]);
+        out
+    }
+
+    /// The 59-byte message (no GID), NUL-terminated.
+    pub fn encode_plain(&self) -> [u8; KEY_MSG_SIZE] {
+        let s = format!(
+            "{:04x}:{:04x}:{:06x}:{:06x}:{:08x}:{:016x}:{:08x}",
+            self.lid, self.out_reads, self.qpn, self.psn, self.rkey, self.vaddr, self.srqn
+        );
+        let mut out = [0u8; KEY_MSG_SIZE];
+        let n = s.len().min(KEY_MSG_SIZE - 1);
+        out[..n].copy_from_slice(&s.as_bytes()[..n]);
+        out
+    }
+
+    /// Parses either message (the GID is present when there are 23 or more fields).
+    pub fn decode(msg: &[u8]) -> Result<PerfDest, ToolError> {
+        let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
+        let text = std::str::from_utf8(&msg[..end])
+            .map_err(|_| ToolError::Protocol("QP message is not text".into()))?;
+        let bad = || ToolError::Protocol(format!("couldn't parse QP message <{text}>"));
+        let f: Vec<&str> = text.split(':').collect();
+        let hex = |i: usize| -> Result<u64, ToolError> {
+            f.get(i)
+                .and_then(|x| u64::from_str_radix(x.trim(), 16).ok())
+                .ok_or_else(bad)
+        };
+        let mut d = PerfDest {
+            lid: hex(0)? as u16,
+            out_reads: hex(1)? as u32,
+            qpn: hex(2)? as u32,
+            psn: hex(3)? as u32,
+            rkey: hex(4)? as u32,
+            vaddr: hex(5)?,
+            ..PerfDest::default()
+        };
+        if f.len() >= 23 {
+            for i in 0..16 {
+                d.gid[i] = hex(6 + i)? as u8;
+            }
+            d.srqn = hex(22)? as u32;
+        } else {
+            d.srqn = hex(6)? as u32;
+        }
+        Ok(d)
+    }
+}
+
+/// What rnic carries after the version's NUL: enough to detect differing parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestSig {
+    /// Test code: verb (0 send, 1 write, 2 read, 3 atomic) * 2 + 1 for latency.
+    pub test: u8,
+    /// Connection type (0 RC, 1 UC, 2 UD).
+    pub conn: u8,
+    /// Message size, `u32::MAX` for `-a`.
+    pub size: u32,
+    /// Iterations, 0 for a duration run.
+    pub iters: u32,
+}
+
+const SIG_MAGIC: u8 = b'R';
+
+/// Builds our 16 version bytes: `VERSION`, NUL, then the signature.
+pub fn version_bytes(sig: &TestSig) -> [u8; VERSION_LEN] {
+    let mut v = [0u8; VERSION_LEN];
+    v[..VERSION.len()].copy_from_slice(VERSION.as_bytes());
+    v[5] = SIG_MAGIC;
+    v[6] = sig.test;
+    v[7] = sig.conn;
+    v[8..12].copy_from_slice(&sig.size.to_be_bytes());
+    v[12..16].copy_from_slice(&sig.iters.to_be_bytes());
+    v
+}
+
+/// The peer's version (as `atof` reads it) and, if the peer is rnic, its signature.
+pub fn parse_version(v: &[u8; VERSION_LEN]) -> (f64, Option<TestSig>) {
+    let end = v.iter().position(|&b| b == 0).unwrap_or(VERSION_LEN);
+    let text = String::from_utf8_lossy(&v[..end]);
+    let num: String = text
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let ver = num.parse::<f64>().unwrap_or(0.0);
+    let sig = (end == 4 && v[5] == SIG_MAGIC).then(|| TestSig {
+        test: v[6],
+        conn: v[7],
+        size: u32::from_be_bytes([v[8], v[9], v[10], v[11]]),
+        iters: u32::from_be_bytes([v[12], v[13], v[14], v[15]]),
+    });
+    (ver, sig)
+}
+
+/// Names the first differing parameter of two signatures.
+pub fn sig_mismatch(ours: &TestSig, theirs: &TestSig) -> Option<String> {
+    const TESTS: [&str; 8] = [
+        "send-bw",
+        "send-lat",
+        "write-bw",
+        "write-lat",
+        "read-bw",
+        "read-lat",
+        "atomic-bw",
+        "atomic-lat",
+    ];
+    const CONN: [&str; 3] = ["RC", "UC", "UD"];
+    let name = |t: u8, n: &[&str]| n.get(usize::from(t)).copied().unwrap_or("?").to_string();
+    let size = |s: u32| {
+        if s == u32::MAX {
+            "-a".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if ours.test != theirs.test {
+        return Some(format!(
+            "test: we run {}, the peer runs {}",
+            name(ours.test, &TESTS),
+            name(theirs.test, &TESTS)
+        ));
+    }
+    if ours.conn != theirs.conn {
+        return Some(format!(
+            "connection type: ours {}, the peer's {}",
+            name(ours.conn, &CONN),
+            name(theirs.conn, &CONN)
+        ));
+    }
+    if ours.size != theirs.size {
+        return Some(format!(
+            "message size (-s/-a): ours {}, the peer's {}",
+            size(ours.size),
+            size(theirs.size)
+        ));
+    }
+    if ours.iters != theirs.iters {
+        return Some(format!(
+            "iterations (-n/-D): ours {}, the peer's {}",
+            ours.iters, theirs.iters
+        ));
+    }
+    None
+}
+
+/// Bandwidth report as exchanged (`struct bw_report_data`, the fields on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct BwReport {
+    /// Message size.
+    pub size: u64,
+    /// Iterations.
+    pub iters: u64,
+    /// Peak bandwidth in the report's unit.
+    pub bw_peak: f64,
+    /// Average bandwidth.
+    pub bw_avg: f64,
+    /// Message rate in Mpps.
+    pub msg_rate: f64,
+}
+
+/// The TCP connection with the peer and its role.
+#[derive(Debug)]
+pub struct Comm {
+    stream: TcpStream,
+    client: bool,
+    /// Peer's version as a number (`atof`), once exchanged.
+    pub peer_version: f64,
+    /// The read timeout of ordinary exchanges.
+    pub timeout: Duration,
+}
+
+impl Comm {
+    /// Wraps a connected stream; `client` is true on the side that connected.
+    pub fn new(stream: TcpStream, client: bool, timeout: Duration) -> Comm {
+        let _ = stream.set_nodelay(true);
+        Comm {
+            stream,
+            client,
+            peer_version: 0.0,
+            timeout,
+        }
+    }
+
+    /// True on the client side.
+    pub fn is_client(&self) -> bool {
+        self.client
+    }
+
+    fn read_exact(
+        &mut self,
+        buf: &mut [u8],
+        timeout: Duration,
+        what: &str,
+    ) -> Result<(), ToolError> {
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| ToolError::io(what, e))?;
+        self.stream.read_exact(buf).map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                ToolError::Timeout(timeout, format!("waiting for the peer ({what})"))
+            }
+            _ => ToolError::io(&format!("reading {what} from the peer"), e),
+        })
+    }
+
+    fn write_all(&mut self, buf: &[u8], what: &str) -> Result<(), ToolError> {
+        self.stream
+            .set_write_timeout(Some(self.timeout))
+            .map_err(|e| ToolError::io(what, e))?;
+        self.stream
+            .write_all(buf)
+            .map_err(|e| ToolError::io(&format!("sending {what} to the peer"), e))
+    }
+
+    /// One fixed-size exchange: client writes then reads, server reads then writes.
+    pub fn xchg(
+        &mut self,
+        mine: &[u8],
+        what: &str,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, ToolError> {
+        let mut theirs = vec![0u8; mine.len()];
+        if self.client {
+            self.write_all(mine, what)?;
+            self.read_exact(&mut theirs, timeout, what)?;
+        } else {
+            self.read_exact(&mut theirs, timeout, what)?;
+            self.write_all(mine, what)?;
+        }
+        Ok(theirs)
+    }
+
+    /// Step 1: versions. Returns the peer's rnic signature if it has one.
+    pub fn exchange_versions(&mut self, sig: &TestSig) -> Result<Option<TestSig>, ToolError> {
+        let t = self.timeout;
+        let v = self.xchg(&version_bytes(sig), "version", t)?;
+        let mut arr = [0u8; VERSION_LEN];
+        arr.copy_from_slice(&v);
+        let (ver, peer_sig) = parse_version(&arr);
+        self.peer_version = ver;
+        if ver < MIN_PEER_VERSION {
+            return Err(ToolError::Mismatch(format!(
+                "peer perftest version {ver} is older than {MIN_PEER_VERSION}, which perftest 4.5 refuses"
+            )));
+        }
+        if let Some(p) = &peer_sig
+            && let Some(why) = sig_mismatch(sig, p)
+        {
+            return Err(ToolError::Mismatch(why));
+        }
+        Ok(peer_sig)
+    }
+
+    /// Step 2: cycle buffer and cache line size; returns the larger of each.
+    pub fn check_sys_data(
+        &mut self,
+        cycle_buffer: i32,
+        cache_line: i32,
+    ) -> Result<(i32, i32), ToolError> {
+        if self.peer_version < 5.32 {
+            return Ok((cycle_buffer, cache_line));
+        }
+        let t = self.timeout;
+        let c = self.xchg(&cycle_buffer.to_be_bytes(), "cycle buffer size", t)?;
+        let l = self.xchg(&cache_line.to_be_bytes(), "cache line size", t)?;
+        let rc = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+        let rl = i32::from_be_bytes([l[0], l[1], l[2], l[3]]);
+        Ok((cycle_buffer.max(rc), cache_line.max(rl)))
+    }
+
+    /// Step 3: the MTU enum; returns the one to use (the smaller valid one).
+    pub fn exchange_mtu(&mut self, mtu_enum: u8) -> Result<u8, ToolError> {
+        if self.peer_version < 5.1 {
+            return Ok(mtu_enum);
+        }
+        let len = if self.peer_version >= 5.31 { 2 } else { 4 };
+        let mut mine = vec![0u8; len];
+        let txt = mtu_enum.to_string();
+        let n = txt.len().min(len - 1);
+        mine[..n].copy_from_slice(&txt.as_bytes()[..n]);
+        let t = self.timeout;
+        let r = self.xchg(&mine, "MTU", t)?;
+        let end = r.iter().position(|&b| b == 0).unwrap_or(r.len());
+        let rem: u8 = std::str::from_utf8(&r[..end])
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        Ok(if (1..=5).contains(&rem) && rem < mtu_enum {
+            rem
+        } else {
+            mtu_enum
+        })
+    }
+
+    /// A per-QP message exchange (`ctx_hand_shake`), also used as a barrier.
+    pub fn hand_shake(
+        &mut self,
+        mine: &PerfDest,
+        timeout: Duration,
+    ) -> Result<PerfDest, ToolError> {
+        let r = self.xchg(&mine.encode_gid(), "QP address", timeout)?;
+        PerfDest::decode(&r)
+    }
+
+    /// Step 6: the bandwidth reports; returns the peer's.
+    pub fn xchg_bw_report(&mut self, r: &BwReport) -> Result<BwReport, ToolError> {
+        let t = self.timeout;
+        let size = self.xchg(&r.size.to_be_bytes(), "report", t)?;
+        let iters = if self.peer_version >= 5.33 {
+            let v = self.xchg(&r.iters.to_be_bytes(), "report", t)?;
+            u64::from_be_bytes(v.try_into().unwrap_or([0; 8]))
+        } else {
+            let v = self.xchg(&(r.iters as u32).to_be_bytes(), "report", t)?;
+            u64::from(u32::from_be_bytes(v.try_into().unwrap_or([0; 4])))
+        };
+        let mut f = |x: f64| -> Result<f64, ToolError> {
+            let v = self.xchg(&x.to_bits().to_be_bytes(), "report", t)?;
+            Ok(f64::from_bits(u64::from_be_bytes(
+                v.try_into().unwrap_or([0; 8]),
+            )))
+        };
+        let bw_peak = f(r.bw_peak)?;
+        let bw_avg = f(r.bw_avg)?;
+        let msg_rate = f(r.msg_rate)?;
+        Ok(BwReport {
+            size: u64::from_be_bytes(size.try_into().unwrap_or([0; 8])),
+            iters,
+            bw_peak,
+            bw_avg,
+            msg_rate,
+        })
+    }
+
+    /// Step 7: the closing hand shake and "done".
+    pub fn close(mut self, mine: &PerfDest) -> Result<(), ToolError> {
+        let t = self.timeout;
+        self.hand_shake(mine, t)?;
+        // The peer writes "done" and closes without reading ours: errors here are harmless.
+        let _ = self.stream.write_all(b"done\0");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn dest() -> PerfDest {
+        PerfDest {
+            lid: 0,
+            out_reads: 16,
+            qpn: 0x11,
+            psn: 0x3a5b2c,
+            rkey: 0x1234,
+            vaddr: 0x5600_0000_1000,
+            gid: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 11, 0, 1],
+            srqn: 0,
+        }
+    }
+
+    #[test]
+    fn qp_message_golden() {
+        let m = dest().encode_gid();
+        let want = "0000:0010:000011:3a5b2c:00001234:0000560000001000:\
+                    00:00:00:00:00:00:00:00:00:00:ff:ff:0a:0b:00:01:00000000:";
+        assert_eq!(want.len(), KEY_MSG_SIZE_GID - 1);
+        assert_eq!(&m[..107], want.as_bytes());
+        assert_eq!(m[107], 0);
+        assert_eq!(PerfDest::decode(&m).unwrap(), dest());
+
+        let p = dest().encode_plain();
+        assert_eq!(
+            &p[..58],
+            b"0000:0010:000011:3a5b2c:00001234:0000560000001000:00000000"
+        );
+        assert_eq!(p[58], 0);
+        let mut nogid = dest();
+        nogid.gid = [0; 16];
+        assert_eq!(PerfDest::decode(&p).unwrap(), nogid);
+        assert!(PerfDest::decode(b"zz:1\0").is_err());
+    }
+
+    #[test]
+    fn version_golden() {
+        let sig = TestSig {
+            test: 2,
+            conn: 0,
+            size: 65536,
+            iters: 5000,
+        };
+        let v = version_bytes(&sig);
+        assert_eq!(&v[..5], b"6.06\0");
+        assert_eq!(parse_version(&v), (6.06, Some(sig)));
+        // What perftest itself sends: strncpy of "6.06" into 16 zeroed bytes.
+        let mut real = [0u8; 16];
+        real[..4].copy_from_slice(b"6.06");
+        assert_eq!(parse_version(&real), (6.06, None));
+        let mut other = sig;
+        other.size = u32::MAX;
+        assert_eq!(
+            sig_mismatch(&sig, &other).unwrap(),
+            "message size (-s/-a): ours 65536, the peer's -a"
+        );
+        other = sig;
+        other.test = 4;
+        assert!(sig_mismatch(&sig, &other).unwrap().contains("read-bw"));
+        assert!(sig_mismatch(&sig, &sig).is_none());
+    }
+
+    #[test]
+    fn exchange_over_tcp() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let sig = TestSig {
+            test: 2,
+            conn: 0,
+            size: 8,
+            iters: 10,
+        };
+        let t = Duration::from_secs(5);
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut c = Comm::new(s, false, t);
+            c.exchange_versions(&sig).unwrap();
+            assert_eq!(c.check_sys_data(4096, 64).unwrap(), (8192, 64));
+            assert_eq!(c.exchange_mtu(5).unwrap(), 3);
+            let r = c.hand_shake(&dest(), t).unwrap();
+            let rep = c.xchg_bw_report(&BwReport::default()).unwrap();
+            c.close(&dest()).unwrap();
+            (r, rep)
+        });
+        let mut c = Comm::new(TcpStream::connect(addr).unwrap(), true, t);
+        c.exchange_versions(&sig).unwrap();
+        assert_eq!(c.check_sys_data(8192, 32).unwrap(), (8192, 64));
+        assert_eq!(c.exchange_mtu(3).unwrap(), 3);
+        let mut mine = dest();
+        mine.qpn = 0x22;
+        assert_eq!(c.hand_shake(&mine, t).unwrap(), dest());
+        let rep = BwReport {
+            size: 8,
+            iters: 10,
+            bw_peak: 1.5,
+            bw_avg: 1.25,
+            msg_rate: 0.125,
+        };
+        assert_eq!(c.xchg_bw_report(&rep).unwrap(), BwReport::default());
+        c.close(&mine).unwrap();
+        let (r, srep) = server.join().unwrap();
+        assert_eq!(r.qpn, 0x22);
+        assert_eq!(srep, rep);
+    }
+
+    #[test]
+    fn mismatch_is_detected() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = Duration::from_secs(5);
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut c = Comm::new(s, false, t);
+            let sig = TestSig {
+                test: 2,
+                conn: 0,
+                size: 8,
+                iters: 10,
+            };
+            c.exchange_versions(&sig).map(|_| ())
+        });
+        let mut c = Comm::new(TcpStream::connect(addr).unwrap(), true, t);
+        let sig = TestSig {
+            test: 2,
+            conn: 0,
+            size: 16,
+            iters: 10,
+        };
+        let e = c.exchange_versions(&sig).unwrap_err();
+        assert!(matches!(e, ToolError::Mismatch(_)), "{e}");
+        assert!(server.join().unwrap().is_err());
+    }
+}

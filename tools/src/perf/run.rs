@@ -1,0 +1,1 @@
+//! Running a perf test: devices, the out-of-band protocol, the measurement, the report.

@@ -1,0 +1,1 @@
+//! The tools' view of the verbs API.
