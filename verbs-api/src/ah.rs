@@ -1,0 +1,126 @@
+//! [`AddressHandle`] (`struct ibv_ah`) and [`AhAttr`] (`struct ibv_ah_attr` for RoCE v2).
+
+use crate::error::{Error, Result};
+use crate::{Gid, ProtectionDomain};
+use rnic_driver::ah::AddressHandle as DriverAh;
+use rnic_driver::qp::AddressVector;
+
+/// Where packets go: a RoCE v2 address (`struct ibv_ah_attr` with its GRH; RoCE needs the
+/// GRH, so it is always there).
+///
+/// ```
+/// use rnic_verbs::{AhAttr, Gid};
+/// use std::net::Ipv4Addr;
+///
+/// let ah = AhAttr::new(Gid::from_ipv4(Ipv4Addr::new(192, 0, 2, 2)), 1);
+/// assert_eq!(ah.hop_limit, 1); // rc_pingpong's
+/// assert_eq!(ah.dmac, None); // resolved by the context
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AhAttr {
+    /// Destination GID (`grh.dgid`).
+    pub dgid: Gid,
+    /// Local GID index (`grh.sgid_index`): the source address.
+    pub sgid_index: u8,
+    /// Hop limit (IPv4 TTL; `grh.hop_limit`). 0 means 64.
+    pub hop_limit: u8,
+    /// Traffic class (DSCP << 2 | ECN; `grh.traffic_class`).
+    pub traffic_class: u8,
+    /// Flow label (20 bits; `grh.flow_label`); it also selects the UDP source port.
+    pub flow_label: u32,
+    /// Service level (Ethernet priority; `sl`).
+    pub sl: u8,
+    /// Destination MAC; `None`: [`crate::Context::resolve_mac`] of `dgid`.
+    pub dmac: Option<[u8; 6]>,
+    /// UDP source port; `None`: from the flow label and QP numbers, as rxe does.
+    pub udp_sport: Option<u16>,
+}
+
+impl AhAttr {
+    /// An address of `dgid` from local GID `sgid_index`, hop limit 1 (as the pingpong tools
+    /// set it), everything else 0 / derived.
+    pub fn new(dgid: Gid, sgid_index: u8) -> AhAttr {
+        AhAttr {
+            dgid,
+            sgid_index,
+            hop_limit: 1,
+            traffic_class: 0,
+            flow_label: 0,
+            sl: 0,
+            dmac: None,
+            udp_sport: None,
+        }
+    }
+
+    pub(crate) fn to_av(self, pd: &ProtectionDomain, verb: &'static str) -> Result<AddressVector> {
+        let ctx = pd.context();
+        if !ctx
+            .gid_table()
+            .iter()
+            .any(|g| g.index == u32::from(self.sgid_index))
+        {
+            return Err(Error::invalid(
+                verb,
+                format!(
+                    "ah_attr.grh.sgid_index {} is not a populated GID index",
+                    self.sgid_index
+                ),
+            ));
+        }
+        let dmac = match self.dmac {
+            Some(m) => m,
+            None => ctx.resolve_mac(&self.dgid)?,
+        };
+        Ok(AddressVector {
+            sgid_index: self.sgid_index,
+            dgid: self.dgid.0,
+            dmac,
+            hop_limit: self.hop_limit,
+            traffic_class: self.traffic_class,
+            flow_label: self.flow_label,
+            sl: self.sl,
+            udp_sport: self.udp_sport,
+        })
+    }
+}
+
+/// A UD address handle (`ibv_create_ah`): where a UD send goes
+/// ([`crate::SendWr::ud`]). Keeps its PD alive.
+#[derive(Debug)]
+pub struct AddressHandle {
+    // Dropped before the PD.
+    ah: DriverAh,
+    attr: AhAttr,
+    pd: ProtectionDomain,
+}
+
+impl AddressHandle {
+    pub(crate) fn create(pd: &ProtectionDomain, attr: &AhAttr) -> Result<AddressHandle> {
+        let av = attr.to_av(pd, "ibv_create_ah")?;
+        let ah = DriverAh::new(pd.driver(), &av).map_err(Error::driver("ibv_create_ah"))?;
+        Ok(AddressHandle {
+            ah,
+            attr: *attr,
+            pd: pd.clone(),
+        })
+    }
+
+    /// The attributes it was created with.
+    pub fn attr(&self) -> &AhAttr {
+        &self.attr
+    }
+
+    /// The destination MAC it uses.
+    pub fn dmac(&self) -> [u8; 6] {
+        self.ah.av().dmac
+    }
+
+    /// The PD.
+    pub fn pd(&self) -> &ProtectionDomain {
+        &self.pd
+    }
+
+    pub(crate) fn driver(&self) -> &DriverAh {
+        &self.ah
+    }
+}

@@ -1,0 +1,495 @@
+//! [`Context`]: an open device (`struct ibv_context`).
+
+use crate::device::{
+    AtomicCap, DeviceAttr, DeviceName, EMU0_IP, EMU1_IP, GidEntry, GidType, LinkLayer,
+    MELLANOX_OUI, OpenOptions, PortAttr, PortState, emulated_mac, node_guid_from_mac,
+    resolve_pci,
+};
+use crate::error::{Error, Result};
+use crate::link::Switch;
+use crate::{Gid, Mtu};
+use rnic_driver::vfio::{VfioBus, VfioOptions, discovery};
+use rnic_driver::{Hca, HcaConfig};
+use rnic_emulator::{Device, Profile, RunMode};
+use rnic_hw_regs::Bus;
+use rnic_hw_regs::cmd::QueryAdapterIn;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+/// Interrupt vectors a VFIO-driven device is opened with (one per completion channel,
+/// reused round-robin beyond that).
+const VFIO_IRQ_VECTORS: u16 = 16;
+
+/// The devices open in this process, by canonical name.
+static OPEN: Mutex<BTreeMap<String, Weak<DeviceHandle>>> = Mutex::new(BTreeMap::new());
+/// The segment joining `emu0` and `emu1`.
+static PAIR_SWITCH: OnceLock<Arc<Switch>> = OnceLock::new();
+/// The segment of the `emu:<IPv4>` devices of this process (until the UDP link exists).
+static UDP_SWITCH: OnceLock<Arc<Switch>> = OnceLock::new();
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The `emu:<IPv4>` devices open now.
+pub(crate) fn open_udp_emulated() -> Vec<Ipv4Addr> {
+    lock(&OPEN)
+        .iter()
+        .filter(|(_, w)| w.strong_count() > 0)
+        .filter_map(|(n, _)| n.strip_prefix("emu:")?.parse().ok())
+        .collect()
+}
+
+/// An open device: the driver's HCA plus, for an emulated device, the emulator behind it.
+pub(crate) struct DeviceHandle {
+    // Field order matters: the HCA is torn down (commands to the device) before the emulated
+    // device's thread stops.
+    hca: Arc<Hca>,
+    emu: Option<Device>,
+    name: String,
+    attr: DeviceAttr,
+    port: PortAttr,
+    gids: Vec<GidEntry>,
+    next_vector: AtomicU16,
+    vfio: bool,
+    neighbors: Mutex<HashMap<Gid, [u8; 6]>>,
+}
+
+impl fmt::Debug for DeviceHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("name", &self.name)
+            .field("fw_ver", &self.attr.fw_ver)
+            .field("mac", &self.port.mac)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An open device (`struct ibv_context`): a cheap handle (an `Arc` inside); every object
+/// created from it keeps it open.
+///
+/// ```
+/// use rnic_verbs::{Context, GidType, LinkLayer, PortState};
+///
+/// # fn main() -> Result<(), rnic_verbs::Error> {
+/// let ctx = Context::open("emu0")?;
+/// let dev = ctx.query_device();
+/// assert_eq!(dev.vendor_id, 0x02c9);
+/// assert_eq!(dev.phys_port_cnt, 1);
+/// let port = ctx.query_port(1)?;
+/// assert_eq!(port.state, PortState::Active);
+/// assert_eq!(port.link_layer, LinkLayer::Ethernet);
+/// assert_eq!(ctx.query_gid(1, 1)?.to_string(), "::ffff:192.0.2.1");
+/// assert_eq!(ctx.query_gid_entry(1, 1)?.gid_type, GidType::RoceV2);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Context {
+    pub(crate) inner: Arc<DeviceHandle>,
+}
+
+impl Context {
+    /// Opens the device `name` (`ibv_open_device`; names in [`crate::device`]). A name
+    /// already open in this process shares its device.
+    pub fn open(name: &str) -> Result<Context> {
+        Self::open_with(name, &OpenOptions::default())
+    }
+
+    /// Opens the device `name` with options (fault injection and capture for emulated
+    /// devices; the IPv4 address of a real one). Options apply when the call creates the
+    /// device: asking for options on a device already open fails with
+    /// [`Error::InvalidArgument`].
+    pub fn open_with(name: &str, opts: &OpenOptions) -> Result<Context> {
+        Self::open_in(name, opts, Path::new(discovery::SYSFS_PCI_DEVICES))
+    }
+
+    fn open_in(name: &str, opts: &OpenOptions, sysfs: &Path) -> Result<Context> {
+        let parsed: DeviceName = name.parse()?;
+        let key = match &parsed {
+            DeviceName::Mlx5Index(_) | DeviceName::Pci(_) => resolve_pci(&parsed, sysfs)?,
+            other => other.to_string(),
+        };
+        let mut open = lock(&OPEN);
+        if let Some(h) = open.get(&key).and_then(Weak::upgrade) {
+            if *opts != OpenOptions::default() {
+                return Err(Error::invalid(
+                    "ibv_open_device",
+                    format!("{key} is already open in this process: options apply only when it is created"),
+                ));
+            }
+            return Ok(Context { inner: h });
+        }
+        if !opts.emu.is_default() {
+            if parsed.emulated_ip().is_none() {
+                return Err(Error::invalid(
+                    "ibv_open_device",
+                    "fault injection and capture are for emulated devices",
+                ));
+            }
+            return Err(Error::Unsupported {
+                verb: "ibv_open_device",
+                why: "the emulator has no fault injection or capture API yet".into(),
+            });
+        }
+        let handle = match parsed {
+            DeviceName::EmuPair(i) => {
+                let ip = if i == 0 { EMU0_IP } else { EMU1_IP };
+                let sw = PAIR_SWITCH.get_or_init(Arc::default);
+                open_emulated(&key, ip, Box::new(sw.attach(ip)))?
+            }
+            DeviceName::EmuUdp(ip) => {
+                let sw = UDP_SWITCH.get_or_init(Arc::default);
+                open_emulated(&key, ip, Box::new(sw.attach(ip)))?
+            }
+            DeviceName::Mlx5Index(_) | DeviceName::Pci(_) => open_vfio(&key, opts, sysfs)?,
+        };
+        let h = Arc::new(handle);
+        open.retain(|_, w| w.strong_count() > 0);
+        open.insert(key, Arc::downgrade(&h));
+        Ok(Context { inner: h })
+    }
+
+    /// The device's name (canonical: `emu0`, `emu:10.0.0.1`, or the PCI address).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Whether the device is emulated.
+    pub fn is_emulated(&self) -> bool {
+        self.inner.emu.is_some()
+    }
+
+    /// `ibv_query_device`.
+    pub fn query_device(&self) -> DeviceAttr {
+        self.inner.attr.clone()
+    }
+
+    /// `ibv_query_port` (port 1, the only one).
+    pub fn query_port(&self, port_num: u8) -> Result<PortAttr> {
+        check_port("ibv_query_port", port_num)?;
+        Ok(self.inner.port.clone())
+    }
+
+    /// `ibv_query_gid`: the GID at `index` of port `port_num`.
+    pub fn query_gid(&self, port_num: u8, index: u32) -> Result<Gid> {
+        self.query_gid_entry(port_num, index).map(|e| e.gid)
+    }
+
+    /// `ibv_query_gid_ex`: the GID entry (with its type) at `index`.
+    pub fn query_gid_entry(&self, port_num: u8, index: u32) -> Result<GidEntry> {
+        check_port("ibv_query_gid", port_num)?;
+        self.inner
+            .gids
+            .iter()
+            .find(|g| g.index == index)
+            .copied()
+            .ok_or_else(|| {
+                Error::invalid(
+                    "ibv_query_gid",
+                    format!(
+                        "GID index {index} is empty (the table holds {} entries)",
+                        self.inner.gids.len()
+                    ),
+                )
+            })
+    }
+
+    /// `ibv_query_gid_table`: the populated GID entries.
+    pub fn gid_table(&self) -> &[GidEntry] {
+        &self.inner.gids
+    }
+
+    /// The index of the IPv4-mapped RoCE v2 GID (what `-g` usually names: 1), if any.
+    pub fn ipv4_gid_index(&self) -> Option<u32> {
+        self.inner
+            .gids
+            .iter()
+            .find(|g| g.gid.ipv4().is_some())
+            .map(|g| g.index)
+    }
+
+    /// The port's MAC.
+    pub fn mac(&self) -> [u8; 6] {
+        self.inner.port.mac
+    }
+
+    /// Tells the context the MAC of the peer with `gid` (a neighbour entry). Needed for real
+    /// devices talking to IPv4 peers, which no ARP resolves for a VFIO-driven function.
+    pub fn add_neighbor(&self, gid: Gid, mac: [u8; 6]) {
+        lock(&self.inner.neighbors).insert(gid, mac);
+    }
+
+    /// The destination MAC for `gid` (what the kernel's neighbour resolution gives ibverbs):
+    /// a neighbour entry; this device's own GIDs; a link-local GID's EUI-64; otherwise, for
+    /// an IPv4-mapped GID, the MAC an rnic emulated device on that address has
+    /// ([`crate::emulated_mac`]). Fails for other IPv6 GIDs.
+    pub fn resolve_mac(&self, gid: &Gid) -> Result<[u8; 6]> {
+        if let Some(m) = lock(&self.inner.neighbors).get(gid) {
+            return Ok(*m);
+        }
+        if self.inner.gids.iter().any(|g| g.gid == *gid) {
+            return Ok(self.mac());
+        }
+        if let Some(m) = gid.link_local_mac() {
+            return Ok(m);
+        }
+        if let Some(ip) = gid.ipv4() {
+            return Ok(emulated_mac(ip));
+        }
+        Err(Error::invalid(
+            "ibv_create_ah",
+            format!("no MAC known for GID {gid}: add one with Context::add_neighbor"),
+        ))
+    }
+
+    /// The emulator's counters (frames, drops, IOMMU faults, ...) of an emulated device.
+    pub fn emulator_counters(&self) -> Option<rnic_emulator::Counters> {
+        self.inner.emu.as_ref().map(Device::counters)
+    }
+
+    /// The driver's HCA (for diagnostics: firmware pages, raw commands).
+    pub fn driver(&self) -> &Hca {
+        &self.inner.hca
+    }
+
+    pub(crate) fn hca(&self) -> &Arc<Hca> {
+        &self.inner.hca
+    }
+
+    /// An interrupt vector for a new completion channel.
+    pub(crate) fn next_vector(&self) -> u16 {
+        let n = self.inner.next_vector.fetch_add(1, Ordering::Relaxed);
+        if self.inner.vfio {
+            1 + n % (VFIO_IRQ_VECTORS - 1)
+        } else {
+            1 + n % (u16::MAX - 1)
+        }
+    }
+
+    /// `ibv_alloc_pd`.
+    pub fn alloc_pd(&self) -> Result<crate::ProtectionDomain> {
+        crate::ProtectionDomain::alloc(self)
+    }
+
+    /// `ibv_create_comp_channel`.
+    pub fn create_comp_channel(&self) -> Result<crate::CompletionChannel> {
+        crate::CompletionChannel::create(self)
+    }
+
+    /// `ibv_create_cq`: a CQ of at least `cqe` entries; completion events (after
+    /// [`crate::CompletionQueue::req_notify`]) go to `channel`.
+    pub fn create_cq(
+        &self,
+        cqe: u32,
+        channel: Option<&crate::CompletionChannel>,
+    ) -> Result<crate::CompletionQueue> {
+        crate::CompletionQueue::create(self, cqe, channel)
+    }
+
+    /// Whether two handles are the same open device.
+    pub fn same_device(&self, other: &Context) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+fn check_port(verb: &'static str, port: u8) -> Result<()> {
+    if port == 1 {
+        Ok(())
+    } else {
+        Err(Error::invalid(verb, format!("port {port}: the device has port 1 only")))
+    }
+}
+
+fn open_emulated(
+    name: &str,
+    ip: Ipv4Addr,
+    link: Box<dyn rnic_emulator::port::Link>,
+) -> Result<DeviceHandle> {
+    let profile = Profile {
+        mac: emulated_mac(ip),
+        ..Profile::default()
+    };
+    let part = profile.pci_device_id;
+    let dev = Device::new(profile, RunMode::Threaded);
+    dev.set_link(link);
+    let bus: Arc<dyn Bus> = Arc::new(dev.bus());
+    let hca = Hca::open(
+        bus,
+        HcaConfig {
+            ipv4: Some(ip),
+            ..HcaConfig::default()
+        },
+    )
+    .map_err(Error::driver("ibv_open_device"))?;
+    Ok(DeviceHandle::new(Arc::new(hca), Some(dev), name, part, false))
+}
+
+fn open_vfio(pci: &str, opts: &OpenOptions, sysfs: &Path) -> Result<DeviceHandle> {
+    let func = discovery::read_function(sysfs, pci).ok_or_else(|| Error::NoSuchDevice {
+        name: pci.into(),
+        why: "not found in sysfs".into(),
+    })?;
+    let bus = VfioBus::open(
+        pci,
+        VfioOptions {
+            irq_vectors: VFIO_IRQ_VECTORS,
+            sysfs_root: sysfs.to_path_buf(),
+            ..VfioOptions::default()
+        },
+    )
+    .map_err(|e| Error::NoSuchDevice {
+        name: pci.into(),
+        why: format!("VFIO: {e}"),
+    })?;
+    let bus: Arc<dyn Bus> = Arc::new(bus);
+    let hca = Hca::open(
+        bus,
+        HcaConfig {
+            ipv4: opts.ipv4,
+            ..HcaConfig::default()
+        },
+    )
+    .map_err(Error::driver("ibv_open_device"))?;
+    Ok(DeviceHandle::new(Arc::new(hca), None, pci, func.device, true))
+}
+
+impl DeviceHandle {
+    fn new(hca: Arc<Hca>, emu: Option<Device>, name: &str, part: u16, vfio: bool) -> Self {
+        let caps = hca.caps();
+        let g = &caps.general;
+        let p2 = |l: u8| 1u32.checked_shl(u32::from(l)).unwrap_or(u32::MAX);
+        let max_sq_sg = (u32::from(g.max_wqe_sz_sq()) / 16).min(63).saturating_sub(4);
+        let max_rq_sg = u32::from(g.max_wqe_sz_rq()) / 16;
+        let max_sge = max_sq_sg.min(max_rq_sg);
+        let mac = hca.mac();
+        let guid = node_guid_from_mac(mac);
+        let max_qp = p2(g.log_max_qp());
+        let max_qp_rd_atom = p2(g.log_max_ra_res_qp());
+        let board_id = query_psid(&hca).unwrap_or_else(|| "N/A".into());
+        let attr = DeviceAttr {
+            fw_ver: hca.fw_version().to_string(),
+            node_guid: guid,
+            sys_image_guid: guid,
+            max_mr_size: u64::MAX,
+            page_size_cap: !0xfffu64,
+            vendor_id: MELLANOX_OUI,
+            vendor_part_id: u32::from(part),
+            hw_ver: 0,
+            board_id,
+            max_qp,
+            max_qp_wr: p2(g.log_max_qp_sz()),
+            max_sge,
+            max_sge_rd: max_sge.min(30),
+            max_cq: p2(g.log_max_cq()),
+            max_cqe: p2(g.log_max_cq_sz()) - 1,
+            max_mr: p2(g.log_max_mkey()),
+            max_pd: p2(g.log_max_pd()),
+            max_qp_rd_atom,
+            max_qp_init_rd_atom: p2(g.log_max_ra_req_qp()),
+            max_res_rd_atom: max_qp_rd_atom.saturating_mul(max_qp),
+            atomic_cap: if caps.atomic.is_some() {
+                AtomicCap::Hca
+            } else {
+                AtomicCap::None
+            },
+            max_srq: p2(g.log_max_srq()),
+            max_srq_wr: p2(g.log_max_srq_sz()) - 1,
+            max_srq_sge: max_rq_sg.saturating_sub(1),
+            max_ah: i32::MAX as u32,
+            max_pkeys: 128u16.checked_shl(u32::from(g.pkey_table_size())).unwrap_or(128),
+            local_ca_ack_delay: g.local_ca_ack_delay(),
+            phys_port_cnt: 1,
+        };
+        let gid_tbl_len = caps
+            .roce
+            .map_or(u32::from(g.gid_table_size()), |(_, c)| {
+                u32::from(c.roce_address_table_size())
+            });
+        let port = PortAttr {
+            state: PortState::Active,
+            max_mtu: Mtu::Mtu4096,
+            active_mtu: Mtu::Mtu1024,
+            gid_tbl_len,
+            max_msg_sz: p2(g.log_max_msg()),
+            pkey_tbl_len: 1,
+            lid: 0,
+            sm_lid: 0,
+            lmc: 0,
+            link_layer: LinkLayer::Ethernet,
+            phys_state: 5,
+            active_width: 2,
+            active_speed: 32,
+            mac,
+        };
+        let gids = hca
+            .gids()
+            .iter()
+            .map(|e| GidEntry {
+                index: u32::from(e.index),
+                gid: Gid(e.gid),
+                gid_type: if e.version == rnic_hw_regs::ctx::ROCE_VERSION_2 {
+                    GidType::RoceV2
+                } else {
+                    GidType::Ib
+                },
+                port_num: 1,
+            })
+            .collect();
+        DeviceHandle {
+            hca,
+            emu,
+            name: name.to_string(),
+            attr,
+            port,
+            gids,
+            next_vector: AtomicU16::new(0),
+            vfio,
+            neighbors: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// QUERY_ADAPTER's PSID (ibverbs' `board_id`).
+fn query_psid(hca: &Hca) -> Option<String> {
+    let out = hca
+        .cmdq()
+        .exec(&QueryAdapterIn::new_cmd(), &[], &mut [])
+        .ok()?;
+    let psid = out.query_adapter_struct().vsd_contd_psid();
+    let s: String = psid
+        .iter()
+        .take_while(|&&b| b != 0)
+        .map(|&b| b as char)
+        .collect();
+    let s = s.trim().to_string();
+    (!s.is_empty() && s.is_ascii()).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vfio_names_resolve_against_a_fake_sysfs() {
+        let dir = std::env::temp_dir().join(format!("rnic-verbs-sysfs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // No functions: mlx5_0 does not exist.
+        let e = Context::open_in("mlx5_0", &OpenOptions::default(), &dir).unwrap_err();
+        assert!(matches!(e, Error::NoSuchDevice { .. }), "{e}");
+        let e = Context::open_in("0000:3b:00.0", &OpenOptions::default(), &dir).unwrap_err();
+        assert!(matches!(e, Error::NoSuchDevice { .. }), "{e}");
+        assert_eq!(
+            crate::devices_in(&dir)
+                .iter()
+                .filter(|d| d.name.starts_with("mlx5"))
+                .count(),
+            0
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

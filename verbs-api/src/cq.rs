@@ -1,0 +1,414 @@
+//! [`CompletionQueue`] (`struct ibv_cq`) and [`CompletionChannel`]
+//! (`struct ibv_comp_channel`).
+//!
+//! # Completion channels and their file descriptor
+//!
+//! A channel is an event queue of the device raising its own interrupt vector. Its
+//! [`CompletionChannel::fd`] becomes readable when the vector fires, so epoll, `poll(2)` or an
+//! async runtime (tokio's `AsyncFd`) can wait for completion events:
+//!
+//! - on a real device, it is the VFIO MSI-X eventfd of the vector ([`rnic_hw_regs::Bus::irq_fd`]);
+//! - on an emulated device (whose bus has no eventfd), the channel makes an eventfd and a
+//!   small thread that waits for the vector ([`rnic_hw_regs::Bus::wait_irq`]) and signals the
+//!   eventfd each time it fires: one thread per channel, stopped when the channel is dropped.
+//!
+//! The fd is level-triggered: [`CompletionChannel::get_cq_event`] consumes the signal. The
+//! usual loop (as with `ibv_get_cq_event`): arm the CQ ([`CompletionQueue::req_notify`]), wait
+//! for the fd, take the event, arm again, then poll the CQ empty (arming before polling means a
+//! completion that arrives in between raises a new event).
+
+use crate::error::{Error, Result};
+use crate::wc::as_driver_mut;
+use crate::{Context, WorkCompletion};
+use rnic_driver::cq::{CompChannel, Cq};
+use rnic_hw_regs::Bus;
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How long one wait on the fd lasts at most before the channel looks at its event queue
+/// again (a safety net against a signal consumed between a drain and the wait).
+const WAIT_SLICE: Duration = Duration::from_millis(100);
+
+#[derive(Debug)]
+struct Bridge {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ChanInner {
+    chan: Arc<CompChannel>,
+    /// Our eventfd (emulated buses), or `None` when the bus's own fd is used.
+    own_fd: Option<OwnedFd>,
+    raw_fd: RawFd,
+    bridge: Mutex<Option<Bridge>>,
+    cqs: Mutex<HashMap<u32, Weak<CqInner>>>,
+    pending: Mutex<VecDeque<u32>>,
+    ctx: Context,
+}
+
+impl Drop for ChanInner {
+    fn drop(&mut self) {
+        if let Some(mut b) = lock(&self.bridge).take() {
+            b.stop.store(true, Ordering::Release);
+            if let Some(t) = b.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// A completion channel (`ibv_create_comp_channel`): where the events of the CQs created
+/// with it arrive, with a file descriptor to wait on. A cheap handle (an `Arc` inside).
+///
+/// ```
+/// use rnic_verbs::Context;
+/// use std::time::Duration;
+///
+/// # fn main() -> Result<(), rnic_verbs::Error> {
+/// let ctx = Context::open("emu0")?;
+/// let chan = ctx.create_comp_channel()?;
+/// let cq = ctx.create_cq(64, Some(&chan))?;
+/// cq.req_notify(false)?;
+/// // Nothing completed: no event within 10 ms.
+/// assert!(chan.get_cq_event(Some(Duration::from_millis(10)))?.is_none());
+/// assert!(chan.fd() >= 0);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct CompletionChannel {
+    inner: Arc<ChanInner>,
+}
+
+impl CompletionChannel {
+    pub(crate) fn create(ctx: &Context) -> Result<CompletionChannel> {
+        let vector = ctx.next_vector();
+        let chan = CompChannel::create(ctx.hca(), vector)
+            .map_err(Error::driver("ibv_create_comp_channel"))?;
+        let bus = ctx.hca().bus().clone();
+        let (own_fd, raw_fd, bridge) = match bus.irq_fd(vector) {
+            Some(fd) => (None, fd, None),
+            None => {
+                // SAFETY: plain system call; the result is checked.
+                let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+                if fd < 0 {
+                    return Err(Error::Io {
+                        what: "ibv_create_comp_channel: eventfd".into(),
+                        source: std::io::Error::last_os_error(),
+                    });
+                }
+                // SAFETY: `fd` is a new descriptor that nothing else owns.
+                let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                let stop = Arc::new(AtomicBool::new(false));
+                let thread = spawn_bridge(bus, vector, fd, stop.clone())?;
+                (
+                    Some(owned),
+                    fd,
+                    Some(Bridge {
+                        stop,
+                        thread: Some(thread),
+                    }),
+                )
+            }
+        };
+        Ok(CompletionChannel {
+            inner: Arc::new(ChanInner {
+                chan: Arc::new(chan),
+                own_fd,
+                raw_fd,
+                bridge: Mutex::new(bridge),
+                cqs: Mutex::new(HashMap::new()),
+                pending: Mutex::new(VecDeque::new()),
+                ctx: ctx.clone(),
+            }),
+        })
+    }
+
+    /// The file descriptor (`ibv_comp_channel.fd`): readable when an event may be waiting.
+    /// Owned by the channel: valid while it lives.
+    pub fn fd(&self) -> RawFd {
+        self.inner.raw_fd
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// `ibv_get_cq_event`: the CQ of the next completion event, waiting up to `timeout`
+    /// (`None`: without limit; `Some(Duration::ZERO)`: just look). `Ok(None)` when the
+    /// time ran out. Each event needs a new [`CompletionQueue::req_notify`] for the next.
+    /// Events of CQs dropped since are skipped.
+    pub fn get_cq_event(&self, timeout: Option<Duration>) -> Result<Option<CompletionQueue>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut cqns = [0u32; 16];
+        loop {
+            loop {
+                let Some(cqn) = lock(&self.inner.pending).pop_front() else {
+                    break;
+                };
+                let cq = lock(&self.inner.cqs).get(&cqn).and_then(Weak::upgrade);
+                if let Some(inner) = cq {
+                    inner.cq.note_event();
+                    return Ok(Some(CompletionQueue { inner }));
+                }
+            }
+            let n = self
+                .inner
+                .chan
+                .wait(Duration::ZERO, &mut cqns)
+                .map_err(Error::driver("ibv_get_cq_event"))?;
+            if n > 0 {
+                lock(&self.inner.pending).extend(&cqns[..n]);
+                continue;
+            }
+            let left = match deadline {
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Ok(None);
+                    }
+                    left
+                }
+                None => WAIT_SLICE,
+            };
+            if wait_readable(self.inner.raw_fd, left.min(WAIT_SLICE))? {
+                self.consume_signal()?;
+            }
+        }
+    }
+
+    /// Clears the fd's readiness.
+    fn consume_signal(&self) -> Result<()> {
+        match &self.inner.own_fd {
+            Some(fd) => {
+                let mut v = 0u64;
+                // SAFETY: reads 8 bytes into `v` from our non-blocking eventfd.
+                let r = unsafe {
+                    libc::read(fd.as_raw_fd(), (&raw mut v).cast(), std::mem::size_of::<u64>())
+                };
+                if r < 0 {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::WouldBlock {
+                        return Err(Error::io("ibv_get_cq_event: reading the eventfd")(e));
+                    }
+                }
+            }
+            None => {
+                let _ = self
+                    .inner
+                    .ctx
+                    .hca()
+                    .bus()
+                    .wait_irq(self.inner.chan.vector(), Duration::ZERO);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl AsRawFd for CompletionChannel {
+    fn as_raw_fd(&self) -> RawFd {
+        self.inner.raw_fd
+    }
+}
+
+impl AsFd for CompletionChannel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the descriptor stays open while the channel (and so `self`) lives.
+        unsafe { BorrowedFd::borrow_raw(self.inner.raw_fd) }
+    }
+}
+
+/// Waits up to `timeout` for `fd` to become readable.
+fn wait_readable(fd: RawFd, timeout: Duration) -> Result<bool> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(timeout.as_millis().max(1)).unwrap_or(i32::MAX);
+    // SAFETY: one valid pollfd.
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(Error::io("ibv_get_cq_event: poll")(e));
+    }
+    Ok(r > 0)
+}
+
+fn spawn_bridge(
+    bus: Arc<dyn Bus>,
+    vector: u16,
+    fd: RawFd,
+    stop: Arc<AtomicBool>,
+) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("rnic-irq{vector}"))
+        .spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                match bus.wait_irq(vector, Duration::from_millis(20)) {
+                    Ok(true) => {
+                        let one = 1u64;
+                        // SAFETY: writes 8 bytes to the eventfd, which outlives this thread
+                        // (the channel joins it before closing the fd).
+                        let _ = unsafe {
+                            libc::write(fd, (&raw const one).cast(), std::mem::size_of::<u64>())
+                        };
+                    }
+                    Ok(false) => {}
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        })
+        .map_err(Error::io("ibv_create_comp_channel: spawning the interrupt thread"))
+}
+
+#[derive(Debug)]
+pub(crate) struct CqInner {
+    // Dropped first: the driver CQ, then the channel, then the context.
+    pub(crate) cq: Arc<Cq>,
+    channel: Option<CompletionChannel>,
+    ctx: Context,
+}
+
+/// A completion queue (`ibv_create_cq`): a cheap handle (an `Arc` inside). QPs keep their
+/// CQs alive, so a CQ cannot go away under a QP that uses it.
+#[derive(Clone, Debug)]
+pub struct CompletionQueue {
+    pub(crate) inner: Arc<CqInner>,
+}
+
+impl CompletionQueue {
+    pub(crate) fn create(
+        ctx: &Context,
+        cqe: u32,
+        channel: Option<&CompletionChannel>,
+    ) -> Result<CompletionQueue> {
+        if let Some(ch) = channel {
+            if !ch.context().same_device(ctx) {
+                return Err(Error::invalid(
+                    "ibv_create_cq",
+                    "the completion channel belongs to another device",
+                ));
+            }
+        }
+        if cqe == 0 {
+            return Err(Error::invalid("ibv_create_cq", "cqe must be at least 1"));
+        }
+        let max = ctx.query_device().max_cqe;
+        if cqe > max {
+            return Err(Error::invalid(
+                "ibv_create_cq",
+                format!("cqe {cqe} exceeds the device's max_cqe {max}"),
+            ));
+        }
+        let cq = Cq::create(ctx.hca(), cqe.saturating_add(1), channel.map(|c| &c.inner.chan))
+            .map_err(Error::driver("ibv_create_cq"))?;
+        let inner = Arc::new(CqInner {
+            cq: Arc::new(cq),
+            channel: channel.cloned(),
+            ctx: ctx.clone(),
+        });
+        if let Some(ch) = channel {
+            let mut cqs = lock(&ch.inner.cqs);
+            cqs.retain(|_, w| w.strong_count() > 0);
+            cqs.insert(inner.cq.cqn(), Arc::downgrade(&inner));
+        }
+        Ok(CompletionQueue { inner })
+    }
+
+    /// The CQ number.
+    pub fn cqn(&self) -> u32 {
+        self.inner.cq.cqn()
+    }
+
+    /// Entries (`cqe`; at least what was asked for).
+    pub fn capacity(&self) -> u32 {
+        self.inner.cq.capacity() - 1
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// The completion channel, if any.
+    pub fn channel(&self) -> Option<&CompletionChannel> {
+        self.inner.channel.as_ref()
+    }
+
+    /// `ibv_poll_cq`: up to `wc.len()` completions into `wc`; returns how many. No
+    /// allocation, lock or system call. One thread polls a CQ at a time: a concurrent poll
+    /// fails with [`Error::Poll`] (`Busy`).
+    #[inline]
+    pub fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
+        self.inner
+            .cq
+            .poll(as_driver_mut(wc))
+            .map_err(|source| Error::Poll {
+                cqn: self.inner.cq.cqn(),
+                source,
+            })
+    }
+
+    /// `ibv_req_notify_cq`: one completion event for the next completion (or, with
+    /// `solicited_only`, the next solicited or error one) on the CQ's channel.
+    pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
+        if self.inner.channel.is_none() {
+            return Err(Error::invalid(
+                "ibv_req_notify_cq",
+                "the CQ was created without a completion channel",
+            ));
+        }
+        self.inner.cq.req_notify(solicited_only);
+        Ok(())
+    }
+
+    /// Polls until `wc` holds `n` completions or `timeout` passes (a convenience for
+    /// examples and tests; spins with `yield_now`). Returns how many were polled.
+    pub fn poll_blocking(&self, wc: &mut [WorkCompletion], timeout: Duration) -> Result<usize> {
+        let deadline = Instant::now() + timeout;
+        let mut got = 0;
+        while got < wc.len() {
+            got += self.poll(&mut wc[got..])?;
+            if got < wc.len() {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
+        Ok(got)
+    }
+
+    /// `ibv_destroy_cq`: fails with [`Error::InUse`] while QPs (or clones) hold it; dropping
+    /// the last handle destroys it too.
+    pub fn destroy(self) -> Result<()> {
+        let users = Arc::strong_count(&self.inner) - 1;
+        let inner = Arc::try_unwrap(self.inner).map_err(|_| Error::InUse {
+            verb: "ibv_destroy_cq",
+            users,
+        })?;
+        let CqInner { cq, channel, ctx } = inner;
+        let cq = Arc::try_unwrap(cq).map_err(|_| Error::InUse {
+            verb: "ibv_destroy_cq",
+            users: 1,
+        })?;
+        let r = cq.destroy().map_err(Error::driver("ibv_destroy_cq"));
+        drop(channel);
+        drop(ctx);
+        r
+    }
+}

@@ -1,0 +1,573 @@
+//! Devices: discovery, names, and what `ibv_query_device`, `ibv_query_port` and
+//! `ibv_query_gid` answer.
+//!
+//! # Names
+//!
+//! | name | device |
+//! |---|---|
+//! | `mlx5_0`, `mlx5_1`, ... | the ConnectX functions bound to vfio-pci, in PCI address order |
+//! | `0000:3b:00.0` | the ConnectX function bound to vfio-pci at that PCI address |
+//! | `emu0`, `emu1` | an in-process pair of emulated ConnectX devices joined by a link: IPv4 192.0.2.1 and 192.0.2.2 (documentation addresses), created on first open |
+//! | `emu:<IPv4>` | an emulated ConnectX whose port speaks RoCE v2 over UDP on `<IPv4>`:4791 |
+//!
+//! Every emulated device has GID 0 = `fe80::` + the modified EUI-64 of its MAC and GID 1 =
+//! `::ffff:a.b.c.d` (both RoCE v2), as rxe's table looks; its MAC is derived from its IPv4
+//! address ([`emulated_mac`]: `02:52:a:b:c:d`), so two processes agree on each other's MAC
+//! without ARP. Opening a name that is already open in this process shares the device (as
+//! two `ibv_open_device` calls on one device do).
+//!
+//! Until the emulator's UDP link lands, `emu:<IPv4>` devices of one process reach each other
+//! through an in-process switch (and nothing outside the process); see [`EmuOptions`].
+
+use crate::error::{Error, Result};
+use rnic_driver::vfio::discovery;
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// The IEEE OUI ibverbs reports as `vendor_id` for Mellanox / NVIDIA devices.
+pub const MELLANOX_OUI: u32 = 0x02c9;
+
+/// IPv4 address of `emu0`.
+pub const EMU0_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+/// IPv4 address of `emu1`.
+pub const EMU1_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
+
+/// A parsed device name.
+///
+/// ```
+/// use rnic_verbs::DeviceName;
+/// use std::net::Ipv4Addr;
+///
+/// assert_eq!("emu0".parse::<DeviceName>().unwrap(), DeviceName::EmuPair(0));
+/// assert_eq!(
+///     "emu:127.0.0.2".parse::<DeviceName>().unwrap(),
+///     DeviceName::EmuUdp(Ipv4Addr::new(127, 0, 0, 2))
+/// );
+/// assert_eq!("mlx5_1".parse::<DeviceName>().unwrap(), DeviceName::Mlx5Index(1));
+/// assert!("emu:not-an-ip".parse::<DeviceName>().is_err());
+/// assert_eq!(DeviceName::EmuPair(1).to_string(), "emu1");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceName {
+    /// `emu0` / `emu1`: a member of the in-process pair.
+    EmuPair(u8),
+    /// `emu:<IPv4>`: an emulated device on that address.
+    EmuUdp(Ipv4Addr),
+    /// `mlx5_N`: the N-th ConnectX function bound to vfio-pci.
+    Mlx5Index(usize),
+    /// A PCI address `DDDD:BB:DD.F`.
+    Pci(String),
+}
+
+impl FromStr for DeviceName {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<DeviceName> {
+        let bad = |why: &str| Error::NoSuchDevice {
+            name: s.to_string(),
+            why: why.to_string(),
+        };
+        match s {
+            "emu0" => return Ok(DeviceName::EmuPair(0)),
+            "emu1" => return Ok(DeviceName::EmuPair(1)),
+            _ => {}
+        }
+        if let Some(ip) = s.strip_prefix("emu:") {
+            let ip: Ipv4Addr = ip
+                .parse()
+                .map_err(|_| bad("emu:<IPv4> needs an IPv4 address, e.g. emu:127.0.0.1"))?;
+            if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() {
+                return Err(bad("the address must be a unicast IPv4 address"));
+            }
+            return Ok(DeviceName::EmuUdp(ip));
+        }
+        if let Some(n) = s.strip_prefix("mlx5_") {
+            return n
+                .parse()
+                .map(DeviceName::Mlx5Index)
+                .map_err(|_| bad("mlx5_<N> needs a number"));
+        }
+        if discovery::is_pci_address(s) {
+            return Ok(DeviceName::Pci(s.to_ascii_lowercase()));
+        }
+        Err(bad(
+            "names are emu0, emu1, emu:<IPv4>, mlx5_<N> or a PCI address DDDD:BB:DD.F",
+        ))
+    }
+}
+
+impl fmt::Display for DeviceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceName::EmuPair(i) => write!(f, "emu{i}"),
+            DeviceName::EmuUdp(ip) => write!(f, "emu:{ip}"),
+            DeviceName::Mlx5Index(i) => write!(f, "mlx5_{i}"),
+            DeviceName::Pci(a) => f.write_str(a),
+        }
+    }
+}
+
+impl DeviceName {
+    /// The IPv4 address of an emulated device.
+    pub fn emulated_ip(&self) -> Option<Ipv4Addr> {
+        match self {
+            DeviceName::EmuPair(0) => Some(EMU0_IP),
+            DeviceName::EmuPair(_) => Some(EMU1_IP),
+            DeviceName::EmuUdp(ip) => Some(*ip),
+            _ => None,
+        }
+    }
+}
+
+/// The MAC of the emulated device on `ip`: `02:52:a:b:c:d` (locally administered, unicast).
+///
+/// ```
+/// use rnic_verbs::emulated_mac;
+/// use std::net::Ipv4Addr;
+///
+/// assert_eq!(emulated_mac(Ipv4Addr::new(10, 0, 0, 1)), [0x02, 0x52, 10, 0, 0, 1]);
+/// ```
+pub fn emulated_mac(ip: Ipv4Addr) -> [u8; 6] {
+    let o = ip.octets();
+    [0x02, 0x52, o[0], o[1], o[2], o[3]]
+}
+
+/// The node GUID of a MAC: its modified EUI-64 (universal/local bit flipped, `ff:fe` in the
+/// middle), as rxe derives it; the same 8 bytes as the interface id of GID 0.
+///
+/// ```
+/// use rnic_verbs::node_guid_from_mac;
+///
+/// assert_eq!(node_guid_from_mac([0x02, 0x52, 10, 0, 0, 1]), 0x0052_0aff_fe00_0001);
+/// ```
+pub fn node_guid_from_mac(mac: [u8; 6]) -> u64 {
+    u64::from_be_bytes([
+        mac[0] ^ 0x02,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ])
+}
+
+/// Formats a GUID as ibverbs prints it: `xxxx:xxxx:xxxx:xxxx`.
+///
+/// ```
+/// assert_eq!(rnic_verbs::format_guid(0x0052_0aff_fe00_0001), "0052:0aff:fe00:0001");
+/// ```
+pub fn format_guid(guid: u64) -> String {
+    format!(
+        "{:04x}:{:04x}:{:04x}:{:04x}",
+        guid >> 48,
+        (guid >> 32) & 0xffff,
+        (guid >> 16) & 0xffff,
+        guid & 0xffff
+    )
+}
+
+/// A 128-bit GID (`union ibv_gid`), in network byte order.
+///
+/// Displays as an IPv6 address (`::ffff:10.0.0.1` for IPv4-mapped ones, as `ibv_devinfo -v`
+/// prints them); [`Gid::to_hex`] / [`Gid::from_hex`] are the pingpong tools' wire form.
+///
+/// ```
+/// use rnic_verbs::Gid;
+/// use std::net::Ipv4Addr;
+///
+/// let g = Gid::from_ipv4(Ipv4Addr::new(192, 168, 1, 10));
+/// assert_eq!(g.to_string(), "::ffff:192.168.1.10");
+/// assert_eq!(g.to_hex(), "00000000000000000000ffffc0a8010a");
+/// assert_eq!(Gid::from_hex(&g.to_hex()), Some(g));
+/// assert_eq!(g.ipv4(), Some(Ipv4Addr::new(192, 168, 1, 10)));
+/// ```
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Gid(pub [u8; 16]);
+
+impl Gid {
+    /// `::ffff:a.b.c.d`.
+    pub fn from_ipv4(ip: Ipv4Addr) -> Gid {
+        Gid(ip.to_ipv6_mapped().octets())
+    }
+
+    /// The IPv4 address of an IPv4-mapped GID.
+    pub fn ipv4(&self) -> Option<Ipv4Addr> {
+        Ipv6Addr::from(self.0).to_ipv4_mapped()
+    }
+
+    /// Whether it is all zeros (what the pingpong tools send without `-g`).
+    pub fn is_zero(&self) -> bool {
+        self.0 == [0; 16]
+    }
+
+    /// Whether it is a link-local (`fe80::/64`) GID.
+    pub fn is_link_local(&self) -> bool {
+        self.0[0] == 0xfe && self.0[1] & 0xc0 == 0x80
+    }
+
+    /// The MAC a link-local GID's interface id (modified EUI-64) was made from.
+    pub fn link_local_mac(&self) -> Option<[u8; 6]> {
+        let g = &self.0;
+        (self.is_link_local() && g[11] == 0xff && g[12] == 0xfe)
+            .then(|| [g[8] ^ 0x02, g[9], g[10], g[13], g[14], g[15]])
+    }
+
+    /// 32 lowercase hex digits in wire order.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Parses 32 hex digits.
+    pub fn from_hex(s: &str) -> Option<Gid> {
+        let s = s.as_bytes();
+        if s.len() != 32 {
+            return None;
+        }
+        let mut g = [0u8; 16];
+        for (i, b) in g.iter_mut().enumerate() {
+            let h = std::str::from_utf8(&s[2 * i..2 * i + 2]).ok()?;
+            *b = u8::from_str_radix(h, 16).ok()?;
+        }
+        Some(Gid(g))
+    }
+}
+
+impl fmt::Display for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&Ipv6Addr::from(self.0), f)
+    }
+}
+
+impl fmt::Debug for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Gid({self})")
+    }
+}
+
+impl From<Ipv4Addr> for Gid {
+    fn from(ip: Ipv4Addr) -> Gid {
+        Gid::from_ipv4(ip)
+    }
+}
+
+/// GID type (`enum ibv_gid_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GidType {
+    /// InfiniBand / RoCE v1.
+    Ib,
+    /// RoCE v2 (UDP/IP encapsulation): every GID of these devices.
+    RoceV2,
+}
+
+impl fmt::Display for GidType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GidType::Ib => "IB/RoCE v1",
+            GidType::RoceV2 => "RoCE v2",
+        })
+    }
+}
+
+/// One GID table entry (`struct ibv_gid_entry`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GidEntry {
+    /// Table index.
+    pub index: u32,
+    /// The GID.
+    pub gid: Gid,
+    /// Its type.
+    pub gid_type: GidType,
+    /// The port (1).
+    pub port_num: u8,
+}
+
+/// Atomic operation support (`enum ibv_atomic_cap`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicCap {
+    /// IBV_ATOMIC_NONE (0).
+    None = 0,
+    /// IBV_ATOMIC_HCA (1): atomic within this HCA.
+    Hca = 1,
+    /// IBV_ATOMIC_GLOB (2).
+    Glob = 2,
+}
+
+impl fmt::Display for AtomicCap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            AtomicCap::None => "ATOMIC_NONE",
+            AtomicCap::Hca => "ATOMIC_HCA",
+            AtomicCap::Glob => "ATOMIC_GLOB",
+        };
+        write!(f, "{s} ({})", *self as u32)
+    }
+}
+
+/// What `ibv_query_device` answers (`struct ibv_device_attr`), computed from the device's
+/// capabilities as rdma-core's mlx5 provider does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceAttr {
+    /// Firmware version, `major.minor.subminor` (e.g. `14.12.1220`).
+    pub fw_ver: String,
+    /// Node GUID (the modified EUI-64 of the port MAC).
+    pub node_guid: u64,
+    /// System image GUID (equal to the node GUID).
+    pub sys_image_guid: u64,
+    /// Largest region (bytes).
+    pub max_mr_size: u64,
+    /// Page sizes supported (bit n: 2^n bytes).
+    pub page_size_cap: u64,
+    /// IEEE vendor id: 0x02c9.
+    pub vendor_id: u32,
+    /// PCI device id (4115 = 0x1013 for a ConnectX-4).
+    pub vendor_part_id: u32,
+    /// Hardware revision.
+    pub hw_ver: u32,
+    /// Board id: the firmware's PSID (`MT_2430110027`).
+    pub board_id: String,
+    /// Most QPs.
+    pub max_qp: u32,
+    /// Most outstanding work requests per queue.
+    pub max_qp_wr: u32,
+    /// Most SGEs per send or receive work request.
+    pub max_sge: u32,
+    /// Most SGEs per RDMA READ.
+    pub max_sge_rd: u32,
+    /// Most CQs.
+    pub max_cq: u32,
+    /// Most entries per CQ.
+    pub max_cqe: u32,
+    /// Most memory regions.
+    pub max_mr: u32,
+    /// Most protection domains.
+    pub max_pd: u32,
+    /// Most outstanding RDMA READ / atomic requests a QP serves as responder.
+    pub max_qp_rd_atom: u32,
+    /// Most outstanding RDMA READ / atomic requests a QP issues as requester.
+    pub max_qp_init_rd_atom: u32,
+    /// Most responder resources of the device.
+    pub max_res_rd_atom: u32,
+    /// Atomic support.
+    pub atomic_cap: AtomicCap,
+    /// Most SRQs.
+    pub max_srq: u32,
+    /// Most work requests per SRQ.
+    pub max_srq_wr: u32,
+    /// Most SGEs per SRQ work request.
+    pub max_srq_sge: u32,
+    /// Most address handles.
+    pub max_ah: u32,
+    /// P_Key table length.
+    pub max_pkeys: u16,
+    /// Local CA ACK delay.
+    pub local_ca_ack_delay: u8,
+    /// Physical ports (1).
+    pub phys_port_cnt: u8,
+}
+
+/// Port state (`enum ibv_port_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PortState {
+    /// IBV_PORT_DOWN (1).
+    Down = 1,
+    /// IBV_PORT_INIT (2).
+    Init = 2,
+    /// IBV_PORT_ARMED (3).
+    Armed = 3,
+    /// IBV_PORT_ACTIVE (4).
+    Active = 4,
+}
+
+impl fmt::Display for PortState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            PortState::Down => "PORT_DOWN",
+            PortState::Init => "PORT_INIT",
+            PortState::Armed => "PORT_ARMED",
+            PortState::Active => "PORT_ACTIVE",
+        };
+        write!(f, "{s} ({})", *self as u32)
+    }
+}
+
+/// Link layer (`IBV_LINK_LAYER_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LinkLayer {
+    /// InfiniBand.
+    InfiniBand,
+    /// Ethernet (RoCE): every port of these devices.
+    Ethernet,
+}
+
+impl fmt::Display for LinkLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LinkLayer::InfiniBand => "InfiniBand",
+            LinkLayer::Ethernet => "Ethernet",
+        })
+    }
+}
+
+/// What `ibv_query_port` answers (`struct ibv_port_attr`).
+///
+/// `active_mtu` is 1024 on emulated ports: what rxe and mlx5 report on a netdev of MTU 1500
+/// (the path MTU that fits a standard Ethernet frame), so emulated devices interoperate with
+/// rxe peers out of the box; `max_mtu` is 4096, and a QP may use any path MTU up to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortAttr {
+    /// Port state.
+    pub state: PortState,
+    /// Largest path MTU.
+    pub max_mtu: crate::Mtu,
+    /// Path MTU the port's link carries.
+    pub active_mtu: crate::Mtu,
+    /// GID table length.
+    pub gid_tbl_len: u32,
+    /// Largest message.
+    pub max_msg_sz: u32,
+    /// P_Key table length.
+    pub pkey_tbl_len: u16,
+    /// LID (0 on Ethernet).
+    pub lid: u16,
+    /// SM LID (0 on Ethernet).
+    pub sm_lid: u16,
+    /// LMC (0).
+    pub lmc: u8,
+    /// Link layer.
+    pub link_layer: LinkLayer,
+    /// Physical state (5 = LINK_UP).
+    pub phys_state: u8,
+    /// Active width (`IBV_WIDTH_4X` = 2).
+    pub active_width: u8,
+    /// Active speed (`IBV_SPEED_EDR` = 32: 25 Gb/s per lane).
+    pub active_speed: u8,
+    /// The port's MAC address.
+    pub mac: [u8; 6],
+}
+
+/// Options for emulated devices, applied when an open creates the device (the `rnic` tools'
+/// `--emu-faults` and `--pcap` flags).
+///
+/// The emulator's fault injection and capture are still being added; until they are,
+/// opening with `faults` or `pcap` set fails with [`Error::Unsupported`] (rather than
+/// silently running without them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EmuOptions {
+    /// A fault specification for the device's link, e.g.
+    /// `loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7`.
+    pub faults: Option<String>,
+    /// Write the device's link traffic to this pcap file.
+    pub pcap: Option<PathBuf>,
+}
+
+impl EmuOptions {
+    /// Whether every option is at its default.
+    pub fn is_default(&self) -> bool {
+        *self == EmuOptions::default()
+    }
+}
+
+/// How to open a device ([`crate::Context::open_with`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Emulated devices: fault injection and capture.
+    pub emu: EmuOptions,
+    /// Real devices: the IPv4 address of GID 1 (the kernel takes it from the netdev; a
+    /// VFIO-driven function has none). Emulated devices use the address of their name.
+    pub ipv4: Option<Ipv4Addr>,
+}
+
+/// What [`devices`] lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The name to open it by.
+    pub name: String,
+    /// Real or emulated.
+    pub kind: DeviceKind,
+    /// Node GUID, when known without opening the device.
+    pub node_guid: Option<u64>,
+}
+
+/// Whether a device is a real ConnectX or an emulated one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// A ConnectX function bound to vfio-pci.
+    Vfio {
+        /// Its PCI address.
+        pci_address: String,
+        /// Its model (`ConnectX-5`, ...).
+        model: &'static str,
+    },
+    /// An emulated ConnectX.
+    Emulated {
+        /// Its IPv4 address.
+        ip: Ipv4Addr,
+    },
+}
+
+/// Lists the devices (`ibv_get_device_list`): the ConnectX functions bound to vfio-pci as
+/// `mlx5_N`, then the emulated pair `emu0` / `emu1`, then the `emu:<IPv4>` devices open in
+/// this process. Emulated devices on other addresses exist as soon as they are opened.
+pub fn devices() -> Vec<DeviceInfo> {
+    devices_in(Path::new(discovery::SYSFS_PCI_DEVICES))
+}
+
+/// [`devices`] with PCI functions read from `sysfs_pci_devices` (tests use a fake tree).
+pub fn devices_in(sysfs_pci_devices: &Path) -> Vec<DeviceInfo> {
+    let mut out: Vec<DeviceInfo> = discovery::connectx_vfio_functions(sysfs_pci_devices)
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| DeviceInfo {
+            name: format!("mlx5_{i}"),
+            kind: DeviceKind::Vfio {
+                model: f.connectx_model().unwrap_or("ConnectX"),
+                pci_address: f.address,
+            },
+            node_guid: None,
+        })
+        .collect();
+    let emu = |name: String, ip: Ipv4Addr| DeviceInfo {
+        name,
+        kind: DeviceKind::Emulated { ip },
+        node_guid: Some(node_guid_from_mac(emulated_mac(ip))),
+    };
+    out.push(emu("emu0".into(), EMU0_IP));
+    out.push(emu("emu1".into(), EMU1_IP));
+    for ip in crate::context::open_udp_emulated() {
+        out.push(emu(format!("emu:{ip}"), ip));
+    }
+    out
+}
+
+/// The PCI address of a vfio device name.
+pub(crate) fn resolve_pci(name: &DeviceName, root: &Path) -> Result<String> {
+    let funcs = discovery::connectx_vfio_functions(root);
+    match name {
+        DeviceName::Mlx5Index(i) => funcs
+            .get(*i)
+            .map(|f| f.address.clone())
+            .ok_or_else(|| Error::NoSuchDevice {
+                name: name.to_string(),
+                why: format!(
+                    "{} ConnectX function(s) bound to vfio-pci under {}",
+                    funcs.len(),
+                    root.display()
+                ),
+            }),
+        DeviceName::Pci(a) => {
+            if funcs.iter().any(|f| f.address == *a) {
+                Ok(a.clone())
+            } else {
+                Err(Error::NoSuchDevice {
+                    name: a.clone(),
+                    why: "no ConnectX function bound to vfio-pci at this address".into(),
+                })
+            }
+        }
+        _ => Err(Error::invalid("ibv_open_device", "not a PCI device name")),
+    }
+}

@@ -1,0 +1,809 @@
+//! [`QueuePair`] (`struct ibv_qp`): creation with [`QueuePairBuilder`], the state machine
+//! with typed attributes per transition, posting and query.
+//!
+//! The transitions, as `ibv_modify_qp` walks them:
+//!
+//! | call | transition | needs |
+//! |---|---|---|
+//! | [`QueuePair::to_init`] | RESET -> INIT | [`InitAttr`]: port, P_Key index, access (RC/UC), Q_Key (UD) |
+//! | [`QueuePair::to_rtr`] | INIT -> RTR | [`RtrAttr`]: RC/UC: `path_mtu`, `dest_qp_num`, `rq_psn`, `ah_attr`; RC: `max_dest_rd_atomic`, `min_rnr_timer` |
+//! | [`QueuePair::to_rts`] | RTR -> RTS | [`RtsAttr`]: `sq_psn`; RC: `timeout`, `retry_cnt`, `rnr_retry`, `max_rd_atomic` |
+//! | [`QueuePair::modify_rts`] | RTS -> RTS | [`RtsModifyAttr`]: any of access, timers, retries, Q_Key |
+//! | [`QueuePair::to_error`] | any -> ERR | nothing (outstanding work completes with `WR_FLUSH_ERR`) |
+//! | [`QueuePair::reset`] | any -> RESET | nothing (queues emptied) |
+//!
+//! A call from the wrong state fails with [`Error::InvalidTransition`] before anything is
+//! sent to the device; a missing or out-of-range attribute with [`Error::QpAttr`] naming it.
+//! [`QueuePair::modify_qp`] takes the same attributes as one enum, for code that is shaped
+//! like ibverbs'.
+
+use crate::error::{Error, Result};
+use crate::wr::{recv_as_driver, send_as_driver};
+use crate::{
+    AccessFlags, AhAttr, CompletionQueue, ProtectionDomain, RecvWr, SendWr, SharedReceiveQueue,
+};
+use rnic_driver::qp as dqp;
+use rnic_driver::qp::Qp;
+use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// QP transport type (`enum ibv_qp_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QpType {
+    /// IBV_QPT_RC: reliable connected (every opcode).
+    Rc,
+    /// IBV_QPT_UC: unreliable connected (SEND, WRITE).
+    Uc,
+    /// IBV_QPT_UD: unreliable datagram (SEND to an address handle).
+    Ud,
+}
+
+impl QpType {
+    fn to_driver(self) -> dqp::QpType {
+        match self {
+            QpType::Rc => dqp::QpType::Rc,
+            QpType::Uc => dqp::QpType::Uc,
+            QpType::Ud => dqp::QpType::Ud,
+        }
+    }
+}
+
+/// QP state (`enum ibv_qp_state`, same values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QpState {
+    /// IBV_QPS_RESET (0).
+    Reset = 0,
+    /// IBV_QPS_INIT (1).
+    Init = 1,
+    /// IBV_QPS_RTR (2): ready to receive.
+    Rtr = 2,
+    /// IBV_QPS_RTS (3): ready to send.
+    Rts = 3,
+    /// IBV_QPS_SQD (4): send queue drained.
+    Sqd = 4,
+    /// IBV_QPS_SQE (5): send queue error.
+    Sqe = 5,
+    /// IBV_QPS_ERR (6).
+    Err = 6,
+}
+
+impl QpState {
+    fn from_u8(v: u8) -> QpState {
+        match v {
+            0 => QpState::Reset,
+            1 => QpState::Init,
+            2 => QpState::Rtr,
+            3 => QpState::Rts,
+            4 => QpState::Sqd,
+            5 => QpState::Sqe,
+            _ => QpState::Err,
+        }
+    }
+
+    fn from_driver(s: dqp::QpState) -> QpState {
+        match s {
+            dqp::QpState::Rst => QpState::Reset,
+            dqp::QpState::Init => QpState::Init,
+            dqp::QpState::Rtr => QpState::Rtr,
+            dqp::QpState::Rts => QpState::Rts,
+            dqp::QpState::Sqer => QpState::Sqe,
+            dqp::QpState::Err => QpState::Err,
+            dqp::QpState::Sqd => QpState::Sqd,
+        }
+    }
+}
+
+impl fmt::Display for QpState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            QpState::Reset => "RESET",
+            QpState::Init => "INIT",
+            QpState::Rtr => "RTR",
+            QpState::Rts => "RTS",
+            QpState::Sqd => "SQD",
+            QpState::Sqe => "SQE",
+            QpState::Err => "ERR",
+        })
+    }
+}
+
+/// Path MTU (`enum ibv_mtu`, same values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mtu {
+    /// IBV_MTU_256 (1).
+    Mtu256 = 1,
+    /// IBV_MTU_512 (2).
+    Mtu512 = 2,
+    /// IBV_MTU_1024 (3).
+    Mtu1024 = 3,
+    /// IBV_MTU_2048 (4).
+    Mtu2048 = 4,
+    /// IBV_MTU_4096 (5).
+    Mtu4096 = 5,
+}
+
+impl Mtu {
+    /// Payload bytes per packet.
+    pub const fn bytes(self) -> u32 {
+        128 << (self as u32)
+    }
+
+    /// The MTU of `bytes` (256, 512, 1024, 2048 or 4096), as the tools' `-m` takes it.
+    ///
+    /// ```
+    /// use rnic_verbs::Mtu;
+    /// assert_eq!(Mtu::from_bytes(1024), Some(Mtu::Mtu1024));
+    /// assert_eq!(Mtu::from_bytes(1500), None);
+    /// assert_eq!(Mtu::Mtu4096.to_string(), "4096 (5)");
+    /// ```
+    pub const fn from_bytes(bytes: u32) -> Option<Mtu> {
+        Some(match bytes {
+            256 => Mtu::Mtu256,
+            512 => Mtu::Mtu512,
+            1024 => Mtu::Mtu1024,
+            2048 => Mtu::Mtu2048,
+            4096 => Mtu::Mtu4096,
+            _ => return None,
+        })
+    }
+
+    fn to_driver(self) -> dqp::Mtu {
+        match self {
+            Mtu::Mtu256 => dqp::Mtu::Mtu256,
+            Mtu::Mtu512 => dqp::Mtu::Mtu512,
+            Mtu::Mtu1024 => dqp::Mtu::Mtu1024,
+            Mtu::Mtu2048 => dqp::Mtu::Mtu2048,
+            Mtu::Mtu4096 => dqp::Mtu::Mtu4096,
+        }
+    }
+
+    fn from_code(c: u8) -> Option<Mtu> {
+        Some(match c {
+            1 => Mtu::Mtu256,
+            2 => Mtu::Mtu512,
+            3 => Mtu::Mtu1024,
+            4 => Mtu::Mtu2048,
+            5 => Mtu::Mtu4096,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Mtu {
+    /// As `ibv_devinfo` prints it: `1024 (3)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.bytes(), *self as u8)
+    }
+}
+
+/// Queue sizes (`struct ibv_qp_cap`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct QpCap {
+    /// Outstanding send work requests.
+    pub max_send_wr: u32,
+    /// Outstanding receive work requests (0 with an SRQ).
+    pub max_recv_wr: u32,
+    /// SGEs per send work request.
+    pub max_send_sge: u32,
+    /// SGEs per receive work request.
+    pub max_recv_sge: u32,
+    /// Inline bytes per send work request.
+    pub max_inline_data: u32,
+}
+
+impl Default for QpCap {
+    /// 64 send and receive WRs, 4 SGEs each way, 64 inline bytes.
+    fn default() -> Self {
+        QpCap {
+            max_send_wr: 64,
+            max_recv_wr: 64,
+            max_send_sge: 4,
+            max_recv_sge: 4,
+            max_inline_data: 64,
+        }
+    }
+}
+
+/// Builds a QP (`struct ibv_qp_init_attr`); from [`ProtectionDomain::create_qp`].
+///
+/// ```
+/// use rnic_verbs::{Context, QpState, QpType};
+///
+/// # fn main() -> Result<(), rnic_verbs::Error> {
+/// let ctx = Context::open("emu0")?;
+/// let pd = ctx.alloc_pd()?;
+/// let cq = ctx.create_cq(128, None)?;
+/// let qp = pd
+///     .create_qp(QpType::Rc, &cq, &cq)
+///     .max_send_wr(32)
+///     .max_recv_wr(32)
+///     .max_inline_data(128)
+///     .sq_sig_all(true)
+///     .build()?;
+/// assert_eq!(qp.state(), QpState::Reset);
+/// assert!(qp.cap().max_send_wr >= 32);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "call build() to create the QP"]
+pub struct QueuePairBuilder {
+    pd: ProtectionDomain,
+    qp_type: QpType,
+    send_cq: CompletionQueue,
+    recv_cq: CompletionQueue,
+    srq: Option<SharedReceiveQueue>,
+    cap: QpCap,
+    sq_sig_all: bool,
+}
+
+impl QueuePairBuilder {
+    pub(crate) fn new(
+        pd: &ProtectionDomain,
+        qp_type: QpType,
+        send_cq: &CompletionQueue,
+        recv_cq: &CompletionQueue,
+    ) -> Self {
+        QueuePairBuilder {
+            pd: pd.clone(),
+            qp_type,
+            send_cq: send_cq.clone(),
+            recv_cq: recv_cq.clone(),
+            srq: None,
+            cap: QpCap::default(),
+            sq_sig_all: false,
+        }
+    }
+
+    /// Outstanding send work requests (`cap.max_send_wr`).
+    pub fn max_send_wr(mut self, n: u32) -> Self {
+        self.cap.max_send_wr = n;
+        self
+    }
+
+    /// Outstanding receive work requests (`cap.max_recv_wr`).
+    pub fn max_recv_wr(mut self, n: u32) -> Self {
+        self.cap.max_recv_wr = n;
+        self
+    }
+
+    /// SGEs per send work request (`cap.max_send_sge`).
+    pub fn max_send_sge(mut self, n: u32) -> Self {
+        self.cap.max_send_sge = n;
+        self
+    }
+
+    /// SGEs per receive work request (`cap.max_recv_sge`).
+    pub fn max_recv_sge(mut self, n: u32) -> Self {
+        self.cap.max_recv_sge = n;
+        self
+    }
+
+    /// Inline bytes per send work request (`cap.max_inline_data`).
+    pub fn max_inline_data(mut self, n: u32) -> Self {
+        self.cap.max_inline_data = n;
+        self
+    }
+
+    /// All sizes at once.
+    pub fn cap(mut self, cap: QpCap) -> Self {
+        self.cap = cap;
+        self
+    }
+
+    /// `sq_sig_all`: every send work request completes, signaled or not.
+    pub fn sq_sig_all(mut self, on: bool) -> Self {
+        self.sq_sig_all = on;
+        self
+    }
+
+    /// Receive from `srq` instead of an own receive queue.
+    pub fn srq(mut self, srq: &SharedReceiveQueue) -> Self {
+        self.srq = Some(srq.clone());
+        self
+    }
+
+    /// `ibv_create_qp`. The QP starts in RESET.
+    pub fn build(self) -> Result<QueuePair> {
+        const V: &str = "ibv_create_qp";
+        let ctx = self.pd.context();
+        for (what, cq) in [("send_cq", &self.send_cq), ("recv_cq", &self.recv_cq)] {
+            if !cq.context().same_device(ctx) {
+                return Err(Error::invalid(V, format!("{what} belongs to another device")));
+            }
+        }
+        if let Some(srq) = &self.srq {
+            if !std::sync::Arc::ptr_eq(&srq.pd().inner, &self.pd.inner) {
+                return Err(Error::invalid(V, "the SRQ belongs to another PD"));
+            }
+        }
+        let attr = ctx.query_device();
+        let c = self.cap;
+        if c.max_send_wr == 0 {
+            return Err(Error::invalid(V, "cap.max_send_wr must be at least 1"));
+        }
+        if c.max_send_wr > attr.max_qp_wr || c.max_recv_wr > attr.max_qp_wr {
+            return Err(Error::invalid(
+                V,
+                format!(
+                    "cap.max_send_wr {} / max_recv_wr {}: the device allows {}",
+                    c.max_send_wr, c.max_recv_wr, attr.max_qp_wr
+                ),
+            ));
+        }
+        if c.max_send_sge > attr.max_sge || c.max_recv_sge > attr.max_sge {
+            return Err(Error::invalid(
+                V,
+                format!(
+                    "cap.max_send_sge {} / max_recv_sge {}: the device allows {}",
+                    c.max_send_sge, c.max_recv_sge, attr.max_sge
+                ),
+            ));
+        }
+        let cfg = dqp::QpConfig {
+            qp_type: self.qp_type.to_driver(),
+            caps: dqp::QpCaps {
+                max_send_wr: c.max_send_wr,
+                max_recv_wr: c.max_recv_wr,
+                max_send_sge: c.max_send_sge,
+                max_recv_sge: c.max_recv_sge,
+                max_inline_data: c.max_inline_data,
+            },
+            send_cq: self.send_cq.inner.cq.clone(),
+            recv_cq: self.recv_cq.inner.cq.clone(),
+            srq: self.srq.as_ref().map(|s| s.inner.srq.clone()),
+            sq_sig_all: self.sq_sig_all,
+        };
+        let qp = Qp::create(self.pd.driver(), &cfg).map_err(Error::driver(V))?;
+        Ok(QueuePair {
+            qp,
+            state: AtomicU8::new(QpState::Reset as u8),
+            qp_type: self.qp_type,
+            send_cq: self.send_cq,
+            recv_cq: self.recv_cq,
+            srq: self.srq,
+            pd: self.pd,
+        })
+    }
+}
+
+/// RESET -> INIT attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InitAttr {
+    /// `port_num` (1).
+    pub port_num: u8,
+    /// `pkey_index` (0).
+    pub pkey_index: u16,
+    /// `qp_access_flags`: what remote peers may do through this QP (RC: REMOTE_WRITE,
+    /// REMOTE_READ, REMOTE_ATOMIC; UC: REMOTE_WRITE; ignored on UD).
+    pub access: AccessFlags,
+    /// `qkey`: required on UD QPs.
+    pub qkey: Option<u32>,
+}
+
+impl Default for InitAttr {
+    fn default() -> Self {
+        InitAttr {
+            port_num: 1,
+            pkey_index: 0,
+            access: AccessFlags::empty(),
+            qkey: None,
+        }
+    }
+}
+
+/// INIT -> RTR attributes. [`Default`] has rc_pingpong's `max_dest_rd_atomic` 1 and
+/// `min_rnr_timer` 12, and no path: RC and UC need `path_mtu`, `dest_qp_num` and `ah_attr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtrAttr {
+    /// `path_mtu` (RC, UC).
+    pub path_mtu: Option<Mtu>,
+    /// `dest_qp_num` (RC, UC).
+    pub dest_qp_num: Option<u32>,
+    /// `rq_psn`: the first PSN expected (24 bits).
+    pub rq_psn: u32,
+    /// `ah_attr`: where the peer is (RC, UC).
+    pub ah_attr: Option<AhAttr>,
+    /// `max_dest_rd_atomic`: READs / atomics served at once (RC).
+    pub max_dest_rd_atomic: u8,
+    /// `min_rnr_timer` (5-bit code; 12 = 0.64 ms) (RC).
+    pub min_rnr_timer: u8,
+}
+
+impl Default for RtrAttr {
+    fn default() -> Self {
+        RtrAttr {
+            path_mtu: None,
+            dest_qp_num: None,
+            rq_psn: 0,
+            ah_attr: None,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+        }
+    }
+}
+
+/// RTR -> RTS attributes. [`Default`] has rc_pingpong's values: timeout 14, retry_cnt 7,
+/// rnr_retry 7, max_rd_atomic 1, sq_psn 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtsAttr {
+    /// `sq_psn`: the first PSN sent (24 bits).
+    pub sq_psn: u32,
+    /// `timeout`: local ACK timeout 4.096 us * 2^timeout (5 bits) (RC).
+    pub timeout: u8,
+    /// `retry_cnt` (3 bits) (RC).
+    pub retry_cnt: u8,
+    /// `rnr_retry` (3 bits, 7 = forever) (RC).
+    pub rnr_retry: u8,
+    /// `max_rd_atomic`: READs / atomics outstanding at once as requester (RC).
+    pub max_rd_atomic: u8,
+}
+
+impl Default for RtsAttr {
+    fn default() -> Self {
+        RtsAttr {
+            sq_psn: 0,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            max_rd_atomic: 1,
+        }
+    }
+}
+
+/// RTS -> RTS attributes: each `Some` is changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RtsModifyAttr {
+    /// `qp_access_flags`.
+    pub access: Option<AccessFlags>,
+    /// `min_rnr_timer`.
+    pub min_rnr_timer: Option<u8>,
+    /// `timeout`.
+    pub timeout: Option<u8>,
+    /// `retry_cnt`.
+    pub retry_cnt: Option<u8>,
+    /// `rnr_retry`.
+    pub rnr_retry: Option<u8>,
+    /// `qkey` (UD).
+    pub qkey: Option<u32>,
+}
+
+/// One `ibv_modify_qp` call: the target state with its attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModifyQp {
+    /// RESET -> INIT.
+    Init(InitAttr),
+    /// INIT -> RTR.
+    Rtr(RtrAttr),
+    /// RTR -> RTS.
+    Rts(RtsAttr),
+    /// RTS -> RTS.
+    RtsToRts(RtsModifyAttr),
+    /// any -> ERR.
+    Error,
+    /// any -> RESET.
+    Reset,
+}
+
+/// What `ibv_query_qp` answers (`struct ibv_qp_attr` and the init attributes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpAttr {
+    /// `qp_state` as the device reports it.
+    pub qp_state: QpState,
+    /// The transport.
+    pub qp_type: QpType,
+    /// `qp_num`.
+    pub qp_num: u32,
+    /// Queue sizes.
+    pub cap: QpCap,
+    /// `path_mtu` (connected QPs past INIT).
+    pub path_mtu: Option<Mtu>,
+    /// `dest_qp_num`.
+    pub dest_qp_num: u32,
+    /// `sq_psn`: next PSN to send.
+    pub sq_psn: u32,
+    /// `rq_psn`: next PSN expected.
+    pub rq_psn: u32,
+    /// `qkey`.
+    pub qkey: u32,
+    /// `timeout`.
+    pub timeout: u8,
+    /// `retry_cnt`.
+    pub retry_cnt: u8,
+    /// `rnr_retry`.
+    pub rnr_retry: u8,
+    /// `min_rnr_timer`.
+    pub min_rnr_timer: u8,
+    /// `max_rd_atomic`.
+    pub max_rd_atomic: u8,
+    /// `max_dest_rd_atomic`.
+    pub max_dest_rd_atomic: u8,
+    /// `ah_attr.grh.dgid`.
+    pub dgid: crate::Gid,
+    /// `sq_sig_all`.
+    pub sq_sig_all: bool,
+}
+
+/// A queue pair (`ibv_create_qp`). Keeps its PD, CQs and SRQ alive; destroyed on drop.
+/// `Send + Sync`: one thread may post sends while another posts receives and others poll
+/// the CQs (a second concurrent poster on the same queue gets [`Error::Post`] with kind
+/// `Busy`).
+#[derive(Debug)]
+pub struct QueuePair {
+    // Field order: the driver QP is destroyed first.
+    qp: Qp,
+    state: AtomicU8,
+    qp_type: QpType,
+    send_cq: CompletionQueue,
+    recv_cq: CompletionQueue,
+    srq: Option<SharedReceiveQueue>,
+    pd: ProtectionDomain,
+}
+
+impl QueuePair {
+    /// `qp_num`.
+    pub fn qp_num(&self) -> u32 {
+        self.qp.qpn()
+    }
+
+    /// The transport.
+    pub fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+
+    /// The state as last set (or queried) through this handle. The device may move a QP to
+    /// ERR on its own (a fatal error completion); [`QueuePair::query`] tells.
+    pub fn state(&self) -> QpState {
+        QpState::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    /// Queue sizes as created (at least what was asked for).
+    pub fn cap(&self) -> QpCap {
+        let c = self.qp.caps();
+        QpCap {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    /// The PD.
+    pub fn pd(&self) -> &ProtectionDomain {
+        &self.pd
+    }
+
+    /// The send CQ.
+    pub fn send_cq(&self) -> &CompletionQueue {
+        &self.send_cq
+    }
+
+    /// The receive CQ.
+    pub fn recv_cq(&self) -> &CompletionQueue {
+        &self.recv_cq
+    }
+
+    /// The SRQ, if the QP receives from one.
+    pub fn srq(&self) -> Option<&SharedReceiveQueue> {
+        self.srq.as_ref()
+    }
+
+    fn set_state(&self, s: QpState) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+
+    fn expect(&self, from: &[QpState], to: QpState) -> Result<()> {
+        let cur = self.state();
+        if from.contains(&cur) {
+            Ok(())
+        } else {
+            Err(Error::InvalidTransition {
+                qpn: self.qp_num(),
+                from: cur,
+                to,
+            })
+        }
+    }
+
+    fn attr_err(&self, transition: &'static str, attr: &'static str, why: String) -> Error {
+        Error::QpAttr {
+            qpn: self.qp_num(),
+            transition,
+            attr,
+            why,
+        }
+    }
+
+    /// `ibv_modify_qp` to INIT.
+    pub fn to_init(&self, a: &InitAttr) -> Result<()> {
+        self.expect(&[QpState::Reset], QpState::Init)?;
+        if self.qp_type == QpType::Uc && a.access.contains(AccessFlags::REMOTE_READ) {
+            return Err(self.attr_err(
+                "RST2INIT",
+                "qp_access_flags",
+                "REMOTE_READ on a UC QP".into(),
+            ));
+        }
+        self.qp
+            .to_init(&dqp::InitAttr {
+                port: a.port_num,
+                pkey_index: a.pkey_index,
+                access: a.access.to_driver(),
+                qkey: a.qkey,
+            })
+            .map_err(Error::driver("ibv_modify_qp"))?;
+        self.set_state(QpState::Init);
+        Ok(())
+    }
+
+    /// `ibv_modify_qp` to RTR.
+    pub fn to_rtr(&self, a: &RtrAttr) -> Result<()> {
+        const T: &str = "INIT2RTR";
+        self.expect(&[QpState::Init], QpState::Rtr)?;
+        let av = match (&a.ah_attr, self.qp_type) {
+            (Some(ah), QpType::Rc | QpType::Uc) => Some(
+                ah.to_av(&self.pd, "ibv_modify_qp")
+                    .map_err(|e| self.attr_err(T, "ah_attr", e.to_string()))?,
+            ),
+            _ => None,
+        };
+        if let Some(mtu) = a.path_mtu {
+            let max = self.pd.context().query_port(1)?.max_mtu;
+            if mtu > max {
+                return Err(self.attr_err(T, "path_mtu", format!("{} exceeds the port's {}", mtu.bytes(), max.bytes())));
+            }
+        }
+        self.qp
+            .to_rtr(&dqp::RtrAttr {
+                path_mtu: a.path_mtu.map(Mtu::to_driver),
+                dest_qpn: a.dest_qp_num,
+                rq_psn: a.rq_psn,
+                av,
+                max_dest_rd_atomic: a.max_dest_rd_atomic,
+                min_rnr_timer: a.min_rnr_timer,
+            })
+            .map_err(Error::driver("ibv_modify_qp"))?;
+        self.set_state(QpState::Rtr);
+        Ok(())
+    }
+
+    /// `ibv_modify_qp` to RTS.
+    pub fn to_rts(&self, a: &RtsAttr) -> Result<()> {
+        self.expect(&[QpState::Rtr], QpState::Rts)?;
+        self.qp
+            .to_rts(&dqp::RtsAttr {
+                sq_psn: a.sq_psn,
+                timeout: a.timeout,
+                retry_cnt: a.retry_cnt,
+                rnr_retry: a.rnr_retry,
+                max_rd_atomic: a.max_rd_atomic,
+            })
+            .map_err(Error::driver("ibv_modify_qp"))?;
+        self.set_state(QpState::Rts);
+        Ok(())
+    }
+
+    /// `ibv_modify_qp` RTS -> RTS.
+    pub fn modify_rts(&self, a: &RtsModifyAttr) -> Result<()> {
+        self.expect(&[QpState::Rts], QpState::Rts)?;
+        self.qp
+            .modify_rts(&dqp::Rts2RtsAttr {
+                access: a.access.map(AccessFlags::to_driver),
+                min_rnr_timer: a.min_rnr_timer,
+                timeout: a.timeout,
+                retry_cnt: a.retry_cnt,
+                rnr_retry: a.rnr_retry,
+                qkey: a.qkey,
+            })
+            .map_err(Error::driver("ibv_modify_qp"))
+    }
+
+    /// `ibv_modify_qp` to ERR: outstanding work requests complete with
+    /// [`crate::WcStatus::WrFlushErr`].
+    pub fn to_error(&self) -> Result<()> {
+        self.qp.to_err().map_err(Error::driver("ibv_modify_qp"))?;
+        self.set_state(QpState::Err);
+        Ok(())
+    }
+
+    /// `ibv_modify_qp` to RESET: queues emptied (their completions still in the CQs are
+    /// removed); the QP can be taken through INIT, RTR, RTS again.
+    pub fn reset(&self) -> Result<()> {
+        self.qp.to_reset().map_err(Error::driver("ibv_modify_qp"))?;
+        self.set_state(QpState::Reset);
+        Ok(())
+    }
+
+    /// `ibv_modify_qp` with the transition as a value.
+    pub fn modify_qp(&self, m: &ModifyQp) -> Result<()> {
+        match m {
+            ModifyQp::Init(a) => self.to_init(a),
+            ModifyQp::Rtr(a) => self.to_rtr(a),
+            ModifyQp::Rts(a) => self.to_rts(a),
+            ModifyQp::RtsToRts(a) => self.modify_rts(a),
+            ModifyQp::Error => self.to_error(),
+            ModifyQp::Reset => self.reset(),
+        }
+    }
+
+    /// `ibv_query_qp`: asks the device (and updates [`QueuePair::state`]).
+    pub fn query(&self) -> Result<QpAttr> {
+        let info = self.qp.query().map_err(Error::driver("ibv_query_qp"))?;
+        let q = &info.qpc;
+        let state = QpState::from_driver(info.state);
+        self.set_state(state);
+        let ads = q.primary_address_path();
+        let log = |l: u8| if l == 0 { 1 } else { 1u8 << l.min(7) };
+        Ok(QpAttr {
+            qp_state: state,
+            qp_type: self.qp_type,
+            qp_num: self.qp_num(),
+            cap: self.cap(),
+            path_mtu: Mtu::from_code(q.mtu()),
+            dest_qp_num: q.remote_qpn(),
+            sq_psn: q.next_send_psn(),
+            rq_psn: q.next_rcv_psn(),
+            qkey: q.q_key(),
+            timeout: ads.ack_timeout(),
+            retry_cnt: q.retry_count(),
+            rnr_retry: q.rnr_retry(),
+            min_rnr_timer: q.min_rnr_nak(),
+            max_rd_atomic: log(q.log_sra_max()),
+            max_dest_rd_atomic: log(q.log_rra_max()),
+            dgid: crate::Gid(ads.rgid_rip()),
+            sq_sig_all: false,
+        })
+    }
+
+    /// `ibv_post_send`: posts `wrs` behind one doorbell. On error the requests before
+    /// [`Error::Post`]'s `index` were posted. No allocation, lock or system call.
+    ///
+    /// Fails with [`Error::WrongQpState`] unless the QP is in RTS (as set through this
+    /// handle): posting in RESET, INIT, RTR or ERR is refused here rather than flushed.
+    #[inline]
+    pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<()> {
+        let st = self.state();
+        if st != QpState::Rts {
+            return Err(Error::WrongQpState {
+                verb: "ibv_post_send",
+                qpn: self.qp_num(),
+                state: st,
+                why: "sends are accepted in RTS",
+            });
+        }
+        self.qp.post_send(send_as_driver(wrs)).map_err(|e| Error::Post {
+            verb: "ibv_post_send",
+            qpn: self.qp_num(),
+            index: e.index,
+            kind: e.kind,
+        })
+    }
+
+    /// `ibv_post_recv`: posts receives (one doorbell record update for the list). Accepted
+    /// in INIT, RTR and RTS ([`Error::WrongQpState`] in RESET and ERR). Not for QPs on an
+    /// SRQ (post to the SRQ).
+    #[inline]
+    pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<()> {
+        let st = self.state();
+        if !matches!(st, QpState::Init | QpState::Rtr | QpState::Rts) {
+            return Err(Error::WrongQpState {
+                verb: "ibv_post_recv",
+                qpn: self.qp_num(),
+                state: st,
+                why: "receives are accepted in INIT, RTR and RTS",
+            });
+        }
+        self.qp.post_recv(recv_as_driver(wrs)).map_err(|e| Error::Post {
+            verb: "ibv_post_recv",
+            qpn: self.qp_num(),
+            index: e.index,
+            kind: e.kind,
+        })
+    }
+
+    /// `ibv_destroy_qp`, reporting errors (dropping destroys too).
+    pub fn destroy(self) -> Result<()> {
+        let QueuePair { qp, .. } = self;
+        qp.destroy().map_err(Error::driver("ibv_destroy_qp"))
+    }
+}
