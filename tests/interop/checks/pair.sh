@@ -6,7 +6,8 @@
 #   ARGS  passed to both sides (e.g. -s 4096)
 # Both sides must exit 0; rc_pingpong runs with -c, so both sides verify the data they receive.
 # Each side's result line (usec/iter; the perftest table row) is kept. RoCE v2 frames on br0 are
-# captured to $LOGDIR/checks/NAME.pcap (headers only).
+# captured to $LOGDIR/checks/NAME.pcap; every frame's ICRC is recomputed (lib/roce-pcap.py) and
+# one wrong ICRC fails the check; per direction the frame count and opcodes are kept.
 # Developer mode RNIC_INTEROP_PEER=guest: the rnic side is a second rxe guest "peer" (10.11.0.3)
 # running the rdma-core tool, to exercise this script without rnic (the harness never counts
 # such a run as passed).
@@ -76,7 +77,7 @@ C0=$(counters)
 
 # ---- capture ----
 # (ip netns exec, not the in_ns function: $! must be tcpdump itself, not a subshell around it)
-ip netns exec "$NS" tcpdump -i br0 -n -U -s 96 -w "$PCAP" udp port 4791 2>/dev/null & TD=$!
+ip netns exec "$NS" tcpdump -i br0 -n -U -s 0 -w "$PCAP" udp port 4791 2>/dev/null & TD=$!
 sleep 0.5
 
 if [ "$role" = rnic-server ]; then SRV=$PEER SRVCMD=$PCMD CLI=rxe CLICMD="$GCMD $PEER_IP"
@@ -97,6 +98,9 @@ echo "--- server exit status $src"
 # TERM, not INT: a background job of a non-interactive shell ignores SIGINT
 sleep 0.5; kill -TERM $TD 2>/dev/null; wait $TD 2>/dev/null
 frames=$(tcpdump -r "$PCAP" -n 2>/dev/null | wc -l)
+# every frame's ICRC, recomputed (rxe silently drops a frame with a bad one)
+icrc=$("$HERE/lib/roce-pcap.py" "$PCAP"); icrc_rc=$?
+echo "--- capture: $frames frames"; echo "$icrc"
 C1=$(counters)
 deltas=$(awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf "%s +%d ", $1, $2 - a[$1] }' <(echo "$C0") <(echo "$C1"))
 [ -n "$deltas" ] || deltas="no change "
@@ -115,8 +119,12 @@ resline() {  # resline OUTPUT: the tool's result line, perftest's table row with
 cres=$(resline "$cout"); sres=$(resline "$sout")
 [ -n "$cres" ] && result "client ($CLI): $cres"
 [ -n "$sres" ] && result "server ($SRV): $sres"
-result "$frames RoCE v2 frames on br0, rxe counters: ${deltas% }"
+while IFS= read -r l; do result "br0 $l"; done <<<"$icrc"
+result "rxe counters: ${deltas% }"
 [ $crc -eq 0 ] || fail "client ($CLI) exit status $crc: $(echo "$cout" | grep -v '^ *$' | tail -1)"
 [ $src -eq 0 ] || fail "server ($SRV) exit status $src: $(echo "$sout" | grep -v '^ *$' | tail -1)"
 [ -n "$cres$sres" ] || fail "no result line from either side"
 [ "$frames" -gt 0 ] || fail "no RoCE v2 frame seen on br0"
+[ $icrc_rc -eq 0 ] || fail "frames with a wrong ICRC on br0 ($PCAP)"
+# a passing check's capture is only kept when small (the bandwidth runs make ~70 MB)
+[ "$(stat -c %s "$PCAP")" -lt 20000000 ] || { rm -f "$PCAP"; echo "(capture removed: large, check passed)"; }
