@@ -107,7 +107,11 @@ pub const PINGPONG_LEN: usize = 52;
 
 impl Endpoint {
     /// The local endpoint of `qp` with GID index and PSN from `opts` and the region `mr`.
-    pub fn local(qp: &QueuePair, mr: Option<&MemoryRegion>, opts: &ConnectOptions) -> Result<Endpoint> {
+    pub fn local(
+        qp: &QueuePair,
+        mr: Option<&MemoryRegion>,
+        opts: &ConnectOptions,
+    ) -> Result<Endpoint> {
         let ctx = qp.pd().context();
         let idx = gid_index(ctx, opts);
         Ok(Endpoint {
@@ -391,16 +395,20 @@ pub fn tcp_server_on(
     };
     prepare(&s, t)?;
     let mut buf = [0u8; WIRE_LEN];
-    s.read_exact(&mut buf)
-        .map_err(io_err("connection exchange: reading the client's endpoint", t))?;
+    s.read_exact(&mut buf).map_err(io_err(
+        "connection exchange: reading the client's endpoint",
+        t,
+    ))?;
     let remote = Endpoint::from_wire(&buf)?;
     let local = Endpoint::local(qp, mr, opts)?;
     connect_qp(qp, &local, &remote, opts)?;
     s.write_all(&local.to_wire())
         .map_err(io_err("connection exchange: sending our endpoint", t))?;
     let mut done = [0u8; 5];
-    s.read_exact(&mut done)
-        .map_err(io_err("connection exchange: waiting for the client's done", t))?;
+    s.read_exact(&mut done).map_err(io_err(
+        "connection exchange: waiting for the client's done",
+        t,
+    ))?;
     if &done != b"done\0" {
         return Err(Error::Protocol(format!("expected \"done\", got {done:?}")));
     }
@@ -430,7 +438,10 @@ pub fn tcp_client(
             }
         }
         if Instant::now() >= deadline {
-            return Err(timed_out("connection exchange: connecting to the server", t));
+            return Err(timed_out(
+                "connection exchange: connecting to the server",
+                t,
+            ));
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -439,8 +450,10 @@ pub fn tcp_client(
     s.write_all(&local.to_wire())
         .map_err(io_err("connection exchange: sending our endpoint", t))?;
     let mut buf = [0u8; WIRE_LEN];
-    s.read_exact(&mut buf)
-        .map_err(io_err("connection exchange: reading the server's endpoint", t))?;
+    s.read_exact(&mut buf).map_err(io_err(
+        "connection exchange: reading the server's endpoint",
+        t,
+    ))?;
     let remote = Endpoint::from_wire(&buf)?;
     connect_qp(qp, &local, &remote, opts)?;
     s.write_all(b"done\0")

@@ -2,14 +2,15 @@
 
 use crate::device::{
     AtomicCap, DeviceAttr, DeviceName, EMU0_IP, EMU1_IP, GidEntry, GidType, LinkLayer,
-    MELLANOX_OUI, OpenOptions, PortAttr, PortState, emulated_mac, node_guid_from_mac,
-    resolve_pci,
+    MELLANOX_OUI, OpenOptions, PortAttr, PortState, emulated_mac, node_guid_from_mac, resolve_pci,
 };
 use crate::error::{Error, Result};
-use crate::link::Switch;
 use crate::{Gid, Mtu};
 use rnic_driver::vfio::{VfioBus, VfioOptions, discovery};
 use rnic_driver::{Hca, HcaConfig};
+use rnic_emulator::link::{
+    FaultConfig, FaultCounters, FaultStats, FaultyLink, InProcLink, Link, UdpLink,
+};
 use rnic_emulator::{Device, Profile, RunMode};
 use rnic_hw_regs::Bus;
 use rnic_hw_regs::cmd::QueryAdapterIn;
@@ -18,7 +19,7 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Interrupt vectors a VFIO-driven device is opened with (one per completion channel,
 /// reused round-robin beyond that).
@@ -26,10 +27,8 @@ const VFIO_IRQ_VECTORS: u16 = 16;
 
 /// The devices open in this process, by canonical name.
 static OPEN: Mutex<BTreeMap<String, Weak<DeviceHandle>>> = Mutex::new(BTreeMap::new());
-/// The segment joining `emu0` and `emu1`.
-static PAIR_SWITCH: OnceLock<Arc<Switch>> = OnceLock::new();
-/// The segment of the `emu:<IPv4>` devices of this process (until the UDP link exists).
-static UDP_SWITCH: OnceLock<Arc<Switch>> = OnceLock::new();
+/// The other end of the `emu0`/`emu1` link for the pair member that is not open yet.
+static PAIR_STASH: Mutex<[Option<InProcLink>; 2]> = Mutex::new([None, None]);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -57,6 +56,33 @@ pub(crate) struct DeviceHandle {
     next_vector: AtomicU16,
     vfio: bool,
     neighbors: Mutex<HashMap<Gid, [u8; 6]>>,
+    faults: Option<FaultConfig>,
+    fault_stats: Mutex<Option<Arc<FaultStats>>>,
+}
+
+impl DeviceHandle {
+    /// Attaches `link` to the emulated device (wrapped in its fault injector, if any).
+    fn relink(&self, link: InProcLink) {
+        if let Some(dev) = &self.emu {
+            let (link, stats) = with_faults(link, self.faults);
+            *lock(&self.fault_stats) = stats;
+            dev.set_link(link);
+        }
+    }
+}
+
+fn with_faults<L: Link + 'static>(
+    link: L,
+    faults: Option<FaultConfig>,
+) -> (Box<dyn Link>, Option<Arc<FaultStats>>) {
+    match faults {
+        Some(cfg) => {
+            let f = FaultyLink::new(link, cfg);
+            let stats = f.stats();
+            (Box::new(f), Some(stats))
+        }
+        None => (Box::new(link), None),
+    }
 }
 
 impl fmt::Debug for DeviceHandle {
@@ -118,32 +144,47 @@ impl Context {
             if *opts != OpenOptions::default() {
                 return Err(Error::invalid(
                     "ibv_open_device",
-                    format!("{key} is already open in this process: options apply only when it is created"),
+                    format!(
+                        "{key} is already open in this process: options apply only when it is created"
+                    ),
                 ));
             }
             return Ok(Context { inner: h });
         }
-        if !opts.emu.is_default() {
-            if parsed.emulated_ip().is_none() {
-                return Err(Error::invalid(
-                    "ibv_open_device",
-                    "fault injection and capture are for emulated devices",
-                ));
-            }
-            return Err(Error::Unsupported {
-                verb: "ibv_open_device",
-                why: "the emulator has no fault injection or capture API yet".into(),
-            });
+        if !opts.emu.is_default() && parsed.emulated_ip().is_none() {
+            return Err(Error::invalid(
+                "ibv_open_device",
+                "fault injection and capture are for emulated devices",
+            ));
         }
         let handle = match parsed {
             DeviceName::EmuPair(i) => {
+                let i = usize::from(i.min(1));
                 let ip = if i == 0 { EMU0_IP } else { EMU1_IP };
-                let sw = PAIR_SWITCH.get_or_init(Arc::default);
-                open_emulated(&key, ip, Box::new(sw.attach(ip)))?
+                let partner = open.get(&format!("emu{}", 1 - i)).and_then(Weak::upgrade);
+                let mut stash = lock(&PAIR_STASH);
+                let mine = match (partner, stash[i].take()) {
+                    (Some(_), Some(end)) => end,
+                    (Some(p), None) => {
+                        let (mine, theirs) = InProcLink::pair();
+                        p.relink(theirs);
+                        mine
+                    }
+                    (None, _) => {
+                        let (mine, theirs) = InProcLink::pair();
+                        stash[1 - i] = Some(theirs);
+                        mine
+                    }
+                };
+                drop(stash);
+                open_emulated(&key, ip, mine, &opts.emu)?
             }
             DeviceName::EmuUdp(ip) => {
-                let sw = UDP_SWITCH.get_or_init(Arc::default);
-                open_emulated(&key, ip, Box::new(sw.attach(ip)))?
+                let link = UdpLink::bind(ip).map_err(|e| Error::NoSuchDevice {
+                    name: key.clone(),
+                    why: format!("UDP link: {e}"),
+                })?;
+                open_emulated(&key, ip, link, &opts.emu)?
             }
             DeviceName::Mlx5Index(_) | DeviceName::Pci(_) => open_vfio(&key, opts, sysfs)?,
         };
@@ -251,6 +292,32 @@ impl Context {
         self.inner.emu.as_ref().map(Device::counters)
     }
 
+    /// What the fault injector of an emulated device opened with faults did so far.
+    pub fn fault_counters(&self) -> Option<FaultCounters> {
+        lock(&self.inner.fault_stats).as_ref().map(|s| s.snapshot())
+    }
+
+    /// Starts writing the emulated device's wire traffic to a pcap file (replacing a
+    /// capture in progress).
+    pub fn start_capture(&self, path: &Path) -> Result<()> {
+        let dev = self.inner.emu.as_ref().ok_or_else(|| Error::Unsupported {
+            verb: "start_capture",
+            why: "capture is for emulated devices".into(),
+        })?;
+        dev.capture_to(path)
+            .map_err(Error::io(format!("pcap file {}", path.display())))
+    }
+
+    /// Ends the emulated device's capture (flushing the file); returns its frame count.
+    pub fn stop_capture(&self) -> Result<u64> {
+        match &self.inner.emu {
+            Some(dev) => dev
+                .stop_capture()
+                .map_err(Error::io("ending the pcap capture")),
+            None => Ok(0),
+        }
+    }
+
     /// The driver's HCA (for diagnostics: firmware pages, raw commands).
     pub fn driver(&self) -> &Hca {
         &self.inner.hca
@@ -300,14 +367,18 @@ fn check_port(verb: &'static str, port: u8) -> Result<()> {
     if port == 1 {
         Ok(())
     } else {
-        Err(Error::invalid(verb, format!("port {port}: the device has port 1 only")))
+        Err(Error::invalid(
+            verb,
+            format!("port {port}: the device has port 1 only"),
+        ))
     }
 }
 
-fn open_emulated(
+fn open_emulated<L: Link + 'static>(
     name: &str,
     ip: Ipv4Addr,
-    link: Box<dyn rnic_emulator::port::Link>,
+    link: L,
+    opts: &crate::EmuOptions,
 ) -> Result<DeviceHandle> {
     let profile = Profile {
         mac: emulated_mac(ip),
@@ -315,7 +386,14 @@ fn open_emulated(
     };
     let part = profile.pci_device_id;
     let dev = Device::new(profile, RunMode::Threaded);
+    let (link, stats) = with_faults(link, opts.faults);
     dev.set_link(link);
+    if let Some(path) = &opts.pcap {
+        dev.capture_to(path).map_err(Error::io(format!(
+            "ibv_open_device: pcap file {}",
+            path.display()
+        )))?;
+    }
     let bus: Arc<dyn Bus> = Arc::new(dev.bus());
     let hca = Hca::open(
         bus,
@@ -325,7 +403,10 @@ fn open_emulated(
         },
     )
     .map_err(Error::driver("ibv_open_device"))?;
-    Ok(DeviceHandle::new(Arc::new(hca), Some(dev), name, part, false))
+    let mut h = DeviceHandle::new(Arc::new(hca), Some(dev), name, part, false);
+    h.faults = opts.faults;
+    h.fault_stats = Mutex::new(stats);
+    Ok(h)
 }
 
 fn open_vfio(pci: &str, opts: &OpenOptions, sysfs: &Path) -> Result<DeviceHandle> {
@@ -354,7 +435,13 @@ fn open_vfio(pci: &str, opts: &OpenOptions, sysfs: &Path) -> Result<DeviceHandle
         },
     )
     .map_err(Error::driver("ibv_open_device"))?;
-    Ok(DeviceHandle::new(Arc::new(hca), None, pci, func.device, true))
+    Ok(DeviceHandle::new(
+        Arc::new(hca),
+        None,
+        pci,
+        func.device,
+        true,
+    ))
 }
 
 impl DeviceHandle {
@@ -362,7 +449,9 @@ impl DeviceHandle {
         let caps = hca.caps();
         let g = &caps.general;
         let p2 = |l: u8| 1u32.checked_shl(u32::from(l)).unwrap_or(u32::MAX);
-        let max_sq_sg = (u32::from(g.max_wqe_sz_sq()) / 16).min(63).saturating_sub(4);
+        let max_sq_sg = (u32::from(g.max_wqe_sz_sq()) / 16)
+            .min(63)
+            .saturating_sub(4);
         let max_rq_sg = u32::from(g.max_wqe_sz_rq()) / 16;
         let max_sge = max_sq_sg.min(max_rq_sg);
         let mac = hca.mac();
@@ -400,15 +489,15 @@ impl DeviceHandle {
             max_srq_wr: p2(g.log_max_srq_sz()) - 1,
             max_srq_sge: max_rq_sg.saturating_sub(1),
             max_ah: i32::MAX as u32,
-            max_pkeys: 128u16.checked_shl(u32::from(g.pkey_table_size())).unwrap_or(128),
+            max_pkeys: 128u16
+                .checked_shl(u32::from(g.pkey_table_size()))
+                .unwrap_or(128),
             local_ca_ack_delay: g.local_ca_ack_delay(),
             phys_port_cnt: 1,
         };
-        let gid_tbl_len = caps
-            .roce
-            .map_or(u32::from(g.gid_table_size()), |(_, c)| {
-                u32::from(c.roce_address_table_size())
-            });
+        let gid_tbl_len = caps.roce.map_or(u32::from(g.gid_table_size()), |(_, c)| {
+            u32::from(c.roce_address_table_size())
+        });
         let port = PortAttr {
             state: PortState::Active,
             max_mtu: Mtu::Mtu4096,
@@ -449,6 +538,8 @@ impl DeviceHandle {
             next_vector: AtomicU16::new(0),
             vfio,
             neighbors: Mutex::new(HashMap::new()),
+            faults: None,
+            fault_stats: Mutex::new(None),
         }
     }
 }

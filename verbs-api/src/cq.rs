@@ -193,7 +193,11 @@ impl CompletionChannel {
                 let mut v = 0u64;
                 // SAFETY: reads 8 bytes into `v` from our non-blocking eventfd.
                 let r = unsafe {
-                    libc::read(fd.as_raw_fd(), (&raw mut v).cast(), std::mem::size_of::<u64>())
+                    libc::read(
+                        fd.as_raw_fd(),
+                        (&raw mut v).cast(),
+                        std::mem::size_of::<u64>(),
+                    )
                 };
                 if r < 0 {
                     let e = std::io::Error::last_os_error();
@@ -272,7 +276,9 @@ fn spawn_bridge(
                 }
             }
         })
-        .map_err(Error::io("ibv_create_comp_channel: spawning the interrupt thread"))
+        .map_err(Error::io(
+            "ibv_create_comp_channel: spawning the interrupt thread",
+        ))
 }
 
 #[derive(Debug)]
@@ -314,8 +320,12 @@ impl CompletionQueue {
                 format!("cqe {cqe} exceeds the device's max_cqe {max}"),
             ));
         }
-        let cq = Cq::create(ctx.hca(), cqe.saturating_add(1), channel.map(|c| &c.inner.chan))
-            .map_err(Error::driver("ibv_create_cq"))?;
+        let cq = Cq::create(
+            ctx.hca(),
+            cqe.saturating_add(1),
+            channel.map(|c| &c.inner.chan),
+        )
+        .map_err(Error::driver("ibv_create_cq"))?;
         let inner = Arc::new(CqInner {
             cq: Arc::new(cq),
             channel: channel.cloned(),

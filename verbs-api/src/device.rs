@@ -16,11 +16,14 @@
 //! without ARP. Opening a name that is already open in this process shares the device (as
 //! two `ibv_open_device` calls on one device do).
 //!
-//! Until the emulator's UDP link lands, `emu:<IPv4>` devices of one process reach each other
-//! through an in-process switch (and nothing outside the process); see [`EmuOptions`].
+//! `emu0` and `emu1` are joined by an in-process link ([`rnic_emulator::link::InProcLink`]);
+//! an `emu:<IPv4>` device's port is a UDP socket bound to `<IPv4>:4791`
+//! ([`rnic_emulator::link::UdpLink`]): it talks to other `emu:` devices, in this process or
+//! another, and to Linux rxe. [`EmuOptions`] adds fault injection and pcap capture.
 
 use crate::error::{Error, Result};
 use rnic_driver::vfio::discovery;
+use rnic_emulator::link::FaultConfig;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
@@ -452,15 +455,19 @@ pub struct PortAttr {
 /// Options for emulated devices, applied when an open creates the device (the `rnic` tools'
 /// `--emu-faults` and `--pcap` flags).
 ///
-/// The emulator's fault injection and capture are still being added; until they are,
-/// opening with `faults` or `pcap` set fails with [`Error::Unsupported`] (rather than
-/// silently running without them).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// ```
+/// use rnic_verbs::EmuOptions;
+///
+/// let o = EmuOptions::default().with_fault_spec("loss=0.05,dup=0.01,seed=7").unwrap();
+/// assert_eq!(o.faults.unwrap().seed, 7);
+/// assert!(EmuOptions::default().with_fault_spec("loss=2").is_err());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct EmuOptions {
-    /// A fault specification for the device's link, e.g.
-    /// `loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7`.
-    pub faults: Option<String>,
-    /// Write the device's link traffic to this pcap file.
+    /// Faults injected on what the device transmits (seeded, reproducible): loss,
+    /// duplication, reordering, corruption, delay.
+    pub faults: Option<FaultConfig>,
+    /// Write the device's wire traffic (both directions) to this pcap file.
     pub pcap: Option<PathBuf>,
 }
 
@@ -469,10 +476,22 @@ impl EmuOptions {
     pub fn is_default(&self) -> bool {
         *self == EmuOptions::default()
     }
+
+    /// Sets `faults` from a spec such as `loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7`
+    /// (keys: loss, dup, reorder, corrupt, window, delay, seed).
+    pub fn with_fault_spec(mut self, spec: &str) -> Result<EmuOptions> {
+        let cfg: FaultConfig = spec
+            .parse()
+            .map_err(|e: rnic_emulator::link::FaultSpecError| {
+                Error::invalid("ibv_open_device", format!("--emu-faults {spec:?}: {e}"))
+            })?;
+        self.faults = Some(cfg);
+        Ok(self)
+    }
 }
 
 /// How to open a device ([`crate::Context::open_with`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct OpenOptions {
     /// Emulated devices: fault injection and capture.
     pub emu: EmuOptions,
@@ -547,17 +566,19 @@ pub fn devices_in(sysfs_pci_devices: &Path) -> Vec<DeviceInfo> {
 pub(crate) fn resolve_pci(name: &DeviceName, root: &Path) -> Result<String> {
     let funcs = discovery::connectx_vfio_functions(root);
     match name {
-        DeviceName::Mlx5Index(i) => funcs
-            .get(*i)
-            .map(|f| f.address.clone())
-            .ok_or_else(|| Error::NoSuchDevice {
-                name: name.to_string(),
-                why: format!(
-                    "{} ConnectX function(s) bound to vfio-pci under {}",
-                    funcs.len(),
-                    root.display()
-                ),
-            }),
+        DeviceName::Mlx5Index(i) => {
+            funcs
+                .get(*i)
+                .map(|f| f.address.clone())
+                .ok_or_else(|| Error::NoSuchDevice {
+                    name: name.to_string(),
+                    why: format!(
+                        "{} ConnectX function(s) bound to vfio-pci under {}",
+                        funcs.len(),
+                        root.display()
+                    ),
+                })
+        }
         DeviceName::Pci(a) => {
             if funcs.iter().any(|f| f.address == *a) {
                 Ok(a.clone())

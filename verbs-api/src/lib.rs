@@ -65,7 +65,6 @@ mod context;
 mod cq;
 pub mod device;
 mod error;
-mod link;
 mod mr;
 mod pd;
 mod qp;
@@ -81,16 +80,16 @@ pub use connect::{
 pub use context::Context;
 pub use cq::{CompletionChannel, CompletionQueue};
 pub use device::{
-    AtomicCap, DeviceAttr, DeviceInfo, DeviceKind, DeviceName, EmuOptions, Gid, GidEntry,
-    GidType, LinkLayer, OpenOptions, PortAttr, PortState, devices, devices_in, emulated_mac,
-    format_guid, node_guid_from_mac,
+    AtomicCap, DeviceAttr, DeviceInfo, DeviceKind, DeviceName, EmuOptions, Gid, GidEntry, GidType,
+    LinkLayer, OpenOptions, PortAttr, PortState, devices, devices_in, emulated_mac, format_guid,
+    node_guid_from_mac,
 };
 pub use error::{Error, Result};
 pub use mr::{AccessFlags, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{
-    InitAttr, ModifyQp, Mtu, QpAttr, QpCap, QpState, QpType, QueuePair, QueuePairBuilder,
-    RtrAttr, RtsAttr, RtsModifyAttr,
+    InitAttr, ModifyQp, Mtu, QpAttr, QpCap, QpState, QpType, QueuePair, QueuePairBuilder, RtrAttr,
+    RtsAttr, RtsModifyAttr,
 };
 pub use rnic_driver::wr::{PollError, PostErrorKind};
 pub use srq::{SharedReceiveQueue, SrqAttr};

@@ -100,8 +100,8 @@ fn check_access(access: AccessFlags) -> Result<()> {
 impl MemoryRegion {
     pub(crate) fn alloc(pd: &ProtectionDomain, len: usize, access: AccessFlags) -> Result<Self> {
         check_access(access)?;
-        let mr = Mr::alloc(pd.driver(), len, access.to_driver())
-            .map_err(Error::driver("ibv_reg_mr"))?;
+        let mr =
+            Mr::alloc(pd.driver(), len, access.to_driver()).map_err(Error::driver("ibv_reg_mr"))?;
         Ok(MemoryRegion {
             mr: Some(mr),
             owned: None,
@@ -110,7 +110,11 @@ impl MemoryRegion {
         })
     }
 
-    pub(crate) fn from_vec(pd: &ProtectionDomain, buf: Vec<u8>, access: AccessFlags) -> Result<Self> {
+    pub(crate) fn from_vec(
+        pd: &ProtectionDomain,
+        buf: Vec<u8>,
+        access: AccessFlags,
+    ) -> Result<Self> {
         check_access(access)?;
         if buf.is_empty() {
             return Err(Error::invalid("ibv_reg_mr", "a region of 0 bytes"));
@@ -166,7 +170,9 @@ impl MemoryRegion {
 
     fn mr(&self) -> &Mr {
         // Only `dereg` and `drop` take it, consuming the region.
-        self.mr.as_ref().unwrap_or_else(|| unreachable!("region used after dereg"))
+        self.mr
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("region used after dereg"))
     }
 
     /// The local key (`lkey`).

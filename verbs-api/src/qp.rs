@@ -308,7 +308,10 @@ impl QueuePairBuilder {
         let ctx = self.pd.context();
         for (what, cq) in [("send_cq", &self.send_cq), ("recv_cq", &self.recv_cq)] {
             if !cq.context().same_device(ctx) {
-                return Err(Error::invalid(V, format!("{what} belongs to another device")));
+                return Err(Error::invalid(
+                    V,
+                    format!("{what} belongs to another device"),
+                ));
             }
         }
         if let Some(srq) = &self.srq {
@@ -650,7 +653,11 @@ impl QueuePair {
         if let Some(mtu) = a.path_mtu {
             let max = self.pd.context().query_port(1)?.max_mtu;
             if mtu > max {
-                return Err(self.attr_err(T, "path_mtu", format!("{} exceeds the port's {}", mtu.bytes(), max.bytes())));
+                return Err(self.attr_err(
+                    T,
+                    "path_mtu",
+                    format!("{} exceeds the port's {}", mtu.bytes(), max.bytes()),
+                ));
             }
         }
         self.qp
@@ -771,12 +778,14 @@ impl QueuePair {
                 why: "sends are accepted in RTS",
             });
         }
-        self.qp.post_send(send_as_driver(wrs)).map_err(|e| Error::Post {
-            verb: "ibv_post_send",
-            qpn: self.qp_num(),
-            index: e.index,
-            kind: e.kind,
-        })
+        self.qp
+            .post_send(send_as_driver(wrs))
+            .map_err(|e| Error::Post {
+                verb: "ibv_post_send",
+                qpn: self.qp_num(),
+                index: e.index,
+                kind: e.kind,
+            })
     }
 
     /// `ibv_post_recv`: posts receives (one doorbell record update for the list). Accepted
@@ -793,12 +802,14 @@ impl QueuePair {
                 why: "receives are accepted in INIT, RTR and RTS",
             });
         }
-        self.qp.post_recv(recv_as_driver(wrs)).map_err(|e| Error::Post {
-            verb: "ibv_post_recv",
-            qpn: self.qp_num(),
-            index: e.index,
-            kind: e.kind,
-        })
+        self.qp
+            .post_recv(recv_as_driver(wrs))
+            .map_err(|e| Error::Post {
+                verb: "ibv_post_recv",
+                qpn: self.qp_num(),
+                index: e.index,
+                kind: e.kind,
+            })
     }
 
     /// `ibv_destroy_qp`, reporting errors (dropping destroys too).

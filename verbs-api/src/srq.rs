@@ -33,9 +33,13 @@ pub struct SharedReceiveQueue {
 impl SharedReceiveQueue {
     pub(crate) fn create(pd: &ProtectionDomain, max_wr: u32, max_sge: u32) -> Result<Self> {
         if max_wr == 0 {
-            return Err(Error::invalid("ibv_create_srq", "max_wr must be at least 1"));
+            return Err(Error::invalid(
+                "ibv_create_srq",
+                "max_wr must be at least 1",
+            ));
         }
-        let srq = Srq::create(pd.driver(), max_wr, max_sge).map_err(Error::driver("ibv_create_srq"))?;
+        let srq =
+            Srq::create(pd.driver(), max_wr, max_sge).map_err(Error::driver("ibv_create_srq"))?;
         Ok(SharedReceiveQueue {
             inner: Arc::new(SrqInner {
                 srq: Arc::new(srq),
@@ -56,7 +60,10 @@ impl SharedReceiveQueue {
 
     /// `ibv_query_srq` (the device is asked, so a lost device shows as an error).
     pub fn query(&self) -> Result<SrqAttr> {
-        self.inner.srq.query().map_err(Error::driver("ibv_query_srq"))?;
+        self.inner
+            .srq
+            .query()
+            .map_err(Error::driver("ibv_query_srq"))?;
         Ok(SrqAttr {
             max_wr: self.inner.srq.capacity(),
             max_sge: self.inner.srq.max_sge() as u32,

@@ -236,7 +236,12 @@ impl<'a> SendWr<'a> {
 
     /// The UD destination (`wr.ud`): address handle, remote QPN and remote Q_Key. Required
     /// on UD QPs, ignored on connected ones.
-    pub fn ud(mut self, ah: &'a crate::AddressHandle, remote_qpn: u32, remote_qkey: u32) -> SendWr<'a> {
+    pub fn ud(
+        mut self,
+        ah: &'a crate::AddressHandle,
+        remote_qpn: u32,
+        remote_qkey: u32,
+    ) -> SendWr<'a> {
         self.0.ud = Some(dwr::UdDest {
             ah: ah.driver(),
             remote_qpn,
