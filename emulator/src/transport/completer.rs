@@ -68,8 +68,12 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
             } else {
                 match syndrome {
                     Some(Syndrome::Ack { .. }) => {
+                        let before = tr.una;
                         advance_una(&mut tr, psn_add(psn, 1));
                         ack_upto(&mut tr, psn);
+                        if tr.una != before {
+                            tr.gap_retry = None;
+                        }
                         lost_response_check(ctx, &mut tr, psn);
                     }
                     Some(Syndrome::RnrNak { .. }) => {
@@ -160,9 +164,24 @@ fn lost_response_check(ctx: &mut Ctx<'_>, tr: &mut QpTransport, psn: u32) {
     }
 }
 
-/// Goes back to `from` after a gap in the responses, unless that was done already.
+/// Where a retry resumes: the oldest unacknowledged PSN, or earlier when the oldest
+/// unfinished WQE is a READ / atomic still waiting for (part of) its response.
+pub(crate) fn retry_from(tr: &QpTransport) -> Option<u32> {
+    let una = tr.una?;
+    let head = tr.sq.iter().find(|w| !w.done && w.started && w.npkts > 0);
+    Some(match head {
+        Some(w) if w.is_rd_atomic() => {
+            let r = psn_add(w.first_psn, w.rd_rcvd);
+            if psn_cmp(r, una) < 0 { r } else { una }
+        }
+        _ => una,
+    })
+}
+
+/// Goes back to `from` after a gap in the responses, unless a retry started this way has
+/// not made progress yet (as rxe's `started_retry`: one at a time).
 fn gap_retry(ctx: &mut Ctx<'_>, tr: &mut QpTransport, from: u32) {
-    if tr.gap_retry != Some(from) {
+    if tr.gap_retry.is_none() {
         tr.gap_retry = Some(from);
         ctx.st.counters.transport.retransmits += 1;
         go_back(tr, from);

@@ -41,7 +41,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
             break;
         }
         if w.fully_sent() {
-            if w.is_rd_atomic() && !w.done {
+            // A READ / atomic holds its credit until it leaves the queue (completions are in
+            // order, as rxe returns `rd_atomic` credits): the responder's resource ring only
+            // keeps the last `max_dest_rd_atomic`, and an earlier one may still be retried.
+            if w.is_rd_atomic() {
                 rd_outstanding += 1;
             }
             continue;

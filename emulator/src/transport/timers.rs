@@ -81,9 +81,15 @@ pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
             }
         } else {
             tr.retx_at = None;
-            let Some(una) = tr.una else { continue };
+            let Some(una) = completer::retry_from(tr) else {
+                continue;
+            };
             if !outstanding(tr) {
                 continue;
+            }
+            if std::env::var("RNIC_DBG").is_ok() {
+                let h: Vec<_> = tr.sq.iter().filter(|w| !w.done).take(3).map(|w| (w.opcode, w.first_psn, w.npkts, w.next_pkt, w.rd_rcvd, w.started)).collect();
+                eprintln!("timeout qp {qpn:#x} una {una:#x} left {:?} head {h:x?}", tr.retry_left);
             }
             let left = tr.retry_left.get_or_insert(retry_count);
             if *left == 0 {

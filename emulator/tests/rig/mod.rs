@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod net;
+
 use rnic_hw_regs::Bus;
 use rnic_hw_regs::cmd::{
     self, CreateCqIn, CreateCqOut, CreateMkeyIn, CreateMkeyOut, CreateQpIn, CreateQpOut,
