@@ -151,12 +151,22 @@ impl CompletionChannel {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut cqns = [0u32; 16];
         loop {
+            // Clear the fd first, then look: an interrupt after this point makes it readable
+            // again, so no event is ever left behind a clear fd.
+            self.consume_signal()?;
             loop {
-                let Some(cqn) = lock(&self.inner.pending).pop_front() else {
+                let mut pending = lock(&self.inner.pending);
+                let Some(cqn) = pending.pop_front() else {
                     break;
                 };
+                let more = !pending.is_empty();
+                drop(pending);
                 let cq = lock(&self.inner.cqs).get(&cqn).and_then(Weak::upgrade);
                 if let Some(inner) = cq {
+                    if more {
+                        // Events already taken from the device stay visible on the fd.
+                        self.signal();
+                    }
                     inner.cq.note_event();
                     return Ok(Some(CompletionQueue { inner }));
                 }
@@ -180,10 +190,21 @@ impl CompletionChannel {
                 }
                 None => WAIT_SLICE,
             };
-            if wait_readable(self.inner.raw_fd, left.min(WAIT_SLICE))? {
-                self.consume_signal()?;
-            }
+            wait_readable(self.inner.raw_fd, left.min(WAIT_SLICE))?;
         }
+    }
+
+    /// Makes the fd readable (an eventfd: adds 1).
+    fn signal(&self) {
+        let one = 1u64;
+        // SAFETY: writes 8 bytes to the channel's eventfd, open while `self` lives.
+        let _ = unsafe {
+            libc::write(
+                self.inner.raw_fd,
+                (&raw const one).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
     }
 
     /// Clears the fd's readiness.
@@ -207,12 +228,12 @@ impl CompletionChannel {
                 }
             }
             None => {
-                let _ = self
-                    .inner
-                    .ctx
-                    .hca()
-                    .bus()
-                    .wait_irq(self.inner.chan.vector(), Duration::ZERO);
+                // The bus's eventfd: `wait_irq` with no wait consumes what has fired.
+                let bus = self.inner.ctx.hca().bus();
+                while bus
+                    .wait_irq(self.inner.chan.vector(), Duration::ZERO)
+                    .unwrap_or(false)
+                {}
             }
         }
         Ok(())

@@ -1,0 +1,564 @@
+//! Every error path returns a typed error naming the verb (and, for QP attributes, the
+//! attribute); nothing panics.
+
+mod common;
+
+use common::*;
+use rnic_verbs::*;
+
+fn fresh(t: QpType) -> Side {
+    side("emu0", t)
+}
+
+fn qp_attr(e: &Error) -> (&'static str, &'static str) {
+    match e {
+        Error::QpAttr {
+            transition, attr, ..
+        } => (*transition, *attr),
+        other => panic!("expected QpAttr, got {other:?}: {other}"),
+    }
+}
+
+#[test]
+fn device_names_and_options() {
+    for bad in [
+        "",
+        "emu2",
+        "emu:",
+        "emu:300.1.1.1",
+        "emu:224.0.0.1",
+        "mlx5_x",
+        "eth0",
+        "0000:3b:00",
+    ] {
+        let e = Context::open(bad).unwrap_err();
+        assert!(matches!(e, Error::NoSuchDevice { .. }), "{bad}: {e}");
+        assert!(e.to_string().starts_with("ibv_open_device"), "{e}");
+    }
+    // Options on a device that is already open are refused, not ignored.
+    let _open = Context::open("emu0").unwrap();
+    let opts = OpenOptions {
+        emu: EmuOptions::default().with_fault_spec("loss=0.1").unwrap(),
+        ..OpenOptions::default()
+    };
+    let e = Context::open_with("emu0", &opts).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    assert!(EmuOptions::default().with_fault_spec("bogus=1").is_err());
+    let ctx = Context::open("emu0").unwrap();
+    assert!(matches!(
+        ctx.query_port(2),
+        Err(Error::InvalidArgument {
+            verb: "ibv_query_port",
+            ..
+        })
+    ));
+    assert!(matches!(
+        ctx.query_gid(1, 77),
+        Err(Error::InvalidArgument {
+            verb: "ibv_query_gid",
+            ..
+        })
+    ));
+    assert!(ctx.create_cq(0, None).is_err());
+    assert!(matches!(
+        ctx.create_cq(u32::MAX, None),
+        Err(Error::InvalidArgument {
+            verb: "ibv_create_cq",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn missing_and_bad_attributes_are_named() {
+    let a = fresh(QpType::Rc);
+    let peer = Context::open("emu1").unwrap().query_gid(1, 1).unwrap();
+    // RC RTR without path_mtu / dest_qp_num / ah_attr.
+    a.qp.to_init(&InitAttr::default()).unwrap();
+    let base = RtrAttr {
+        path_mtu: Some(Mtu::Mtu1024),
+        dest_qp_num: Some(0x99),
+        ah_attr: Some(AhAttr::new(peer, 1)),
+        ..RtrAttr::default()
+    };
+    let e =
+        a.qp.to_rtr(&RtrAttr {
+            path_mtu: None,
+            ..base
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("INIT2RTR", "path_mtu"));
+    assert!(e.to_string().contains("attribute path_mtu"), "{e}");
+    let e =
+        a.qp.to_rtr(&RtrAttr {
+            dest_qp_num: None,
+            ..base
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("INIT2RTR", "dest_qp_num"));
+    let e =
+        a.qp.to_rtr(&RtrAttr {
+            ah_attr: None,
+            ..base
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("INIT2RTR", "ah_attr"));
+    let e =
+        a.qp.to_rtr(&RtrAttr {
+            rq_psn: 1 << 24,
+            ..base
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("INIT2RTR", "rq_psn"));
+    let e =
+        a.qp.to_rtr(&RtrAttr {
+            min_rnr_timer: 32,
+            ..base
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("INIT2RTR", "min_rnr_timer"));
+    let bad_sgid = AhAttr::new(peer, 9);
+    let e =
+        a.qp.to_rtr(&RtrAttr {
+            ah_attr: Some(bad_sgid),
+            ..base
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("INIT2RTR", "ah_attr"));
+    assert_eq!(
+        a.qp.state(),
+        QpState::Init,
+        "a refused transition changes nothing"
+    );
+    a.qp.to_rtr(&base).unwrap();
+    let e =
+        a.qp.to_rts(&RtsAttr {
+            retry_cnt: 8,
+            ..RtsAttr::default()
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("RTR2RTS", "retry_cnt"));
+    let e =
+        a.qp.to_rts(&RtsAttr {
+            timeout: 32,
+            ..RtsAttr::default()
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("RTR2RTS", "timeout"));
+    let e =
+        a.qp.to_rts(&RtsAttr {
+            sq_psn: 1 << 24,
+            ..RtsAttr::default()
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("RTR2RTS", "sq_psn"));
+    a.qp.to_rts(&RtsAttr::default()).unwrap();
+    let e =
+        a.qp.modify_rts(&RtsModifyAttr {
+            rnr_retry: Some(9),
+            ..RtsModifyAttr::default()
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("RTS2RTS", "rnr_retry"));
+
+    // UD needs a Q_Key; UC takes no REMOTE_READ or atomics; port 1 only.
+    let u = fresh(QpType::Ud);
+    let e = u.qp.to_init(&InitAttr::default()).unwrap_err();
+    assert_eq!(qp_attr(&e), ("RST2INIT", "qkey"));
+    let e =
+        u.qp.to_init(&InitAttr {
+            port_num: 2,
+            qkey: Some(1),
+            ..InitAttr::default()
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("RST2INIT", "port_num"));
+    let c = fresh(QpType::Uc);
+    let e =
+        c.qp.to_init(&InitAttr {
+            access: AccessFlags::REMOTE_READ,
+            ..InitAttr::default()
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("RST2INIT", "qp_access_flags"));
+    let e =
+        c.qp.to_init(&InitAttr {
+            access: AccessFlags::REMOTE_ATOMIC,
+            ..InitAttr::default()
+        })
+        .unwrap_err();
+    assert_eq!(qp_attr(&e), ("RST2INIT", "qp_access_flags"));
+}
+
+#[test]
+fn wrong_transitions() {
+    let a = fresh(QpType::Rc);
+    let e = a.qp.to_rtr(&RtrAttr::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidTransition {
+                from: QpState::Reset,
+                to: QpState::Rtr,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = a.qp.to_rts(&RtsAttr::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidTransition {
+                from: QpState::Reset,
+                to: QpState::Rts,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = a.qp.modify_rts(&RtsModifyAttr::default()).unwrap_err();
+    assert!(matches!(e, Error::InvalidTransition { .. }), "{e}");
+    a.qp.to_init(&InitAttr::default()).unwrap();
+    let e = a.qp.to_init(&InitAttr::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidTransition {
+                from: QpState::Init,
+                to: QpState::Init,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = a.qp.to_rts(&RtsAttr::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidTransition {
+                from: QpState::Init,
+                to: QpState::Rts,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // ERR and RESET are reachable from anywhere.
+    a.qp.to_error().unwrap();
+    let e = a.qp.to_rtr(&RtrAttr::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidTransition {
+                from: QpState::Err,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    a.qp.reset().unwrap();
+    a.qp.to_init(&InitAttr::default()).unwrap();
+}
+
+#[test]
+fn posting_in_the_wrong_state() {
+    let a = fresh(QpType::Rc);
+    let mr = a.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    let s = [mr.sge(0, 8).unwrap()];
+    let check = |e: Error, verb: &str, state: QpState| match e {
+        Error::WrongQpState {
+            verb: v, state: s, ..
+        } => assert_eq!((v, s), (verb, state)),
+        other => panic!("{other}"),
+    };
+    check(
+        a.qp.post_send(&[SendWr::send(1, &s)]).unwrap_err(),
+        "ibv_post_send",
+        QpState::Reset,
+    );
+    check(
+        a.qp.post_recv(&[RecvWr::new(1, &s)]).unwrap_err(),
+        "ibv_post_recv",
+        QpState::Reset,
+    );
+    a.qp.to_init(&InitAttr::default()).unwrap();
+    a.qp.post_recv(&[RecvWr::new(1, &s)]).unwrap(); // receives are fine in INIT
+    check(
+        a.qp.post_send(&[SendWr::send(1, &s)]).unwrap_err(),
+        "ibv_post_send",
+        QpState::Init,
+    );
+    a.qp.to_error().unwrap();
+    check(
+        a.qp.post_send(&[SendWr::send(1, &s)]).unwrap_err(),
+        "ibv_post_send",
+        QpState::Err,
+    );
+    check(
+        a.qp.post_recv(&[RecvWr::new(1, &s)]).unwrap_err(),
+        "ibv_post_recv",
+        QpState::Err,
+    );
+}
+
+#[test]
+fn bad_work_requests() {
+    let (a, b) = pair(QpType::Rc);
+    let mr = a.pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let one = mr.sge(0, 8).unwrap();
+    let many = [one; 5];
+    let post_err = |r: Result<()>| match r {
+        Err(Error::Post {
+            index, kind, verb, ..
+        }) => (verb, index, kind),
+        other => panic!("{other:?}"),
+    };
+    // Too many SGEs (the QP has 4), at index 1: index 0 was posted.
+    let (verb, index, kind) = post_err(a.qp.post_send(&[
+        SendWr::write(1, &[], b_remote(&b)).inline(b"ok").signaled(),
+        SendWr::send(2, &many),
+    ]));
+    assert_eq!((verb, index), ("ibv_post_send", 1));
+    assert_eq!(kind, PostErrorKind::TooManySges { given: 5, max: 4 });
+    assert_eq!(poll_one(&a.cq).wr_id(), 1);
+    // Oversize inline.
+    let big = [0u8; 65];
+    let (_, _, kind) = post_err(a.qp.post_send(&[SendWr::send(3, &[]).inline(&big)]));
+    assert_eq!(kind, PostErrorKind::InlineTooLong { given: 65, max: 64 });
+    // Inline READ, atomics without 8 bytes.
+    let (_, _, kind) = post_err(a.qp.post_send(&[SendWr::read(4, &[], b_remote(&b)).inline(b"x")]));
+    assert_eq!(kind, PostErrorKind::InlineNotAllowed);
+    let four = mr.sge(0, 4).unwrap();
+    let (_, _, kind) = post_err(a.qp.post_send(&[SendWr::fetch_add(5, &four, b_remote(&b), 1)]));
+    assert_eq!(kind, PostErrorKind::AtomicNeeds8Bytes);
+    // Too many receive SGEs.
+    let (verb, _, kind) = post_err(b.qp.post_recv(&[RecvWr::new(1, &many)]));
+    assert_eq!(verb, "ibv_post_recv");
+    assert!(matches!(kind, PostErrorKind::TooManySges { .. }));
+
+    // Operations a QP type does not have.
+    let (u, _v) = pair(QpType::Uc);
+    let (_, _, kind) = post_err(u.qp.post_send(&[SendWr::read(1, &[one], b_remote(&b))]));
+    assert_eq!(kind, PostErrorKind::OpNotSupported);
+    let (d, _e) = pair(QpType::Ud);
+    let (_, _, kind) = post_err(d.qp.post_send(&[SendWr::write(1, &[one], b_remote(&b))]));
+    assert_eq!(kind, PostErrorKind::OpNotSupported);
+    let (_, _, kind) = post_err(d.qp.post_send(&[SendWr::send(1, &[one])]));
+    assert_eq!(kind, PostErrorKind::MissingUdDest);
+}
+
+fn b_remote(b: &Side) -> RemoteAddr {
+    RemoteAddr {
+        addr: 0x1000,
+        rkey: b.qp.qp_num(),
+    }
+}
+
+#[test]
+fn queue_full() {
+    let a = side_with("emu0", QpType::Rc, |b| b.max_send_wr(4).max_recv_wr(4));
+    let b = side("emu1", QpType::Rc);
+    // Connected, but B posts no receives: SENDs wait in RNR retries and fill A's queue.
+    connect_pair(&a.qp, &b.qp, &ConnectOptions::default()).unwrap();
+    // max_send_wr counts the largest WQE; small inline SENDs take one 64-byte block each,
+    // so more than max_send_wr of them fit, but not without end.
+    let cap = a.qp.cap().max_send_wr as usize;
+    let wrs: Vec<SendWr<'_>> = (0..cap as u64 * 8 + 1)
+        .map(|i| SendWr::send(i, &[]).inline(b"z"))
+        .collect();
+    match a.qp.post_send(&wrs) {
+        Err(Error::Post {
+            index,
+            kind: PostErrorKind::QueueFull,
+            ..
+        }) => assert!(index >= cap),
+        other => panic!("{other:?}"),
+    }
+    let mr = a.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    let s = [mr.sge(0, 8).unwrap()];
+    let rcap = a.qp.cap().max_recv_wr as usize;
+    let rwrs: Vec<RecvWr<'_>> = (0..rcap as u64 + 1).map(|i| RecvWr::new(i, &s)).collect();
+    match a.qp.post_recv(&rwrs) {
+        Err(Error::Post {
+            index,
+            kind: PostErrorKind::QueueFull,
+            ..
+        }) => assert_eq!(index, rcap),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn protection_errors_complete_with_their_status() {
+    let (a, b) = pair(QpType::Rc);
+    let mr = a.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    // A bad lkey (a raw region deregistered before use): LOC_PROT_ERR.
+    let mut raw = vec![0u8; 4096];
+    // SAFETY: `raw` outlives the region, which is deregistered at once.
+    let gone = unsafe {
+        a.pd.reg_mr_raw(raw.as_mut_ptr(), raw.len(), AccessFlags::LOCAL_WRITE)
+    }
+    .unwrap();
+    let stale = gone.sge(0, 16).unwrap();
+    gone.dereg().unwrap();
+    let dst = b.pd.reg_mr(64, rw()).unwrap();
+    a.qp.post_send(&[SendWr::write(1, &[stale], dst.remote(0)).signaled()])
+        .unwrap();
+    let w = poll_one(&a.cq);
+    assert_eq!(w.status(), WcStatus::LocProtErr, "{w:?}");
+    assert_eq!(w.status().name(), "IBV_WC_LOC_PROT_ERR");
+    drop(raw);
+
+    // WRITE to a region without REMOTE_WRITE: REM_ACCESS_ERR.
+    let (c, d) = pair(QpType::Rc);
+    let ro = d.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    c.qp.post_send(&[SendWr::write(2, &[], ro.remote(0)).inline(b"no").signaled()])
+        .unwrap();
+    assert_eq!(poll_one(&c.cq).status(), WcStatus::RemAccessErr);
+    let _ = mr;
+}
+
+#[test]
+fn ownership_errors() {
+    let a = fresh(QpType::Rc);
+    // The CQ a QP uses cannot be destroyed; neither can the PD with a QP and region.
+    let e = a.cq.clone().destroy().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InUse {
+                verb: "ibv_destroy_cq",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = a.pd.clone().dealloc().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InUse {
+                verb: "ibv_dealloc_pd",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let Side { ctx, pd, cq, qp } = a;
+    // Dropping in any order is fine: the QP keeps its CQ and PD alive.
+    drop(cq);
+    drop(pd);
+    qp.destroy().unwrap();
+    // Once the last user is gone, destroy works.
+    let cq = ctx.create_cq(8, None).unwrap();
+    cq.destroy().unwrap();
+    ctx.alloc_pd().unwrap().dealloc().unwrap();
+    // Access rules of ibv_reg_mr.
+    let pd = ctx.alloc_pd().unwrap();
+    let e = pd.reg_mr(64, AccessFlags::REMOTE_WRITE).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidArgument {
+                verb: "ibv_reg_mr",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(pd.reg_mr(0, AccessFlags::LOCAL_WRITE).is_err());
+    assert!(
+        pd.reg_mr_from(Vec::new(), AccessFlags::LOCAL_WRITE)
+            .is_err()
+    );
+    let mr = pd.reg_mr(100, AccessFlags::LOCAL_WRITE).unwrap();
+    let mut out = [0u8; 10];
+    assert!(matches!(
+        mr.read(95, &mut out),
+        Err(Error::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        mr.write(usize::MAX, b"x"),
+        Err(Error::OutOfBounds { .. })
+    ));
+    assert!(mr.sge(90, 11).is_err());
+    // A CQ without a channel cannot be armed.
+    let cq = ctx.create_cq(8, None).unwrap();
+    assert!(matches!(
+        cq.req_notify(false),
+        Err(Error::InvalidArgument {
+            verb: "ibv_req_notify_cq",
+            ..
+        })
+    ));
+    // Creation limits.
+    let e = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .max_send_wr(0)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidArgument {
+                verb: "ibv_create_qp",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .max_send_sge(1000)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidArgument {
+                verb: "ibv_create_qp",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(pd.create_srq(0, 1).is_err());
+    // A CQ of another device.
+    let other = Context::open("emu1").unwrap().create_cq(8, None).unwrap();
+    assert!(pd.create_qp(QpType::Rc, &other, &cq).build().is_err());
+}
+
+#[test]
+fn cq_overrun_is_reported_not_a_panic() {
+    let a = side_with("emu0", QpType::Rc, |b| b.max_send_wr(64));
+    let b = side("emu1", QpType::Rc);
+    let small = a.ctx.create_cq(1, None).unwrap();
+    let qp =
+        a.pd.create_qp(QpType::Rc, &small, &small)
+            .max_send_wr(16)
+            .build()
+            .unwrap();
+    connect_pair(&qp, &b.qp, &ConnectOptions::default()).unwrap();
+    let dst = b.pd.reg_mr(64, rw()).unwrap();
+    let wrs: Vec<SendWr<'_>> = (0..8)
+        .map(|i| SendWr::write(i, &[], dst.remote(0)).inline(b"o").signaled())
+        .collect();
+    qp.post_send(&wrs).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // The CQ holds fewer entries than completions arrived: polling returns what is there
+    // (or a typed error), never panics.
+    let mut wc = [WorkCompletion::default(); 16];
+    let mut seen = 0;
+    for _ in 0..4 {
+        match small.poll(&mut wc) {
+            Ok(n) => seen += n,
+            Err(e) => {
+                assert!(matches!(e, Error::Poll { .. }), "{e}");
+                break;
+            }
+        }
+    }
+    assert!(seen <= 8);
+    let _ = a;
+}
