@@ -21,7 +21,10 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 #[track_caller]
 fn assert_ok(c: &Cqe64, qpn: u32, wqe: u16, opcode: u8) {
     assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::Req), "requester CQE {c:?}");
-    assert_eq!((c.qpn(), c.wqe_counter(), c.send_opcode()), (qpn, wqe, opcode));
+    assert_eq!(
+        (c.qpn(), c.wqe_counter(), c.send_opcode()),
+        (qpn, wqe, opcode)
+    );
 }
 
 #[track_caller]
@@ -63,7 +66,8 @@ fn every_opcode_at_every_size() {
             } else {
                 0xA000_0000 | len as u32
             };
-            let w = n.a.post(&mut qa, opcode, SIGNALED, imm, &sg(src.addr, src.key));
+            let w =
+                n.a.post(&mut qa, opcode, SIGNALED, imm, &sg(src.addr, src.key));
             n.settle();
             assert_ok(&n.a.one(&mut ca), qa.qpn, w, opcode);
             let c = n.b.one(&mut cb);
@@ -168,13 +172,22 @@ fn every_path_mtu_segments_and_reassembles() {
         let msg = pattern(len, code);
         n.a.fill(&src, 0, &msg);
         n.b.post_recv(&mut qb, &[(dst.addr, len as u32, dst.key)]);
-        n.a.post(&mut qa, op::SEND, SIGNALED, 0, &data(src.addr, len as u32, src.key));
+        n.a.post(
+            &mut qa,
+            op::SEND,
+            SIGNALED,
+            0,
+            &data(src.addr, len as u32, src.key),
+        );
         n.a.post(
             &mut qa,
             op::WRITE,
             SIGNALED,
             0,
-            &segs(&[raddr(dst.addr + len as u64, dst.key), data(src.addr, len as u32, src.key)]),
+            &segs(&[
+                raddr(dst.addr + len as u64, dst.key),
+                data(src.addr, len as u32, src.key),
+            ]),
         );
         n.settle();
         n.a.one(&mut ca);
@@ -183,7 +196,16 @@ fn every_path_mtu_segments_and_reassembles() {
         assert_eq!(n.b.read(&dst, 0, len), msg, "SEND at MTU {mtu}");
         assert_eq!(n.b.read(&dst, len, len), msg, "WRITE at MTU {mtu}");
         n.a.fill(&src, 0, &vec![0; len]);
-        n.a.post(&mut qa, op::READ, SIGNALED, 0, &segs(&[raddr(dst.addr, dst.key), data(src.addr, len as u32, src.key)]));
+        n.a.post(
+            &mut qa,
+            op::READ,
+            SIGNALED,
+            0,
+            &segs(&[
+                raddr(dst.addr, dst.key),
+                data(src.addr, len as u32, src.key),
+            ]),
+        );
         n.settle();
         n.a.one(&mut ca);
         assert_eq!(n.a.read(&src, 0, len), msg, "READ at MTU {mtu}");
@@ -195,7 +217,14 @@ fn every_path_mtu_segments_and_reassembles() {
 }
 
 /// A remote error: the WQE fails with `s`, the QP goes to ERR and the next WQE is flushed.
-fn remote_error(n: &mut Net, opcode: u8, rkey_of: impl Fn(&rig::Mr, &rig::Mr) -> (u64, u32), access: Access, qp_rre_rwe: bool, s: CqeSyndrome) {
+fn remote_error(
+    n: &mut Net,
+    opcode: u8,
+    rkey_of: impl Fn(&rig::Mr, &rig::Mr) -> (u64, u32),
+    access: Access,
+    qp_rre_rwe: bool,
+    s: CqeSyndrome,
+) {
     let ca_ = n.a.cq(8);
     let cb_ = n.b.cq(8);
     let mut ca = ca_;
@@ -203,7 +232,15 @@ fn remote_error(n: &mut Net, opcode: u8, rkey_of: impl Fn(&rig::Mr, &rig::Mr) ->
     let qb = n.b.qp(QpSt::Rc, &cb_, &cb_, 6, 6);
     n.a.init_qp(&qa, true, true, true);
     n.b.init_qp(&qb, qp_rre_rwe, qp_rre_rwe, qp_rre_rwe);
-    n.a.rtr_rts_to(&qa, qb.qpn, 3, 0, 0, rig::gid_of(rig::net::IP_B), rig::net::MAC_B);
+    n.a.rtr_rts_to(
+        &qa,
+        qb.qpn,
+        3,
+        0,
+        0,
+        rig::gid_of(rig::net::IP_B),
+        rig::net::MAC_B,
+    );
     n.b.rtr_rts_to(&qb, qa.qpn, 3, 0, 0, rig::gid_of(IP_A), rig::net::MAC_A);
     let local = n.a.mr(4096, Access::ALL);
     let remote = n.b.mr(4096, access);
@@ -217,7 +254,16 @@ fn remote_error(n: &mut Net, opcode: u8, rkey_of: impl Fn(&rig::Mr, &rig::Mr) ->
         parts.push(data(local.addr, 100, local.key));
     }
     let w = n.a.write_wqe(&mut qa, opcode, SIGNALED, 0, &segs(&parts));
-    let w2 = n.a.write_wqe(&mut qa, op::WRITE, SIGNALED, 0, &segs(&[raddr(remote.addr, remote.key), data(local.addr, 4, local.key)]));
+    let w2 = n.a.write_wqe(
+        &mut qa,
+        op::WRITE,
+        SIGNALED,
+        0,
+        &segs(&[
+            raddr(remote.addr, remote.key),
+            data(local.addr, 4, local.key),
+        ]),
+    );
     n.a.ring(&mut qa, w2);
     n.settle();
     assert_err(&n.a.one(&mut ca), qa.qpn, w, s);
@@ -230,16 +276,54 @@ fn naks_for_bad_rkey_missing_access_and_bounds() {
     let acc = CqeSyndrome::RemoteAccess;
     for opcode in [op::WRITE, op::READ, op::FA] {
         // Bad rkey.
-        remote_error(&mut n, opcode, |r, _| (r.addr, r.key ^ 0x0F00), Access::ALL, true, acc);
+        remote_error(
+            &mut n,
+            opcode,
+            |r, _| (r.addr, r.key ^ 0x0F00),
+            Access::ALL,
+            true,
+            acc,
+        );
         // Missing access flag on the key.
-        remote_error(&mut n, opcode, |r, _| (r.addr, r.key), Access { lw: true, ..Access::NONE }, true, acc);
+        remote_error(
+            &mut n,
+            opcode,
+            |r, _| (r.addr, r.key),
+            Access {
+                lw: true,
+                ..Access::NONE
+            },
+            true,
+            acc,
+        );
         // Missing access flag on the QP.
-        remote_error(&mut n, opcode, |r, _| (r.addr, r.key), Access::ALL, false, acc);
+        remote_error(
+            &mut n,
+            opcode,
+            |r, _| (r.addr, r.key),
+            Access::ALL,
+            false,
+            acc,
+        );
         // Out of bounds.
-        remote_error(&mut n, opcode, |r, _| (r.addr + 4096, r.key), Access::ALL, true, acc);
+        remote_error(
+            &mut n,
+            opcode,
+            |r, _| (r.addr + 4096, r.key),
+            Access::ALL,
+            true,
+            acc,
+        );
     }
     // A misaligned atomic is an invalid request.
-    remote_error(&mut n, op::CS, |r, _| (r.addr + 4, r.key), Access::ALL, true, CqeSyndrome::RemoteInvalReq);
+    remote_error(
+        &mut n,
+        op::CS,
+        |r, _| (r.addr + 4, r.key),
+        Access::ALL,
+        true,
+        CqeSyndrome::RemoteInvalReq,
+    );
     let c = n.b.counters();
     assert!(c.transport.naks_tx >= 13, "{c:?}");
 }
@@ -250,7 +334,8 @@ fn rnr_with_rnr_retry_0_and_7() {
     let mut n = Net::new();
     let (mut qa, _qb, mut ca, _cb) = n.pair(QpSt::Rc, MTU_CODE, 6, 6, 0);
     let src = n.a.mr(64, Access::ALL);
-    let w = n.a.post(&mut qa, op::SEND, SIGNALED, 0, &data(src.addr, 8, src.key));
+    let w =
+        n.a.post(&mut qa, op::SEND, SIGNALED, 0, &data(src.addr, 8, src.key));
     n.settle();
     assert_err(&n.a.one(&mut ca), qa.qpn, w, CqeSyndrome::RnrRetryExc);
     // rnr_retry 7: retries forever, and completes once a receive WQE is posted.
@@ -259,7 +344,8 @@ fn rnr_with_rnr_retry_0_and_7() {
     let src = n.a.mr(64, Access::ALL);
     let dst = n.b.mr(64, Access::ALL);
     n.a.fill(&src, 0, b"late");
-    let w = n.a.post(&mut qa, op::SEND, SIGNALED, 0, &data(src.addr, 4, src.key));
+    let w =
+        n.a.post(&mut qa, op::SEND, SIGNALED, 0, &data(src.addr, 4, src.key));
     for _ in 0..50 {
         // Each round: the RNR NAK, the wait (min_rnr_nak 1: 10 us), the resend.
         assert!(n.a.h.dev.step() + n.b.h.dev.step() > 0 || n.a.h.dev.next_timer_ns().is_some());
@@ -282,8 +368,10 @@ fn retry_exhausted_when_the_peer_is_gone() {
     let src = n.a.mr(64, Access::ALL);
     // The peer's end of the wire is unplugged.
     n.b.h.dev.set_link(Box::new(NullLink::default()));
-    let w = n.a.write_wqe(&mut qa, op::SEND, SIGNALED, 0, &data(src.addr, 8, src.key));
-    let w2 = n.a.write_wqe(&mut qa, op::SEND, 0, 0, &data(src.addr, 8, src.key));
+    let w =
+        n.a.write_wqe(&mut qa, op::SEND, SIGNALED, 0, &data(src.addr, 8, src.key));
+    let w2 =
+        n.a.write_wqe(&mut qa, op::SEND, 0, 0, &data(src.addr, 8, src.key));
     n.a.ring(&mut qa, w2);
     let waited = n.settle();
     assert_err(&n.a.one(&mut ca), qa.qpn, w, CqeSyndrome::TransportRetryExc);
@@ -303,8 +391,23 @@ fn uc_and_ud_between_devices() {
     let msg = pattern(3000, 9);
     n.a.fill(&src, 0, &msg);
     n.b.post_recv(&mut qb, &[(dst.addr, 4096, dst.key)]);
-    n.a.post(&mut qa, op::SEND, SIGNALED, 0, &data(src.addr, 3000, src.key));
-    n.a.post(&mut qa, op::WRITE, SIGNALED, 0, &segs(&[raddr(dst.addr + 4096, dst.key), data(src.addr, 3000, src.key)]));
+    n.a.post(
+        &mut qa,
+        op::SEND,
+        SIGNALED,
+        0,
+        &data(src.addr, 3000, src.key),
+    );
+    n.a.post(
+        &mut qa,
+        op::WRITE,
+        SIGNALED,
+        0,
+        &segs(&[
+            raddr(dst.addr + 4096, dst.key),
+            data(src.addr, 3000, src.key),
+        ]),
+    );
     n.settle();
     n.a.one(&mut ca);
     n.a.one(&mut ca);
@@ -318,9 +421,10 @@ fn uc_and_ud_between_devices() {
 #[test]
 fn same_seed_same_packet_trace() {
     fn run(seed: u64, path: &std::path::Path) -> Vec<u8> {
-        let cfg: FaultConfig = format!("loss=0.05,dup=0.02,reorder=0.05,corrupt=0.01,delay=3us,seed={seed}")
-            .parse()
-            .unwrap();
+        let cfg: FaultConfig =
+            format!("loss=0.05,dup=0.02,reorder=0.05,corrupt=0.01,delay=3us,seed={seed}")
+                .parse()
+                .unwrap();
         let mut n = Net::faulty(cfg);
         let (mut qa, mut qb, mut ca, mut cb) = n.pair(QpSt::Rc, 1, 8, 8, 7);
         n.a.h.dev.capture_to(path).unwrap();
@@ -329,13 +433,34 @@ fn same_seed_same_packet_trace() {
         n.a.fill(&src, 0, &pattern(65536, 1));
         for i in 0..40u64 {
             n.b.post_recv(&mut qb, &[(dst.addr, 4096, dst.key)]);
-            n.a.post(&mut qa, op::SEND, SIGNALED, 0, &data(src.addr + i * 100, 700, src.key));
-            n.a.post(&mut qa, op::READ, SIGNALED, 0, &segs(&[raddr(dst.addr + 8192, dst.key), data(src.addr + 8192, 1000, src.key)]));
+            n.a.post(
+                &mut qa,
+                op::SEND,
+                SIGNALED,
+                0,
+                &data(src.addr + i * 100, 700, src.key),
+            );
+            n.a.post(
+                &mut qa,
+                op::READ,
+                SIGNALED,
+                0,
+                &segs(&[
+                    raddr(dst.addr + 8192, dst.key),
+                    data(src.addr + 8192, 1000, src.key),
+                ]),
+            );
         }
         n.settle();
         for _ in 0..80 {
             let c = n.a.one(&mut ca);
-            assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::Req), "{c:?} {:?} B {:?}", n.a.counters(), n.b.counters());
+            assert_eq!(
+                c.cqe_opcode(),
+                Ok(CqeOpcode::Req),
+                "{c:?} {:?} B {:?}",
+                n.a.counters(),
+                n.b.counters()
+            );
         }
         for _ in 0..40 {
             assert_eq!(n.b.one(&mut cb).byte_cnt(), 700);
@@ -430,7 +555,8 @@ fn fault_campaign() {
             let (opcode, w, arg, rc) = if kind < 30 {
                 let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
                 n.a.fill(&src, i * SLOT, &bytes);
-                let rc = n.b.post_recv(&mut qb, &[(rbuf.addr + slot, SLOT as u32, rbuf.key)]);
+                let rc =
+                    n.b.post_recv(&mut qb, &[(rbuf.addr + slot, SLOT as u32, rbuf.key)]);
                 sends += 1;
                 let w = n.a.write_wqe(&mut qa, op::SEND, SIGNALED, 0, &sg(&src));
                 (op::SEND, w, 0, rc)
@@ -495,15 +621,30 @@ fn fault_campaign() {
             match opcode {
                 op::SEND => recvs += 1,
                 op::WRITE => {
-                    assert_eq!(n.b.read(&dst, slot, len), n.a.read(&src, slot, len), "WRITE {}", done + i)
+                    assert_eq!(
+                        n.b.read(&dst, slot, len),
+                        n.a.read(&src, slot, len),
+                        "WRITE {}",
+                        done + i
+                    )
                 }
                 op::READ => {
                     assert_eq!(c.byte_cnt() as usize, len);
                     let off = arg as usize;
-                    assert_eq!(n.a.read(&back, slot, len), &area_bytes[off..off + len], "READ {}", done + i)
+                    assert_eq!(
+                        n.a.read(&back, slot, len),
+                        &area_bytes[off..off + len],
+                        "READ {}",
+                        done + i
+                    )
                 }
                 _ => {
-                    assert_eq!(n.a.read(&back, slot, 8), counter.to_be_bytes(), "FETCH_ADD {}", done + i);
+                    assert_eq!(
+                        n.a.read(&back, slot, 8),
+                        counter.to_be_bytes(),
+                        "FETCH_ADD {}",
+                        done + i
+                    );
                     counter += arg;
                 }
             }
@@ -513,16 +654,34 @@ fn fault_campaign() {
         for (i, &(_, _, len, _, rc)) in posted.iter().enumerate().filter(|(_, p)| p.0 == op::SEND) {
             let c = n.b.one(&mut cb);
             assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::RespSend));
-            assert_eq!((c.wqe_counter(), c.byte_cnt() as usize), (rc, len), "SEND {}", done + i);
-            assert_eq!(n.b.read(&rbuf, i * SLOT, len), n.a.read(&src, i * SLOT, len), "SEND {}", done + i);
+            assert_eq!(
+                (c.wqe_counter(), c.byte_cnt() as usize),
+                (rc, len),
+                "SEND {}",
+                done + i
+            );
+            assert_eq!(
+                n.b.read(&rbuf, i * SLOT, len),
+                n.a.read(&src, i * SLOT, len),
+                "SEND {}",
+                done + i
+            );
             recvs -= 1;
         }
         assert_eq!(recvs, 0);
         assert!(n.b.poll(&mut cb).is_none(), "a receive CQE too many");
         done += posted.len();
     }
-    assert_eq!(n.b.read(&area, READ_AREA, 8), counter.to_be_bytes(), "atomic counter exact");
-    let (fa, fb) = n.faults.as_ref().map(|(a, b)| (a.snapshot(), b.snapshot())).unwrap();
+    assert_eq!(
+        n.b.read(&area, READ_AREA, 8),
+        counter.to_be_bytes(),
+        "atomic counter exact"
+    );
+    let (fa, fb) = n
+        .faults
+        .as_ref()
+        .map(|(a, b)| (a.snapshot(), b.snapshot()))
+        .unwrap();
     let (a, b) = (n.a.counters(), n.b.counters());
     println!(
         "fault_campaign seed={seed} ops={done} (sends={sends} writes={writes} reads={reads} atomics={atomics}, {bytes} bytes) in {:.1?}",
@@ -530,8 +689,14 @@ fn fault_campaign() {
     );
     println!("faults A->B: {fa}");
     println!("faults B->A: {fb}");
-    println!("A: rx_dropped={} {:?} {:?}", a.rx_dropped, a.drops, a.transport);
-    println!("B: rx_dropped={} {:?} {:?}", b.rx_dropped, b.drops, b.transport);
+    println!(
+        "A: rx_dropped={} {:?} {:?}",
+        a.rx_dropped, a.drops, a.transport
+    );
+    println!(
+        "B: rx_dropped={} {:?} {:?}",
+        b.rx_dropped, b.drops, b.transport
+    );
     assert!(fa.lost > 0 && fa.duplicated > 0 && fa.reordered > 0);
     assert!(a.transport.retransmits > 0 && b.transport.duplicates > 0);
 }

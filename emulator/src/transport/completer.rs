@@ -174,6 +174,7 @@ pub(crate) fn retry_from(tr: &QpTransport) -> Option<u32> {
             let r = psn_add(w.first_psn, w.rd_rcvd);
             if psn_cmp(r, una) < 0 { r } else { una }
         }
+        Some(w) if psn_cmp(una, w.last_psn()) > 0 => w.first_psn,
         _ => una,
     })
 }
@@ -194,13 +195,16 @@ fn ack_upto(tr: &mut QpTransport, psn: u32) {
         if w.done {
             continue;
         }
-        if !w.fully_sent() || w.error.is_some() || psn_cmp(w.last_psn(), psn) > 0 {
+        // The responder has every packet up to `psn`, whether or not this round resent
+        // them (after a go-back-N some may be queued again).
+        if !w.started || w.npkts == 0 || w.error.is_some() || psn_cmp(w.last_psn(), psn) > 0 {
             break;
         }
         if w.is_rd_atomic() {
-            // Its response should have come first: lost (the transport issue retries).
+            // Its response should have come first: lost (see `lost_response_check`).
             break;
         }
+        w.next_pkt = w.packets();
         w.done = true;
     }
 }

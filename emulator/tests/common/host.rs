@@ -111,7 +111,14 @@ pub(crate) struct Host {
 impl Host {
     /// A deterministic device with `profile` and its command queue set up.
     pub(crate) fn new(profile: Profile) -> Host {
-        let dev = Device::new(profile, RunMode::Deterministic);
+        Host::with_mode(profile, RunMode::Deterministic)
+    }
+
+    /// A device running as `mode` with `profile` and its command queue set up. Commands
+    /// work in threaded mode too: the host steps the device after each doorbell, which
+    /// waits for the device thread if it got there first.
+    pub(crate) fn with_mode(profile: Profile, mode: RunMode) -> Host {
+        let dev = Device::new(profile, mode);
         let bus = dev.bus();
         let cmdq = bus.alloc_dma(4096).expect("cmdq page");
         bus.write32(init_seg::CMDQ_ADDR_H, (cmdq.iova >> 32) as u32);

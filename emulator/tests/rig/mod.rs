@@ -168,8 +168,24 @@ impl Rig {
         Rig::build(0, ip, mac)
     }
 
+    /// A rig whose device runs on its own thread ([`rnic_emulator::RunMode::Threaded`]).
+    pub(crate) fn threaded(ip: [u8; 4], mac: [u8; 6]) -> Rig {
+        Rig::build_on(
+            Host::with_mode(
+                rnic_emulator::Profile::default(),
+                rnic_emulator::RunMode::Threaded,
+            ),
+            0,
+            ip,
+            mac,
+        )
+    }
+
     fn build(mode: u8, ip: [u8; 4], mac: [u8; 6]) -> Rig {
-        let mut h = Host::small();
+        Rig::build_on(Host::small(), mode, ip, mac)
+    }
+
+    fn build_on(mut h: Host, mode: u8, ip: [u8; 4], mac: [u8; 6]) -> Rig {
         let up = if mode == 0 {
             h.bring_up()
         } else {
