@@ -1,4 +1,4 @@
-//! Device names on the command line and emulator fault settings.
+//! Device names on the command line.
 //!
 //! A device is named as rdma-core names them (`mlx5_0`), by the PCI address of a ConnectX
 //! function bound to vfio-pci (`0000:03:00.0`, or the short `03:00.0`), or as an emulated device:
@@ -79,63 +79,6 @@ fn parse_pci(s: &str) -> Option<String> {
     (v < 32 && f < 8).then(|| format!("{d:04x}:{b:02x}:{v:02x}.{f:x}"))
 }
 
-/// Fault injection on an emulated device's link (`--emu-faults`): probabilities per frame.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct EmuFaults {
-    /// Probability that a frame is dropped.
-    pub loss: f64,
-    /// Probability that a frame is delivered twice.
-    pub dup: f64,
-    /// Probability that a frame is held back behind the next one.
-    pub reorder: f64,
-    /// Probability that one byte of a frame is flipped (the ICRC then fails).
-    pub corrupt: f64,
-    /// Seed of the fault generator, so a run reproduces.
-    pub seed: u64,
-}
-
-impl EmuFaults {
-    /// Parses `loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7` (any subset, any order).
-    pub fn parse(s: &str) -> Result<EmuFaults, ToolError> {
-        let mut f = EmuFaults::default();
-        let bad = |why: &str| ToolError::BadFaults(format!("{s:?}: {why}"));
-        for item in s.split(',').filter(|i| !i.is_empty()) {
-            let (k, v) = item
-                .split_once('=')
-                .ok_or_else(|| bad(&format!("`{item}` is not key=value")))?;
-            if k == "seed" {
-                f.seed = v
-                    .parse()
-                    .map_err(|_| bad(&format!("seed `{v}` is not an integer")))?;
-                continue;
-            }
-            let p: f64 = v
-                .parse()
-                .map_err(|_| bad(&format!("`{v}` is not a number")))?;
-            if !(0.0..=1.0).contains(&p) {
-                return Err(bad(&format!("{k}={v} is not a probability in [0, 1]")));
-            }
-            match k {
-                "loss" => f.loss = p,
-                "dup" => f.dup = p,
-                "reorder" => f.reorder = p,
-                "corrupt" => f.corrupt = p,
-                _ => {
-                    return Err(bad(&format!(
-                        "unknown key `{k}` (loss, dup, reorder, corrupt, seed)"
-                    )));
-                }
-            }
-        }
-        Ok(f)
-    }
-
-    /// True when no fault is set.
-    pub fn is_none(&self) -> bool {
-        self.loss == 0.0 && self.dup == 0.0 && self.reorder == 0.0 && self.corrupt == 0.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,25 +109,6 @@ mod tests {
             "emu:",
         ] {
             assert!(DeviceName::parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn faults() {
-        let f = EmuFaults::parse("loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7").unwrap();
-        assert_eq!(
-            f,
-            EmuFaults {
-                loss: 0.05,
-                dup: 0.01,
-                reorder: 0.01,
-                corrupt: 0.001,
-                seed: 7
-            }
-        );
-        assert!(EmuFaults::parse("").unwrap().is_none());
-        for bad in ["loss", "loss=2", "drop=0.1", "seed=x", "dup=abc"] {
-            assert!(EmuFaults::parse(bad).is_err(), "{bad}");
         }
     }
 }

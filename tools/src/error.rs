@@ -9,7 +9,7 @@ pub enum ToolError {
     #[error("bad device name `{0}` (expected emu:<IPv4>, emu0, emu1, mlx5_<N> or a PCI address)")]
     BadDeviceName(String),
     /// A `--emu-faults` argument that does not parse.
-    #[error("bad --emu-faults {0}")]
+    #[error("bad fault specification: {0}")]
     BadFaults(String),
     /// A well-formed name with no device behind it.
     #[error("no such device `{0}`{1}")]

@@ -1,1 +1,235 @@
-//! The tools' view of the verbs API.
+//! The one place the tools talk to the verbs API ([`rnic_verbs`]): opening devices by name
+//! with the emulator options, turning verbs errors into one-line tool errors, and the device
+//! attributes `devinfo` prints.
+
+use crate::device_select::DeviceName;
+use crate::devinfo::{DeviceAttrs, DeviceEntry, GidEntry, Limits, PortAttrs};
+use crate::error::ToolError;
+use rnic_verbs as v;
+use std::path::PathBuf;
+
+pub use rnic_verbs::{Context, WorkCompletion};
+
+/// Emulator options from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct EmuOpts {
+    /// `--pcap FILE`.
+    pub pcap: Option<PathBuf>,
+    /// `--emu-faults SPEC` (the emulator's fault specification: loss, dup, reorder, corrupt,
+    /// window, delay, seed).
+    pub faults: Option<String>,
+}
+
+impl EmuOpts {
+    /// Builds and checks the options.
+    pub fn new(pcap: Option<PathBuf>, faults: Option<String>) -> Result<EmuOpts, ToolError> {
+        if let Some(f) = &faults {
+            v::EmuOptions::default()
+                .with_fault_spec(f)
+                .map_err(|e| ToolError::BadFaults(e.to_string()))?;
+        }
+        Ok(EmuOpts { pcap, faults })
+    }
+
+    /// A copy whose pcap file name has `suffix` added before the extension (for the second
+    /// device of a loopback run, which writes its own capture).
+    pub fn with_pcap_suffix(&self, suffix: &str) -> EmuOpts {
+        let pcap = self.pcap.as_ref().map(|p| {
+            let stem = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let ext = p
+                .extension()
+                .map(|e| format!(".{}", e.to_string_lossy()))
+                .unwrap_or_default();
+            p.with_file_name(format!("{stem}{suffix}{ext}"))
+        });
+        EmuOpts {
+            pcap,
+            faults: self.faults.clone(),
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        self.pcap.is_none() && self.faults.is_none()
+    }
+}
+
+/// A verbs error as a tool error (its text names the verb and the reason).
+pub fn verr(e: v::Error) -> ToolError {
+    match e {
+        v::Error::NoSuchDevice { name, why } => ToolError::NoSuchDevice(name, format!(": {why}")),
+        other => ToolError::Verbs(other.to_string()),
+    }
+}
+
+/// The device a command uses when no `-d` is given, and a note saying so.
+pub fn default_device(role_client: bool) -> (String, String) {
+    let name = if role_client {
+        "emu:127.0.0.2"
+    } else {
+        "emu:127.0.0.1"
+    };
+    (
+        name.to_string(),
+        format!("rnic: no -d given: using the emulated device {name}"),
+    )
+}
+
+/// Opens `name` (`-d`), with the emulator options for emulated devices.
+pub fn open(name: &str, emu: &EmuOpts) -> Result<Context, ToolError> {
+    let parsed = DeviceName::parse(name)?;
+    if !parsed.is_emulated() && !emu.is_default() {
+        return Err(ToolError::Usage(format!(
+            "--pcap and --emu-faults apply to emulated devices, not {name}"
+        )));
+    }
+    let mut eo = v::EmuOptions {
+        faults: None,
+        pcap: emu.pcap.clone(),
+    };
+    if let Some(f) = &emu.faults {
+        eo = eo
+            .with_fault_spec(f)
+            .map_err(|e| ToolError::BadFaults(e.to_string()))?;
+    }
+    let opts = v::OpenOptions {
+        emu: eo,
+        ipv4: None,
+    };
+    Context::open_with(&parsed.to_string(), &opts).map_err(verr)
+}
+
+/// The devices `ibv_devices` would list.
+pub fn list() -> Vec<DeviceEntry> {
+    v::devices()
+        .into_iter()
+        .map(|d| {
+            let node_guid = d.node_guid.unwrap_or_else(|| {
+                Context::open(&d.name)
+                    .map(|c| c.query_device().node_guid)
+                    .unwrap_or(0)
+            });
+            DeviceEntry {
+                name: d.name,
+                node_guid,
+            }
+        })
+        .collect()
+}
+
+/// What `ibv_devinfo` prints for an open device.
+pub fn device_attrs(ctx: &Context) -> Result<DeviceAttrs, ToolError> {
+    let a = ctx.query_device();
+    let mut ports = Vec::new();
+    for port in 1..=a.phys_port_cnt {
+        let p = ctx.query_port(port).map_err(verr)?;
+        let gids = ctx
+            .gid_table()
+            .iter()
+            .filter(|g| g.port_num == port)
+            .map(|g| GidEntry {
+                index: g.index,
+                gid: g.gid.0,
+                roce_v2: g.gid_type == v::GidType::RoceV2,
+            })
+            .collect();
+        ports.push(PortAttrs {
+            port,
+            state: p.state as u8,
+            max_mtu: p.max_mtu as u8,
+            active_mtu: p.active_mtu as u8,
+            sm_lid: p.sm_lid,
+            lid: p.lid,
+            lmc: p.lmc,
+            ethernet: p.link_layer == v::LinkLayer::Ethernet,
+            max_msg_sz: p.max_msg_sz,
+            port_cap_flags: 0x0401_0000,
+            port_cap_flags2: 0,
+            max_vl_num: 1,
+            pkey_tbl_len: p.pkey_tbl_len,
+            gid_tbl_len: p.gid_tbl_len,
+            active_width: p.active_width,
+            active_speed: p.active_speed,
+            gids,
+        });
+    }
+    Ok(DeviceAttrs {
+        name: ctx.name().to_string(),
+        fw_ver: a.fw_ver.clone(),
+        node_guid: a.node_guid,
+        sys_image_guid: a.sys_image_guid,
+        vendor_id: a.vendor_id,
+        vendor_part_id: a.vendor_part_id,
+        hw_ver: a.hw_ver,
+        board_id: a.board_id.clone(),
+        limits: Limits {
+            max_mr_size: a.max_mr_size,
+            page_size_cap: a.page_size_cap,
+            max_qp: a.max_qp,
+            max_qp_wr: a.max_qp_wr,
+            device_cap_flags: 0,
+            max_sge: a.max_sge,
+            max_sge_rd: a.max_sge_rd,
+            max_cq: a.max_cq,
+            max_cqe: a.max_cqe,
+            max_mr: a.max_mr,
+            max_pd: a.max_pd,
+            max_qp_rd_atom: a.max_qp_rd_atom,
+            max_res_rd_atom: a.max_res_rd_atom,
+            max_qp_init_rd_atom: a.max_qp_init_rd_atom,
+            atomic_cap: a.atomic_cap as u8,
+            max_mcast_grp: 0,
+            max_mcast_qp_attach: 0,
+            max_total_mcast_qp_attach: 0,
+            max_ah: a.max_ah,
+            max_srq: a.max_srq,
+            max_srq_wr: a.max_srq_wr,
+            max_srq_sge: a.max_srq_sge,
+            max_pkeys: a.max_pkeys,
+            local_ca_ack_delay: a.local_ca_ack_delay,
+            num_comp_vectors: 1,
+        },
+        ports,
+    })
+}
+
+/// The GID at `index` (wire order).
+pub fn gid(ctx: &Context, index: u32) -> Result<[u8; 16], ToolError> {
+    ctx.query_gid(1, index).map(|g| g.0).map_err(verr)
+}
+
+/// The GID index to use: `-g`/`-x` if given, else the IPv4 RoCE v2 GID, else 0.
+pub fn pick_gid_index(ctx: &Context, requested: Option<u32>) -> Result<u32, ToolError> {
+    let idx = requested.or_else(|| ctx.ipv4_gid_index()).unwrap_or(0);
+    gid(ctx, idx)?;
+    Ok(idx)
+}
+
+/// The port's active MTU enum.
+pub fn active_mtu(ctx: &Context) -> Result<u8, ToolError> {
+    Ok(ctx.query_port(1).map_err(verr)?.active_mtu as u8)
+}
+
+/// `rnic_verbs::Mtu` from an enum value 1..=5.
+pub fn mtu_from_enum(e: u8) -> v::Mtu {
+    match e {
+        1 => v::Mtu::Mtu256,
+        2 => v::Mtu::Mtu512,
+        4 => v::Mtu::Mtu2048,
+        5 => v::Mtu::Mtu4096,
+        _ => v::Mtu::Mtu1024,
+    }
+}
+
+/// A failed completion as an error line.
+pub fn wc_error(wc: &WorkCompletion, what: &str) -> ToolError {
+    ToolError::Completion(format!(
+        "{what}: status {:?} ({}) for wr_id {} (vendor error {:#x})",
+        wc.status(),
+        wc.status() as u32,
+        wc.wr_id(),
+        wc.vendor_err()
+    ))
+}

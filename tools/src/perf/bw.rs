@@ -1,1 +1,319 @@
-//! Bandwidth tests.
+//! Bandwidth measurement, as perftest's `run_iter_bw` / `run_iter_bw_server`: keep up to the TX
+//! depth of messages in flight on every QP, post `-l` work requests per doorbell, signal one in
+//! `-Q`, and time every post and completion.
+
+use super::protocol::PerfDest;
+use super::report::BwResult;
+use super::run::{GRH, Res};
+use super::{Conn, PerfConfig, Verb};
+use crate::error::ToolError;
+use crate::rdma::{self, WorkCompletion};
+use rnic_verbs as v;
+use std::time::{Duration, Instant};
+
+/// Posts the receive queue of every QP full (`ctx_set_recv_wqes`) for messages of `size`.
+pub fn post_recvs(res: &Res, cfg: &PerfConfig, size: u64) -> Result<(), ToolError> {
+    let extra = if cfg.conn == Conn::Ud { GRH } else { 0 };
+    for (i, qp) in res.qps.iter().enumerate() {
+        let sgl = [res
+            .mr
+            .sge(res.local(i), (size as usize + extra) as u32)
+            .map_err(rdma::verr)?];
+        let wr = [v::RecvWr::new(i as u64, &sgl)];
+        for _ in 0..cfg.rx_depth {
+            qp.post_recv(&wr).map_err(rdma::verr)?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits for completions on `cq`: busy polling, or with `-e` arming the CQ and sleeping on the
+/// channel. Returns how many were polled; errors after `timeout` without any.
+pub fn wait_poll(
+    res: &Res,
+    cq: &v::CompletionQueue,
+    wc: &mut [WorkCompletion],
+    last_progress: &mut Instant,
+    timeout: Duration,
+    what: &str,
+) -> Result<usize, ToolError> {
+    loop {
+        let n = cq.poll(wc).map_err(rdma::verr)?;
+        if n > 0 {
+            *last_progress = Instant::now();
+            return Ok(n);
+        }
+        if last_progress.elapsed() > timeout {
+            return Err(ToolError::Timeout(
+                timeout,
+                format!("without a completion ({what}): the peer is not answering"),
+            ));
+        }
+        if let Some(ch) = &res.chan {
+            cq.req_notify(false).map_err(rdma::verr)?;
+            let n = cq.poll(wc).map_err(rdma::verr)?;
+            if n > 0 {
+                *last_progress = Instant::now();
+                return Ok(n);
+            }
+            let _ = ch
+                .get_cq_event(Some(Duration::from_millis(100)))
+                .map_err(rdma::verr)?;
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The client side (and both sides with `-b`): WRITE, READ, atomics or SEND to the peer.
+pub fn run_client(
+    res: &Res,
+    cfg: &PerfConfig,
+    size: u64,
+    rem: &[PerfDest],
+    timeout: Duration,
+) -> Result<BwResult, ToolError> {
+    let nq = res.qps.len();
+    let iters = cfg.iters;
+    let end_at = cfg
+        .duration
+        .map(|d| Instant::now() + Duration::from_secs(d));
+    let cq_mod = u64::from(cfg.cq_mod.max(1));
+    let post_list = u64::from(cfg.post_list.max(1));
+    let tx = u64::from(cfg.tx_depth.max(1));
+    let len = if cfg.verb == Verb::Atomic {
+        8
+    } else {
+        size as u32
+    };
+    let sgls: Vec<[v::Sge; 1]> = (0..nq)
+        .map(|i| res.mr.sge(res.local(i), len).map(|s| [s]))
+        .collect::<Result<_, _>>()
+        .map_err(rdma::verr)?;
+    let inline =
+        (cfg.verb == Verb::Write || cfg.verb == Verb::Send) && size <= u64::from(cfg.inline_size);
+    let payloads: Vec<Vec<u8>> = if inline {
+        (0..nq)
+            .map(|i| res.mr.to_vec(res.local(i), size as usize))
+            .collect::<Result<_, _>>()
+            .map_err(rdma::verr)?
+    } else {
+        Vec::new()
+    };
+    let remotes: Vec<v::RemoteAddr> = rem
+        .iter()
+        .map(|d| v::RemoteAddr {
+            addr: d.vaddr,
+            rkey: d.rkey,
+        })
+        .collect();
+    let cap = if end_at.is_some() {
+        1 << 20
+    } else {
+        (iters * nq as u64) as usize
+    };
+    let mut posted: Vec<f64> = Vec::with_capacity(cap);
+    let mut completed: Vec<f64> = Vec::with_capacity(cap);
+    // Per QP: messages posted, messages known complete, and the global index of each of its
+    // messages (for the completion times).
+    let mut scnt = vec![0u64; nq];
+    let mut ccnt = vec![0u64; nq];
+    let mut gidx: Vec<Vec<usize>> = vec![Vec::new(); nq];
+    let t0 = Instant::now();
+    let mut last_progress = Instant::now();
+    let mut wc = [WorkCompletion::default(); 16];
+    let mut wrs: Vec<v::SendWr<'_>> = Vec::with_capacity(post_list as usize);
+    let mut stop = false;
+    loop {
+        if end_at.is_some_and(|e| Instant::now() >= e) {
+            stop = true;
+        }
+        // Done when every message (with -D: every signalled one) is known complete.
+        let done = (0..nq).all(|i| {
+            if end_at.is_none() {
+                ccnt[i] >= iters
+            } else {
+                stop && ccnt[i] >= scnt[i] - scnt[i] % cq_mod
+            }
+        });
+        if done {
+            break;
+        }
+        for i in 0..nq {
+            if stop {
+                break;
+            }
+            while (end_at.is_some() || scnt[i] < iters) && scnt[i] + post_list - ccnt[i] <= tx {
+                wrs.clear();
+                let now = t0.elapsed().as_secs_f64();
+                for _ in 0..post_list {
+                    if end_at.is_none() && scnt[i] >= iters {
+                        break;
+                    }
+                    let s = scnt[i];
+                    let signaled = (s + 1) % cq_mod == 0 || (end_at.is_none() && s + 1 == iters);
+                    let id = ((i as u64) << 40) | s;
+                    let r = remotes[i];
+                    let mut wr = match cfg.verb {
+                        Verb::Write => v::SendWr::write(id, &sgls[i], r),
+                        Verb::Read => v::SendWr::read(id, &sgls[i], r),
+                        Verb::Atomic if cfg.atomic_cmp_swap => {
+                            v::SendWr::compare_swap(id, &sgls[i][0], r, 0, 1)
+                        }
+                        Verb::Atomic => v::SendWr::fetch_add(id, &sgls[i][0], r, 1),
+                        Verb::Send => {
+                            let w = v::SendWr::send(id, &sgls[i]);
+                            match res.ahs.get(i) {
+                                Some(ah) => w.ud(ah, rem[i].qpn, v::DEFAULT_QKEY),
+                                None => w,
+                            }
+                        }
+                    };
+                    if inline {
+                        wr = wr.inline(&payloads[i]);
+                    }
+                    if signaled {
+                        wr = wr.signaled();
+                    }
+                    wrs.push(wr);
+                    gidx[i].push(posted.len());
+                    posted.push(now);
+                    completed.push(f64::NAN);
+                    scnt[i] += 1;
+                }
+                if wrs.is_empty() {
+                    break;
+                }
+                res.qps[i].post_send(&wrs).map_err(rdma::verr)?;
+            }
+        }
+        let n = wait_poll(
+            res,
+            &res.send_cq,
+            &mut wc,
+            &mut last_progress,
+            timeout,
+            "sending",
+        )?;
+        let now = t0.elapsed().as_secs_f64();
+        for w in &wc[..n] {
+            if !w.is_success() {
+                return Err(rdma::wc_error(w, "send queue"));
+            }
+            let q = (w.wr_id() >> 40) as usize;
+            let s = w.wr_id() & ((1 << 40) - 1);
+            if q >= nq {
+                return Err(ToolError::Completion(format!(
+                    "completion for unknown wr_id {:#x}",
+                    w.wr_id()
+                )));
+            }
+            while ccnt[q] <= s {
+                if let Some(&g) = gidx[q].get(ccnt[q] as usize) {
+                    completed[g] = now;
+                }
+                ccnt[q] += 1;
+            }
+        }
+    }
+    // Only messages known complete count (with -D, the unsignalled tail does not).
+    let mut pairs: Vec<(f64, f64)> = posted
+        .iter()
+        .zip(&completed)
+        .filter(|(_, c)| c.is_finite())
+        .map(|(p, c)| (*p, *c))
+        .collect();
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (p, c): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
+    let mut r = BwResult::compute(
+        size,
+        &p,
+        &c,
+        cfg.cq_mod as usize,
+        cfg.post_list as usize,
+        cfg.gbits,
+    );
+    if end_at.is_none() {
+        r.iters = iters * nq as u64;
+    }
+    Ok(r)
+}
+
+/// The SEND BW server (`run_iter_bw_server`): counts receives, re-posting them; the bandwidth
+/// runs from the first receive completion to the last.
+pub fn run_server_recv(
+    res: &Res,
+    cfg: &PerfConfig,
+    size: u64,
+    timeout: Duration,
+) -> Result<BwResult, ToolError> {
+    let nq = res.qps.len();
+    let total = cfg.iters * nq as u64;
+    let extra = if cfg.conn == Conn::Ud { GRH } else { 0 };
+    let sgls: Vec<[v::Sge; 1]> = (0..nq)
+        .map(|i| {
+            res.mr
+                .sge(res.local(i), (size as usize + extra) as u32)
+                .map(|s| [s])
+        })
+        .collect::<Result<_, _>>()
+        .map_err(rdma::verr)?;
+    let mut posted_rx = vec![u64::from(cfg.rx_depth); nq];
+    let mut rcnt = vec![0u64; nq];
+    let mut first: Option<Instant> = None;
+    let mut last = Instant::now();
+    let mut got = 0u64;
+    let end_at = cfg.duration;
+    let mut last_progress = Instant::now();
+    let mut wc = [WorkCompletion::default(); 16];
+    while end_at.is_some() || got < total {
+        if let (Some(d), Some(f)) = (end_at, first)
+            && f.elapsed() >= Duration::from_secs(d)
+        {
+            break;
+        }
+        let n = wait_poll(
+            res,
+            &res.recv_cq,
+            &mut wc,
+            &mut last_progress,
+            timeout,
+            "receiving",
+        )?;
+        let now = Instant::now();
+        for w in &wc[..n] {
+            if !w.is_success() {
+                return Err(rdma::wc_error(w, "receive queue"));
+            }
+            let q = w.wr_id() as usize;
+            if q >= nq {
+                return Err(ToolError::Completion(format!(
+                    "completion for unknown wr_id {}",
+                    w.wr_id()
+                )));
+            }
+            first.get_or_insert(now);
+            last = now;
+            got += 1;
+            rcnt[q] += 1;
+            if end_at.is_some() || posted_rx[q] < cfg.iters {
+                let wr = [v::RecvWr::new(q as u64, &sgls[q])];
+                res.qps[q].post_recv(&wr).map_err(rdma::verr)?;
+                posted_rx[q] += 1;
+            }
+        }
+    }
+    let secs = first
+        .map(|f| last.duration_since(f).as_secs_f64())
+        .unwrap_or(0.0)
+        .max(1e-9);
+    let factor = super::report::unit_factor(cfg.gbits);
+    let bw = size as f64 * got as f64 / secs / factor;
+    Ok(BwResult {
+        size,
+        iters: got,
+        bw_peak: bw,
+        bw_avg: bw,
+        msg_rate: got as f64 / secs / 1e6,
+    })
+}

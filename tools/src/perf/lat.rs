@@ -1,1 +1,312 @@
-//! Latency tests.
+//! Latency measurement, as perftest's `run_iter_lat_write`, `run_iter_lat_send` and
+//! `run_iter_lat`: one message at a time, the time of each post kept; a sample is the time
+//! between two posts, halved for the ping-pong tests (WRITE, SEND) whose round trip is two
+//! messages, whole for READ and atomics.
+//!
+//! WRITE latency: each side writes `size` bytes whose last byte is its message count into the
+//! peer's buffer and waits until its own buffer's last byte shows the peer's next count (the
+//! server sends first). SEND latency: the client sends first; each side answers a receive
+//! with a send.
+
+use super::bw::wait_poll;
+use super::protocol::PerfDest;
+use super::report::{LatResult, lat_duration_line};
+use super::run::{GRH, Res};
+use super::{Conn, PerfConfig, Verb};
+use crate::error::ToolError;
+use crate::rdma::{self, WorkCompletion};
+use rnic_verbs as v;
+use std::time::{Duration, Instant};
+
+/// A finished size: its table line, its JSON and the value to plot (typical latency).
+pub type LatLine = (String, serde_json::Value, f64);
+
+fn finish(cfg: &PerfConfig, size: u64, posted: &[f64], rtt_factor: f64) -> LatLine {
+    if cfg.duration.is_some() {
+        let n = posted.len() as u64;
+        let secs = match (posted.first(), posted.last()) {
+            (Some(a), Some(b)) if b > a => b - a,
+            _ => 1e-9,
+        };
+        let avg = secs * 1e6 / n.max(1) as f64 / rtt_factor;
+        let tps = n as f64 / secs;
+        let json = serde_json::json!({ "MsgSize": size, "n_iterations": n, "t_avg": avg, "tps_average": tps });
+        return (lat_duration_line(size, n, avg, tps), json, avg);
+    }
+    let samples: Vec<f64> = posted
+        .windows(2)
+        .map(|w| (w[1] - w[0]) * 1e6 / rtt_factor)
+        .collect();
+    let r = LatResult::compute(size, cfg.iters, &samples);
+    (r.line(), r.json(), r.t_typical)
+}
+
+struct Clock {
+    end_at: Option<Instant>,
+}
+
+impl Clock {
+    fn new(cfg: &PerfConfig) -> Clock {
+        Clock {
+            end_at: cfg
+                .duration
+                .map(|d| Instant::now() + Duration::from_secs(d)),
+        }
+    }
+
+    fn more(&self, count: u64, iters: u64) -> bool {
+        match self.end_at {
+            Some(e) => Instant::now() < e,
+            None => count < iters,
+        }
+    }
+}
+
+/// `write-lat` on QP 0.
+pub fn run_write(
+    res: &Res,
+    cfg: &PerfConfig,
+    size: u64,
+    rem: &[PerfDest],
+    client: bool,
+    timeout: Duration,
+) -> Result<LatLine, ToolError> {
+    let qp = &res.qps[0];
+    let clock = Clock::new(cfg);
+    let iters = cfg.iters;
+    let post_off = res.local(0) + size as usize - 1;
+    let poll_off = res.target(0) + size as usize - 1;
+    let sgl = [res.mr.sge(res.local(0), size as u32).map_err(rdma::verr)?];
+    let remote = v::RemoteAddr {
+        addr: rem[0].vaddr,
+        rkey: rem[0].rkey,
+    };
+    let inline = size <= u64::from(cfg.inline_size);
+    let mut payload = if inline {
+        res.mr
+            .to_vec(res.local(0), size as usize)
+            .map_err(rdma::verr)?
+    } else {
+        Vec::new()
+    };
+    let t0 = Instant::now();
+    let mut posted: Vec<f64> = Vec::with_capacity(iters as usize);
+    let (mut scnt, mut rcnt, mut ccnt) = (0u64, 0u64, 0u64);
+    let mut wc = [WorkCompletion::default(); 1];
+    let mut last_progress = Instant::now();
+    let mut byte = [0u8; 1];
+    loop {
+        let more_s = clock.more(scnt, iters);
+        if !more_s && ccnt >= scnt && (clock.end_at.is_some() || rcnt >= iters) {
+            break;
+        }
+        let want_rx = if clock.end_at.is_some() {
+            more_s
+        } else {
+            rcnt < iters
+        };
+        if want_rx && (client || scnt >= 1) {
+            rcnt += 1;
+            let want = rcnt as u8;
+            let since = Instant::now();
+            let mut spins = 0u32;
+            loop {
+                res.mr.read(poll_off, &mut byte).map_err(rdma::verr)?;
+                if byte[0] == want {
+                    break;
+                }
+                spins += 1;
+                if spins % 1024 == 0 {
+                    if since.elapsed() > timeout {
+                        return Err(ToolError::Timeout(
+                            timeout,
+                            format!(
+                                "waiting for the peer's WRITE {rcnt}: the peer is not answering"
+                            ),
+                        ));
+                    }
+                    if !clock.more(0, 1) {
+                        break;
+                    }
+                }
+                std::hint::spin_loop();
+            }
+        }
+        if clock.more(scnt, iters) {
+            posted.push(t0.elapsed().as_secs_f64());
+            scnt += 1;
+            let b = [scnt as u8];
+            let mut wr = v::SendWr::write(scnt, &sgl, remote).signaled();
+            if inline {
+                if let Some(last) = payload.last_mut() {
+                    *last = scnt as u8;
+                }
+                wr = wr.inline(&payload);
+            } else {
+                res.mr.write(post_off, &b).map_err(rdma::verr)?;
+            }
+            qp.post_send(&[wr]).map_err(rdma::verr)?;
+        }
+        if ccnt < scnt {
+            let n = wait_poll(
+                res,
+                &res.send_cq,
+                &mut wc,
+                &mut last_progress,
+                timeout,
+                "WRITE",
+            )?;
+            for w in &wc[..n] {
+                if !w.is_success() {
+                    return Err(rdma::wc_error(w, "WRITE"));
+                }
+                ccnt += 1;
+            }
+        }
+    }
+    Ok(finish(cfg, size, &posted, 2.0))
+}
+
+/// `send-lat` on QP 0 (receives were posted before the hand shake).
+pub fn run_send(
+    res: &Res,
+    cfg: &PerfConfig,
+    size: u64,
+    rem: &[PerfDest],
+    client: bool,
+    timeout: Duration,
+) -> Result<LatLine, ToolError> {
+    let qp = &res.qps[0];
+    let clock = Clock::new(cfg);
+    let iters = cfg.iters;
+    let extra = if cfg.conn == Conn::Ud { GRH } else { 0 };
+    let sgl = [res.mr.sge(res.local(0), size as u32).map_err(rdma::verr)?];
+    let rsgl = [res
+        .mr
+        .sge(res.local(0), (size as usize + extra) as u32)
+        .map_err(rdma::verr)?];
+    let inline = size <= u64::from(cfg.inline_size);
+    let payload = if inline {
+        res.mr
+            .to_vec(res.local(0), size as usize)
+            .map_err(rdma::verr)?
+    } else {
+        Vec::new()
+    };
+    let t0 = Instant::now();
+    let mut posted: Vec<f64> = Vec::with_capacity(iters as usize);
+    let (mut scnt, mut rcnt) = (0u64, 0u64);
+    let mut posted_rx = u64::from(cfg.rx_depth);
+    let mut wc = [WorkCompletion::default(); 1];
+    let mut last_progress = Instant::now();
+    loop {
+        let more_s = clock.more(scnt, iters);
+        if !more_s && (clock.end_at.is_some() || rcnt >= iters) {
+            break;
+        }
+        let want_rx = if clock.end_at.is_some() {
+            more_s
+        } else {
+            rcnt < iters
+        };
+        if want_rx && (!client || scnt >= 1) {
+            let n = wait_poll(
+                res,
+                &res.recv_cq,
+                &mut wc,
+                &mut last_progress,
+                timeout,
+                "receive",
+            )?;
+            for w in &wc[..n] {
+                if !w.is_success() {
+                    return Err(rdma::wc_error(w, "receive"));
+                }
+                rcnt += 1;
+                if clock.end_at.is_some() || posted_rx < iters {
+                    qp.post_recv(&[v::RecvWr::new(0, &rsgl)])
+                        .map_err(rdma::verr)?;
+                    posted_rx += 1;
+                }
+            }
+        }
+        if clock.more(scnt, iters) {
+            posted.push(t0.elapsed().as_secs_f64());
+            scnt += 1;
+            let mut wr = v::SendWr::send(scnt, &sgl).signaled();
+            if inline {
+                wr = wr.inline(&payload);
+            }
+            if let Some(ah) = res.ahs.first() {
+                wr = wr.ud(ah, rem[0].qpn, v::DEFAULT_QKEY);
+            }
+            qp.post_send(&[wr]).map_err(rdma::verr)?;
+            let n = wait_poll(
+                res,
+                &res.send_cq,
+                &mut wc,
+                &mut last_progress,
+                timeout,
+                "SEND",
+            )?;
+            if let Some(w) = wc[..n].iter().find(|w| !w.is_success()) {
+                return Err(rdma::wc_error(w, "SEND"));
+            }
+        }
+    }
+    Ok(finish(cfg, size, &posted, 2.0))
+}
+
+/// `read-lat` / `atomic-lat` (client only): one READ or atomic at a time.
+pub fn run_read_atomic(
+    res: &Res,
+    cfg: &PerfConfig,
+    size: u64,
+    rem: &[PerfDest],
+    timeout: Duration,
+) -> Result<LatLine, ToolError> {
+    let qp = &res.qps[0];
+    let clock = Clock::new(cfg);
+    let len = if cfg.verb == Verb::Atomic {
+        8
+    } else {
+        size as u32
+    };
+    let sgl = [res.mr.sge(res.local(0), len).map_err(rdma::verr)?];
+    let remote = v::RemoteAddr {
+        addr: rem[0].vaddr,
+        rkey: rem[0].rkey,
+    };
+    let t0 = Instant::now();
+    let mut posted: Vec<f64> = Vec::with_capacity(cfg.iters as usize);
+    let mut wc = [WorkCompletion::default(); 1];
+    let mut last_progress = Instant::now();
+    let mut n = 0u64;
+    while clock.more(n, cfg.iters) {
+        posted.push(t0.elapsed().as_secs_f64());
+        n += 1;
+        let wr = match cfg.verb {
+            Verb::Atomic if cfg.atomic_cmp_swap => {
+                v::SendWr::compare_swap(n, &sgl[0], remote, 0, 1)
+            }
+            Verb::Atomic => v::SendWr::fetch_add(n, &sgl[0], remote, 1),
+            _ => v::SendWr::read(n, &sgl, remote),
+        }
+        .signaled();
+        qp.post_send(&[wr]).map_err(rdma::verr)?;
+        let k = wait_poll(
+            res,
+            &res.send_cq,
+            &mut wc,
+            &mut last_progress,
+            timeout,
+            "READ/atomic",
+        )?;
+        if let Some(w) = wc[..k].iter().find(|w| !w.is_success()) {
+            return Err(rdma::wc_error(w, "READ/atomic"));
+        }
+    }
+    // The last operation's completion closes the last sample.
+    posted.push(t0.elapsed().as_secs_f64());
+    Ok(finish(cfg, size, &posted, 1.0))
+}

@@ -298,8 +298,8 @@ impl PerfConfig {
         if a.qps == 0 || a.qps > 64 {
             return usage(format!("number of QPs must be 1 .. 64 (got {})", a.qps));
         }
-        if a.post_list == 0 {
-            return usage("post list must be at least 1".into());
+        if a.post_list == 0 || a.post_list > 64 {
+            return usage(format!("post list must be 1 .. 64 (got {})", a.post_list));
         }
         if a.bidirectional && kind == TestKind::Lat {
             return usage("-b applies to BW tests".into());
@@ -315,14 +315,20 @@ impl PerfConfig {
         let mut rx_depth = a
             .rx_depth
             .unwrap_or(if verb == Verb::Send { 512 } else { 1 });
-        if tx_depth == 0 || rx_depth == 0 {
-            return usage("TX and RX depths must be at least 1".into());
+        if tx_depth == 0 || rx_depth == 0 || tx_depth > 8192 || rx_depth > 8192 {
+            return usage("TX and RX depths must be 1 .. 8192".into());
         }
         if a.duration.is_none() {
             tx_depth = tx_depth.min(iters as u32);
             if verb == Verb::Send {
                 rx_depth = rx_depth.min(iters as u32);
             }
+        }
+        if a.post_list > tx_depth {
+            return usage(format!(
+                "post list {} is larger than the TX depth {tx_depth}",
+                a.post_list
+            ));
         }
         let req_cq_mod = a.cq_mod.is_some();
         let mut cq_mod = a.cq_mod.unwrap_or(100).max(1);

@@ -1,1 +1,589 @@
-//! Running a perf test: devices, the out-of-band protocol, the measurement, the report.
+//! Running a perf test: the device and its resources, perftest's out-of-band sequence for each
+//! test (which hand shakes happen where, from `src/{write,read,send,atomic}_{bw,lat}.c` of
+//! perftest 4.5), the measurement ([`super::bw`], [`super::lat`]) and the report.
+//!
+//! `--loopback` runs the server and the client in two threads of this process, on the
+//! emulated pair `emu0` (server) and `emu1` (client), joined by a TCP connection on 127.0.0.1:
+//! the same code and the same protocol as two processes; the client's text is printed.
+
+use super::protocol::{BwReport, Comm, PerfDest};
+use super::report::{self, BwResult, RESULT_LINE};
+use super::{Conn, PerfArgs, PerfConfig, TestKind, Verb, mtu_bytes, mtu_enum, plot};
+use crate::error::ToolError;
+use crate::pingpong::exchange;
+use crate::rdma::{self, Context, EmuOpts};
+use rnic_verbs as v;
+use std::io::Write as _;
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Where a side's text goes: stdout, or a buffer (the server of a loopback run).
+#[derive(Clone)]
+pub enum Out {
+    /// Print.
+    Stdout,
+    /// Keep (shown only if the run fails).
+    Buffer(Arc<Mutex<String>>),
+}
+
+impl Out {
+    /// Writes text.
+    pub fn put(&self, s: &str) {
+        match self {
+            Out::Stdout => {
+                let mut o = std::io::stdout().lock();
+                let _ = o.write_all(s.as_bytes());
+                let _ = o.flush();
+            }
+            Out::Buffer(b) => b.lock().unwrap_or_else(|e| e.into_inner()).push_str(s),
+        }
+    }
+}
+
+/// Extra space before each buffer for the UD GRH area.
+pub const GRH: usize = 40;
+
+/// One side's verbs resources. Buffer layout per QP `i`: `[local(i), local(i) + slot)` is the
+/// source of WRITE/SEND, the destination of READ and atomic results and of receives;
+/// `[target(i), target(i) + slot)` is what the peer writes, reads or runs atomics on (its
+/// address goes out in the QP message).
+pub struct Res {
+    /// Device.
+    pub ctx: Context,
+    /// PD.
+    pub pd: v::ProtectionDomain,
+    /// The buffer.
+    pub mr: v::MemoryRegion,
+    /// Send CQ.
+    pub send_cq: v::CompletionQueue,
+    /// Receive CQ.
+    pub recv_cq: v::CompletionQueue,
+    /// Completion channel with `-e`.
+    pub chan: Option<v::CompletionChannel>,
+    /// QPs.
+    pub qps: Vec<v::QueuePair>,
+    /// UD: address handles towards the peer's QPs.
+    pub ahs: Vec<v::AddressHandle>,
+    /// Bytes per half-slot.
+    pub slot: usize,
+    /// GID index.
+    pub gid_index: u32,
+}
+
+impl Res {
+    /// Offset of QP `i`'s local area.
+    pub fn local(&self, i: usize) -> usize {
+        i * 2 * self.slot
+    }
+
+    /// Offset of QP `i`'s target area.
+    pub fn target(&self, i: usize) -> usize {
+        i * 2 * self.slot + self.slot
+    }
+
+    fn create(
+        ctx: Context,
+        cfg: &PerfConfig,
+        max_size: u64,
+        gid_index: u32,
+    ) -> Result<Res, ToolError> {
+        let slot = (max_size as usize + GRH).next_multiple_of(64).max(4096);
+        let total = slot
+            .checked_mul(2 * cfg.qps as usize)
+            .filter(|t| *t <= 512 << 20)
+            .ok_or_else(|| {
+                ToolError::Usage(format!(
+                    "{} QPs of {max_size}-byte messages need more than 512 MiB of buffers",
+                    cfg.qps
+                ))
+            })?;
+        let pd = ctx.alloc_pd().map_err(rdma::verr)?;
+        let access = v::AccessFlags::LOCAL_WRITE
+            | v::AccessFlags::REMOTE_WRITE
+            | v::AccessFlags::REMOTE_READ
+            | v::AccessFlags::REMOTE_ATOMIC;
+        let mr = pd.reg_mr(total, access).map_err(rdma::verr)?;
+        // perftest fills its buffers with non-zero data; a constant is enough here.
+        mr.fill(0, total, 0x5a).map_err(rdma::verr)?;
+        let chan = if cfg.events {
+            Some(ctx.create_comp_channel().map_err(rdma::verr)?)
+        } else {
+            None
+        };
+        let depth = (cfg.tx_depth.max(cfg.rx_depth) * cfg.qps).max(16);
+        let send_cq = ctx.create_cq(depth, chan.as_ref()).map_err(rdma::verr)?;
+        let recv_cq = ctx.create_cq(depth, chan.as_ref()).map_err(rdma::verr)?;
+        let qt = match cfg.conn {
+            Conn::Rc => v::QpType::Rc,
+            Conn::Uc => v::QpType::Uc,
+            Conn::Ud => v::QpType::Ud,
+        };
+        let mut qps = Vec::new();
+        for _ in 0..cfg.qps {
+            let qp = pd
+                .create_qp(qt, &send_cq, &recv_cq)
+                .max_send_wr(cfg.tx_depth.max(cfg.post_list))
+                .max_recv_wr(cfg.rx_depth.max(1))
+                .max_send_sge(1)
+                .max_recv_sge(1)
+                .max_inline_data(cfg.inline_size)
+                .build()
+                .map_err(rdma::verr)?;
+            qps.push(qp);
+        }
+        Ok(Res {
+            ctx,
+            pd,
+            mr,
+            send_cq,
+            recv_cq,
+            chan,
+            qps,
+            ahs: Vec::new(),
+            slot,
+            gid_index,
+        })
+    }
+
+    fn my_dests(&self, cfg: &PerfConfig) -> Result<Vec<PerfDest>, ToolError> {
+        let gid = rdma::gid(&self.ctx, self.gid_index)?;
+        Ok(self
+            .qps
+            .iter()
+            .enumerate()
+            .map(|(i, qp)| PerfDest {
+                lid: 0,
+                out_reads: cfg.out_reads,
+                qpn: qp.qp_num(),
+                psn: crate::pingpong::random_psn(),
+                rkey: self.mr.rkey(),
+                vaddr: self.mr.addr() + self.target(i) as u64,
+                gid,
+                srqn: 0,
+            })
+            .collect())
+    }
+
+    /// `ctx_connect`: every QP to RTS towards the peer's (UD: address handles).
+    fn connect(
+        &mut self,
+        cfg: &PerfConfig,
+        mine: &[PerfDest],
+        rem: &[PerfDest],
+        mtu: u8,
+    ) -> Result<(), ToolError> {
+        for (i, qp) in self.qps.iter().enumerate() {
+            let (m, r) = (&mine[i], &rem[i]);
+            let mut ah = v::AhAttr::new(v::Gid(r.gid), self.gid_index as u8);
+            ah.hop_limit = 64;
+            let access = match cfg.conn {
+                Conn::Rc => {
+                    v::AccessFlags::LOCAL_WRITE
+                        | v::AccessFlags::REMOTE_WRITE
+                        | v::AccessFlags::REMOTE_READ
+                        | v::AccessFlags::REMOTE_ATOMIC
+                }
+                Conn::Uc => v::AccessFlags::LOCAL_WRITE | v::AccessFlags::REMOTE_WRITE,
+                Conn::Ud => v::AccessFlags::empty(),
+            };
+            qp.to_init(&v::InitAttr {
+                access,
+                qkey: (cfg.conn == Conn::Ud).then_some(v::DEFAULT_QKEY),
+                ..v::InitAttr::default()
+            })
+            .map_err(rdma::verr)?;
+            let rd = r.out_reads.clamp(1, 16) as u8;
+            if cfg.conn == Conn::Ud {
+                qp.to_rtr(&v::RtrAttr::default()).map_err(rdma::verr)?;
+            } else {
+                qp.to_rtr(&v::RtrAttr {
+                    path_mtu: Some(rdma::mtu_from_enum(mtu)),
+                    dest_qp_num: Some(r.qpn),
+                    rq_psn: r.psn,
+                    ah_attr: Some(ah),
+                    max_dest_rd_atomic: cfg.out_reads.clamp(1, 16) as u8,
+                    min_rnr_timer: 12,
+                })
+                .map_err(rdma::verr)?;
+            }
+            qp.to_rts(&v::RtsAttr {
+                sq_psn: m.psn,
+                timeout: 14,
+                retry_cnt: 7,
+                rnr_retry: 7,
+                max_rd_atomic: rd,
+            })
+            .map_err(rdma::verr)?;
+            if cfg.conn == Conn::Ud {
+                self.ahs.push(self.pd.create_ah(&ah).map_err(rdma::verr)?);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Everything one side needs to run.
+pub struct SideParams {
+    /// The run.
+    pub cfg: PerfConfig,
+    /// Device name.
+    pub dev: String,
+    /// Emulator options.
+    pub emu: EmuOpts,
+    /// Server address (client side).
+    pub server: Option<String>,
+    /// TCP port.
+    pub port: u16,
+    /// Peer and progress timeout.
+    pub timeout: Duration,
+    /// Text sink.
+    pub out: Out,
+    /// JSON file, if asked.
+    pub json: Option<PathBuf>,
+    /// SVG file, if asked.
+    pub plot: Option<PathBuf>,
+    /// The GID index asked with -x.
+    pub gid_index: Option<u32>,
+}
+
+/// A listening or connecting side, before the TCP connection exists.
+pub enum Tcp {
+    /// Server: accept on this listener.
+    Listen(TcpListener),
+    /// Client: connect to this host.
+    Connect(String),
+}
+
+/// Runs one side to the end.
+pub fn side(p: &SideParams, tcp: Tcp) -> Result<(), ToolError> {
+    let cfg = &p.cfg;
+    let client = matches!(tcp, Tcp::Connect(_));
+    let ctx = rdma::open(&p.dev, &p.emu)?;
+    let gid_index = rdma::pick_gid_index(&ctx, p.gid_index)?;
+    let port_mtu = rdma::active_mtu(&ctx)?;
+    let want_mtu = cfg.mtu.and_then(mtu_enum).unwrap_or(port_mtu);
+    if !client {
+        p.out.put("\n************************************\n* Waiting for client to connect... *\n************************************\n");
+    }
+    let stream: TcpStream = match tcp {
+        Tcp::Listen(l) => exchange::accept(&l, p.timeout)?,
+        Tcp::Connect(h) => exchange::connect(&h, p.port, p.timeout)?,
+    };
+    let mut comm = Comm::new(stream, client, p.timeout);
+    comm.exchange_versions(&cfg.sig())?;
+    comm.check_sys_data(4096, 64)?;
+    let mtu = comm.exchange_mtu(want_mtu)?;
+    let mtu_b = mtu_bytes(mtu);
+    let sizes = cfg.sizes(mtu_b);
+    let max_size = sizes.iter().copied().max().unwrap_or(cfg.size);
+    if cfg.conn == Conn::Ud && max_size > u64::from(mtu_b) {
+        return Err(ToolError::Usage(format!(
+            "max message size in UD cannot be greater than the MTU ({mtu_b})"
+        )));
+    }
+    let mut cfg = cfg.clone();
+    cfg.gid_index = gid_index;
+    let cfg = &cfg;
+    let mut res = Res::create(ctx, cfg, max_size, gid_index)?;
+    let mine = res.my_dests(cfg)?;
+    p.out.put(&report::test_info(cfg, &p.dev, mtu_b, !client));
+    let t = p.timeout;
+    let long = p.timeout * 20 + Duration::from_secs(cfg.duration.unwrap_or(0) * sizes.len() as u64);
+    let n = mine.len();
+    let lat_extra = cfg.kind == TestKind::Lat && cfg.verb != Verb::Send;
+    if lat_extra {
+        comm.hand_shake(&mine[0], t)?;
+    }
+    let mut rem = Vec::with_capacity(n);
+    for d in &mine {
+        rem.push(comm.hand_shake(d, t)?);
+    }
+    if is_v4(&mine[0].gid) != is_v4(&rem[0].gid) {
+        return Err(ToolError::Mismatch(
+            "GID types differ (IPv4 and IPv6): use a GID of the same kind (-x)".into(),
+        ));
+    }
+    res.connect(cfg, &mine, &rem, mtu)?;
+    let send = cfg.verb == Verb::Send;
+    if send {
+        comm.hand_shake(&mine[0], t)?;
+    }
+    let mut text = String::new();
+    for d in &mine {
+        text.push_str(&report::address_lines("local", d, cfg.verb));
+    }
+    p.out.put(&text);
+    let mut text = String::new();
+    for d in &mine {
+        let r = comm.hand_shake(d, t)?;
+        text.push_str(&report::address_lines("remote", &r, cfg.verb));
+    }
+    p.out.put(&text);
+    if !send {
+        comm.hand_shake(&mine[0], t)?;
+    }
+    let mut results: Vec<serde_json::Value> = Vec::new();
+    let mut points: Vec<(u64, f64)> = Vec::new();
+    match cfg.kind {
+        TestKind::Bw => {
+            p.out.put(&format!(
+                "{RESULT_LINE}\n{}\n",
+                report::bw_header(cfg.gbits)
+            ));
+            if send {
+                // Both sides measure: the client its sends, the server its receives.
+                for &size in &sizes {
+                    if !client {
+                        super::bw::post_recvs(&res, cfg, size)?;
+                    }
+                    comm.hand_shake(&mine[0], t)?;
+                    let r = if client {
+                        super::bw::run_client(&res, cfg, size, &rem, t)?
+                    } else {
+                        super::bw::run_server_recv(&res, cfg, size, t)?
+                    };
+                    p.out.put(&format!("{}\n", r.line(cfg.gbits)));
+                    results.push(r.json());
+                    points.push((size, r.bw_avg));
+                    if cfg.all {
+                        comm.hand_shake(&mine[0], t)?;
+                    }
+                }
+                p.out.put(&format!("{RESULT_LINE}\n"));
+                comm.close(&mine[0])?;
+            } else if cfg.bidirectional {
+                for &size in &sizes {
+                    comm.hand_shake(&mine[0], t)?;
+                    let r = super::bw::run_client(&res, cfg, size, &rem, t)?;
+                    if cfg.all {
+                        comm.hand_shake(&mine[0], long)?;
+                    }
+                    let theirs = comm.xchg_bw_report(&to_report(&r))?;
+                    let sum = BwResult {
+                        size: r.size,
+                        iters: r.iters,
+                        bw_peak: r.bw_peak + theirs.bw_peak,
+                        bw_avg: r.bw_avg + theirs.bw_avg,
+                        msg_rate: r.msg_rate + theirs.msg_rate,
+                    };
+                    p.out.put(&format!("{}\n", sum.line(cfg.gbits)));
+                    results.push(sum.json());
+                    points.push((size, sum.bw_avg));
+                }
+                p.out.put(&format!("{RESULT_LINE}\n"));
+                comm.close(&mine[0])?;
+            } else if client {
+                let mut last = BwResult::default();
+                for &size in &sizes {
+                    let r = super::bw::run_client(&res, cfg, size, &rem, t)?;
+                    p.out.put(&format!("{}\n", r.line(cfg.gbits)));
+                    results.push(r.json());
+                    points.push((size, r.bw_avg));
+                    last = r;
+                }
+                p.out.put(&format!("{RESULT_LINE}\n"));
+                comm.hand_shake(&mine[0], long)?;
+                comm.xchg_bw_report(&to_report(&last))?;
+                comm.close(&mine[0])?;
+            } else {
+                // The server serves the client's WRITEs / READs / atomics and prints its
+                // report (perftest prints the client's last result on the server).
+                comm.hand_shake(&mine[0], long)?;
+                let theirs = comm.xchg_bw_report(&BwReport::default())?;
+                let r = BwResult {
+                    size: theirs.size,
+                    iters: theirs.iters,
+                    bw_peak: theirs.bw_peak,
+                    bw_avg: theirs.bw_avg,
+                    msg_rate: theirs.msg_rate,
+                };
+                p.out.put(&format!("{}\n", r.line(cfg.gbits)));
+                results.push(r.json());
+                comm.close(&mine[0])?;
+                p.out.put(&format!("{RESULT_LINE}\n"));
+            }
+        }
+        TestKind::Lat => {
+            p.out.put(&format!(
+                "{RESULT_LINE}\n{}\n",
+                report::lat_header(cfg.duration.is_some())
+            ));
+            match cfg.verb {
+                Verb::Write => {
+                    for &size in &sizes {
+                        let line = super::lat::run_write(&res, cfg, size, &rem, client, t)?;
+                        p.out.put(&format!("{}\n", line.0));
+                        results.push(line.1);
+                        points.push((size, line.2));
+                    }
+                    p.out.put(&format!("{RESULT_LINE}\n"));
+                }
+                Verb::Send => {
+                    for &size in &sizes {
+                        super::bw::post_recvs(&res, cfg, size)?;
+                        comm.hand_shake(&mine[0], t)?;
+                        let line = super::lat::run_send(&res, cfg, size, &rem, client, t)?;
+                        p.out.put(&format!("{}\n", line.0));
+                        results.push(line.1);
+                        points.push((size, line.2));
+                    }
+                    p.out.put(&format!("{RESULT_LINE}\n"));
+                    comm.close(&mine[0])?;
+                }
+                Verb::Read | Verb::Atomic => {
+                    if client {
+                        for &size in &sizes {
+                            let line = super::lat::run_read_atomic(&res, cfg, size, &rem, t)?;
+                            p.out.put(&format!("{}\n", line.0));
+                            results.push(line.1);
+                            points.push((size, line.2));
+                        }
+                        p.out.put(&format!("{RESULT_LINE}\n"));
+                        comm.close(&mine[0])?;
+                    } else {
+                        comm.close(&mine[0])?;
+                        p.out.put(&format!("{RESULT_LINE}\n"));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(path) = &p.json {
+        let doc = report::json_report(cfg, &p.dev, mtu_b, &results);
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| ToolError::Io(e.to_string()))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| ToolError::io(&format!("writing {}", path.display()), e))?;
+    }
+    if let Some(path) = &p.plot
+        && !points.is_empty()
+    {
+        let (title, ylab) = match cfg.kind {
+            TestKind::Bw => (
+                format!("{} BW ({})", cfg.verb.title(), p.dev),
+                format!(
+                    "BW average [{}]",
+                    if cfg.gbits { "Gb/sec" } else { "MiB/sec" }
+                ),
+            ),
+            TestKind::Lat => (
+                format!("{} latency ({})", cfg.verb.title(), p.dev),
+                "t_typical [usec]".to_string(),
+            ),
+        };
+        std::fs::write(path, plot::svg(&title, &ylab, &points))
+            .map_err(|e| ToolError::io(&format!("writing {}", path.display()), e))?;
+    }
+    Ok(())
+}
+
+fn is_v4(g: &[u8; 16]) -> bool {
+    g[..10].iter().all(|&b| b == 0) && g[10] == 0xff && g[11] == 0xff
+}
+
+fn to_report(r: &BwResult) -> BwReport {
+    BwReport {
+        size: r.size,
+        iters: r.iters,
+        bw_peak: r.bw_peak,
+        bw_avg: r.bw_avg,
+        msg_rate: r.msg_rate,
+    }
+}
+
+/// `rnic <test>`: one side, or both with `--loopback`.
+pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
+    let cfg = PerfConfig::from_args(verb, kind, a)?;
+    if cfg.bidirectional && verb == Verb::Send {
+        return Err(ToolError::Usage(
+            "-b is not supported by send-bw yet".into(),
+        ));
+    }
+    if a.plot.is_some() && !a.all {
+        return Err(ToolError::Usage("--plot draws a sweep: it needs -a".into()));
+    }
+    if a.ib_port != 1 {
+        return Err(ToolError::Usage(format!(
+            "invalid port {} (the device has port 1)",
+            a.ib_port
+        )));
+    }
+    let emu = EmuOpts::new(a.pcap.clone(), a.emu_faults.clone())?;
+    let timeout = Duration::from_secs(a.timeout.max(1));
+    let json = a
+        .out_json_file
+        .clone()
+        .or_else(|| a.out_json.then(|| PathBuf::from("perftest_out.json")));
+    let params =
+        |dev: String, server: Option<String>, port: u16, out: Out, emu: EmuOpts| SideParams {
+            cfg: cfg.clone(),
+            dev,
+            emu,
+            server,
+            port,
+            timeout,
+            out,
+            json: json.clone(),
+            plot: a.plot.clone(),
+            gid_index: a.gid_index,
+        };
+    if a.loopback {
+        if a.server.is_some() || a.device.is_some() {
+            return Err(ToolError::Usage(
+                "--loopback runs both sides on emu0 / emu1: give no server address and no -d"
+                    .into(),
+            ));
+        }
+        let l =
+            TcpListener::bind("127.0.0.1:0").map_err(|e| ToolError::io("loopback listener", e))?;
+        let port = l
+            .local_addr()
+            .map_err(|e| ToolError::io("loopback listener", e))?
+            .port();
+        let buf = Arc::new(Mutex::new(String::new()));
+        let mut sp = params(
+            "emu0".into(),
+            None,
+            port,
+            Out::Buffer(buf.clone()),
+            emu.with_pcap_suffix("-emu0"),
+        );
+        sp.json = None;
+        sp.plot = None;
+        let server = std::thread::spawn(move || side(&sp, Tcp::Listen(l)));
+        let cp = params(
+            "emu1".into(),
+            Some("127.0.0.1".into()),
+            port,
+            Out::Stdout,
+            emu.with_pcap_suffix("-emu1"),
+        );
+        let cr = side(&cp, Tcp::Connect("127.0.0.1".into()));
+        let sr = server
+            .join()
+            .unwrap_or_else(|_| Err(ToolError::Verbs("the server thread panicked".into())));
+        return match (cr, sr) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Err(e)) => Err(ToolError::Verbs(format!("loopback server side: {e}"))),
+            (Ok(()), Ok(())) => Ok(()),
+        };
+    }
+    let client = a.server.is_some();
+    let tcp = match &a.server {
+        Some(h) => Tcp::Connect(h.clone()),
+        None => Tcp::Listen(exchange::listen(a.port)?),
+    };
+    let dev = match &a.device {
+        Some(d) => d.clone(),
+        None => {
+            let (d, note) = rdma::default_device(client);
+            eprintln!("{note}");
+            d
+        }
+    };
+    side(
+        &params(dev, a.server.clone(), a.port, Out::Stdout, emu),
+        tcp,
+    )
+}

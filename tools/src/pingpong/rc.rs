@@ -1,0 +1,85 @@
+//! ibv_rc_pingpong's QP: RC, access flags 0 (SENDs only), RTR with `min_rnr_timer` 12 and
+//! `max_dest_rd_atomic` 1, RTS with timeout 14, retry 7, RNR retry 7, `max_rd_atomic` 1, and a
+//! GRH with hop limit 1 when the peer has a GID.
+
+use super::exchange::PpDest;
+use super::{Kind, Pp};
+use crate::error::ToolError;
+use crate::rdma::{self, Context};
+use rnic_verbs as v;
+
+/// Creates the PD, buffer (filled with 0x7b), CQ (and channel with `-e`) and the RC QP in INIT.
+pub fn setup(
+    ctx: Context,
+    size: usize,
+    rx_depth: u32,
+    events: bool,
+    gid_index: u32,
+) -> Result<Pp, ToolError> {
+    let pd = ctx.alloc_pd().map_err(rdma::verr)?;
+    let mr = pd
+        .reg_mr(size, v::AccessFlags::LOCAL_WRITE)
+        .map_err(rdma::verr)?;
+    mr.fill(0, size, 0x7b).map_err(rdma::verr)?;
+    let chan = if events {
+        Some(ctx.create_comp_channel().map_err(rdma::verr)?)
+    } else {
+        None
+    };
+    let cq = ctx
+        .create_cq(rx_depth + 1, chan.as_ref())
+        .map_err(rdma::verr)?;
+    let qp = pd
+        .create_qp(v::QpType::Rc, &cq, &cq)
+        .max_send_wr(1)
+        .max_recv_wr(rx_depth)
+        .max_send_sge(1)
+        .max_recv_sge(1)
+        .max_inline_data(0)
+        .build()
+        .map_err(rdma::verr)?;
+    qp.to_init(&v::InitAttr {
+        access: v::AccessFlags::empty(),
+        ..v::InitAttr::default()
+    })
+    .map_err(rdma::verr)?;
+    Ok(Pp {
+        ctx,
+        pd,
+        mr,
+        cq,
+        chan,
+        qp,
+        ah: None,
+        size,
+        rx_depth,
+        gid_index,
+        kind: Kind::Rc,
+    })
+}
+
+/// `pp_connect_ctx`: INIT -> RTR -> RTS towards `rem`.
+pub fn connect(pp: &Pp, mine: &PpDest, rem: &PpDest, mtu: u8, sl: u8) -> Result<(), ToolError> {
+    let mut ah = v::AhAttr::new(v::Gid(rem.gid), pp.gid_index as u8);
+    ah.hop_limit = 1;
+    ah.sl = sl;
+    pp.qp
+        .to_rtr(&v::RtrAttr {
+            path_mtu: Some(rdma::mtu_from_enum(mtu)),
+            dest_qp_num: Some(rem.qpn),
+            rq_psn: rem.psn,
+            ah_attr: Some(ah),
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+        })
+        .map_err(rdma::verr)?;
+    pp.qp
+        .to_rts(&v::RtsAttr {
+            sq_psn: mine.psn,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            max_rd_atomic: 1,
+        })
+        .map_err(rdma::verr)
+}
