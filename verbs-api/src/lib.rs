@@ -58,6 +58,59 @@
 //! ```
 //!
 //! `examples/rc_pingpong.rs` and `examples/write_bw.rs` are larger programs on the same pair.
+//!
+//! # What the types rule out
+//!
+//! These do not compile (checked as `compile_fail` doctests).
+//!
+//! A work request cannot outlive the scatter/gather list it points at:
+//!
+//! ```compile_fail,E0597
+//! use rnic_verbs::{SendWr, Sge};
+//!
+//! let wr = {
+//!     let sgl = [Sge { addr: 0, len: 8, lkey: 1 }];
+//!     SendWr::send(1, &sgl)
+//! };
+//! let _ = wr.wr_id();
+//! ```
+//!
+//! A destroyed CQ cannot be polled (destroying consumes the handle), so "poll after destroy"
+//! cannot be written:
+//!
+//! ```compile_fail,E0382
+//! # fn f(cq: rnic_verbs::CompletionQueue) {
+//! let mut wc = [rnic_verbs::WorkCompletion::default(); 4];
+//! let _ = cq.destroy();
+//! let _ = cq.poll(&mut wc);
+//! # }
+//! ```
+//!
+//! A deregistered region cannot be read or used for an SGE:
+//!
+//! ```compile_fail,E0382
+//! # fn f(mr: rnic_verbs::MemoryRegion) {
+//! let _ = mr.dereg();
+//! let _ = mr.sge(0, 8);
+//! # }
+//! ```
+//!
+//! Registered memory is never a Rust slice: there is no way to borrow it mutably.
+//!
+//! ```compile_fail,E0599
+//! # fn f(mr: &rnic_verbs::MemoryRegion) {
+//! let bytes: &mut [u8] = mr.as_mut_slice();
+//! # }
+//! ```
+//!
+//! Registration from raw parts is `unsafe`:
+//!
+//! ```compile_fail,E0133
+//! # fn f(pd: &rnic_verbs::ProtectionDomain) {
+//! let mut v = vec![0u8; 64];
+//! let _ = pd.reg_mr_raw(v.as_mut_ptr(), 64, rnic_verbs::AccessFlags::LOCAL_WRITE);
+//! # }
+//! ```
 
 mod ah;
 mod connect;
