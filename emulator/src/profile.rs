@@ -50,6 +50,9 @@ pub struct Profile {
     pub log_max_msg: u8,
     /// Entries in the RoCE GID table.
     pub gid_table_size: u16,
+    /// The first QPN CREATE_QP hands out (0x100; a replay of a capture may ask for the
+    /// capture's QPN, e.g. rxe's 0x11). At least 2: QP0 and QP1 are special.
+    pub first_qpn: u32,
     /// Largest path MTU the port supports (IB enum: 5 = 4096).
     pub max_mtu: u8,
     /// The firmware image's parameter-set ID (QUERY_ADAPTER `vsd_contd_psid`).
@@ -89,6 +92,7 @@ impl Profile {
             log_max_pd: 24,
             log_max_srq: 23,
             log_max_msg: 30,
+            first_qpn: 0x100,
             gid_table_size: 256,
             max_mtu: 5,
             psid: "MT_2430110027",

@@ -195,7 +195,7 @@ impl Resources {
             mkeys: Table::new(1, n(profile.log_max_mkey)),
             eqs: Table::new(0x10, n(profile.log_max_eq).min(0xEF)),
             cqs: Table::new(0x400, n(profile.log_max_cq)),
-            qps: Table::new(0x100, n(profile.log_max_qp)),
+            qps: Table::new(profile.first_qpn.clamp(2, 0xFF_FFFF), n(profile.log_max_qp)),
             srqs: Table::new(0x40, n(profile.log_max_srq)),
             gids: vec![None; usize::from(profile.gid_table_size)],
             vport: Vport {

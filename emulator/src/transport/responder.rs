@@ -528,12 +528,6 @@ impl Responder<'_> {
                     }
                     _ => None,
                 });
-                if found.is_none() && std::env::var("RNIC_DBG").is_ok() {
-                    eprintln!(
-                        "stale dup READ psn {psn:#x} epsn {:#x} ring {:x?}",
-                        self.epsn, tr.resp.res
-                    );
-                }
                 let (va, rkey, len) = found.ok_or(stale)?;
                 let new_len = u64::from(reth.dma_len);
                 let inside = reth.virtual_addr >= va

@@ -87,28 +87,6 @@ pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
             if !outstanding(tr) {
                 continue;
             }
-            if std::env::var("RNIC_DBG").is_ok() {
-                let h: Vec<_> = tr
-                    .sq
-                    .iter()
-                    .filter(|w| !w.done)
-                    .take(3)
-                    .map(|w| {
-                        (
-                            w.opcode,
-                            w.first_psn,
-                            w.npkts,
-                            w.next_pkt,
-                            w.rd_rcvd,
-                            w.started,
-                        )
-                    })
-                    .collect();
-                eprintln!(
-                    "timeout qp {qpn:#x} una {una:#x} left {:?} head {h:x?}",
-                    tr.retry_left
-                );
-            }
             let left = tr.retry_left.get_or_insert(retry_count);
             if *left == 0 {
                 completer::fail_at(tr, una, CqeSyndrome::TransportRetryExc);

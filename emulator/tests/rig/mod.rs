@@ -181,6 +181,11 @@ impl Rig {
         )
     }
 
+    /// A rig on a deterministic device with `profile`.
+    pub(crate) fn with_profile(profile: rnic_emulator::Profile, ip: [u8; 4], mac: [u8; 6]) -> Rig {
+        Rig::build_on(Host::new(profile), 0, ip, mac)
+    }
+
     fn build(mode: u8, ip: [u8; 4], mac: [u8; 6]) -> Rig {
         Rig::build_on(Host::small(), mode, ip, mac)
     }
