@@ -16,6 +16,7 @@ use rnic_hw_regs::Bus;
 use rnic_hw_regs::cmd::QueryAdapterIn;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -25,7 +26,11 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 /// reused round-robin beyond that).
 const VFIO_IRQ_VECTORS: u16 = 16;
 
-/// The devices open in this process, by canonical name.
+/// How long an open waits for a device of the same name that is being closed.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The devices open in this process, by canonical name (an entry whose handle is dead is a
+/// device being closed; its `Drop` removes it).
 static OPEN: Mutex<BTreeMap<String, Weak<DeviceHandle>>> = Mutex::new(BTreeMap::new());
 /// The other end of the `emu0`/`emu1` link for the pair member that is not open yet.
 static PAIR_STASH: Mutex<[Option<InProcLink>; 2]> = Mutex::new([None, None]);
@@ -45,10 +50,9 @@ pub(crate) fn open_udp_emulated() -> Vec<Ipv4Addr> {
 
 /// An open device: the driver's HCA plus, for an emulated device, the emulator behind it.
 pub(crate) struct DeviceHandle {
-    // Field order matters: the HCA is torn down (commands to the device) before the emulated
-    // device's thread stops.
-    hca: Arc<Hca>,
-    emu: Option<Device>,
+    /// The HCA and the emulated device: dropped explicitly in `Drop`, before the handle
+    /// leaves the registry (so a new open of the name waits for the old device to be gone).
+    core: ManuallyDrop<Core>,
     name: String,
     attr: DeviceAttr,
     port: PortAttr,
@@ -60,10 +64,30 @@ pub(crate) struct DeviceHandle {
     fault_stats: Mutex<Option<Arc<FaultStats>>>,
 }
 
+/// What an open device consists of.
+struct Core {
+    // Field order: the HCA is torn down (commands to the device) before the emulated
+    // device's thread stops.
+    hca: Arc<Hca>,
+    emu: Option<Device>,
+}
+
+impl Drop for DeviceHandle {
+    fn drop(&mut self) {
+        // SAFETY: `core` is dropped once, here, and not used afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.core) };
+        // The device is gone (its UDP port closed): let the name be opened again.
+        let mut open = lock(&OPEN);
+        if open.get(&self.name).is_some_and(|w| w.strong_count() == 0) {
+            open.remove(&self.name);
+        }
+    }
+}
+
 impl DeviceHandle {
     /// Attaches `link` to the emulated device (wrapped in its fault injector, if any).
     fn relink(&self, link: InProcLink) {
-        if let Some(dev) = &self.emu {
+        if let Some(dev) = &self.core.emu {
             let (link, stats) = with_faults(link, self.faults);
             *lock(&self.fault_stats) = stats;
             dev.set_link(link);
@@ -139,9 +163,25 @@ impl Context {
             DeviceName::Mlx5Index(_) | DeviceName::Pci(_) => resolve_pci(&parsed, sysfs)?,
             other => other.to_string(),
         };
+        // Handles upgraded under the registry lock are dropped after it (declared first):
+        // dropping the last one runs `DeviceHandle::drop`, which takes the lock.
+        let mut keep: Vec<Arc<DeviceHandle>> = Vec::new();
         let mut open = lock(&OPEN);
+        // A device whose last handle is being dropped is still listed (dead) until its
+        // teardown is over: wait for it, so its UDP port and link are free.
+        let deadline = std::time::Instant::now() + CLOSE_WAIT;
+        while open.get(&key).is_some_and(|w| w.strong_count() == 0) {
+            if std::time::Instant::now() > deadline {
+                open.remove(&key);
+                break;
+            }
+            drop(open);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            open = lock(&OPEN);
+        }
         if let Some(h) = open.get(&key).and_then(Weak::upgrade) {
             if *opts != OpenOptions::default() {
+                keep.push(h);
                 return Err(Error::invalid(
                     "ibv_open_device",
                     format!(
@@ -164,10 +204,14 @@ impl Context {
                 let partner = open.get(&format!("emu{}", 1 - i)).and_then(Weak::upgrade);
                 let mut stash = lock(&PAIR_STASH);
                 let mine = match (partner, stash[i].take()) {
-                    (Some(_), Some(end)) => end,
+                    (Some(p), Some(end)) => {
+                        keep.push(p);
+                        end
+                    }
                     (Some(p), None) => {
                         let (mine, theirs) = InProcLink::pair();
                         p.relink(theirs);
+                        keep.push(p);
                         mine
                     }
                     (None, _) => {
@@ -189,7 +233,6 @@ impl Context {
             DeviceName::Mlx5Index(_) | DeviceName::Pci(_) => open_vfio(&key, opts, sysfs)?,
         };
         let h = Arc::new(handle);
-        open.retain(|_, w| w.strong_count() > 0);
         open.insert(key, Arc::downgrade(&h));
         Ok(Context { inner: h })
     }
@@ -201,7 +244,7 @@ impl Context {
 
     /// Whether the device is emulated.
     pub fn is_emulated(&self) -> bool {
-        self.inner.emu.is_some()
+        self.inner.core.emu.is_some()
     }
 
     /// `ibv_query_device`.
@@ -289,7 +332,7 @@ impl Context {
 
     /// The emulator's counters (frames, drops, IOMMU faults, ...) of an emulated device.
     pub fn emulator_counters(&self) -> Option<rnic_emulator::Counters> {
-        self.inner.emu.as_ref().map(Device::counters)
+        self.inner.core.emu.as_ref().map(Device::counters)
     }
 
     /// What the fault injector of an emulated device opened with faults did so far.
@@ -300,17 +343,22 @@ impl Context {
     /// Starts writing the emulated device's wire traffic to a pcap file (replacing a
     /// capture in progress).
     pub fn start_capture(&self, path: &Path) -> Result<()> {
-        let dev = self.inner.emu.as_ref().ok_or_else(|| Error::Unsupported {
-            verb: "start_capture",
-            why: "capture is for emulated devices".into(),
-        })?;
+        let dev = self
+            .inner
+            .core
+            .emu
+            .as_ref()
+            .ok_or_else(|| Error::Unsupported {
+                verb: "start_capture",
+                why: "capture is for emulated devices".into(),
+            })?;
         dev.capture_to(path)
             .map_err(Error::io(format!("pcap file {}", path.display())))
     }
 
     /// Ends the emulated device's capture (flushing the file); returns its frame count.
     pub fn stop_capture(&self) -> Result<u64> {
-        match &self.inner.emu {
+        match &self.inner.core.emu {
             Some(dev) => dev
                 .stop_capture()
                 .map_err(Error::io("ending the pcap capture")),
@@ -320,11 +368,11 @@ impl Context {
 
     /// The driver's HCA (for diagnostics: firmware pages, raw commands).
     pub fn driver(&self) -> &Hca {
-        &self.inner.hca
+        &self.inner.core.hca
     }
 
     pub(crate) fn hca(&self) -> &Arc<Hca> {
-        &self.inner.hca
+        &self.inner.core.hca
     }
 
     /// An interrupt vector for a new completion channel.
@@ -529,8 +577,7 @@ impl DeviceHandle {
             })
             .collect();
         DeviceHandle {
-            hca,
-            emu,
+            core: ManuallyDrop::new(Core { hca, emu }),
             name: name.to_string(),
             attr,
             port,

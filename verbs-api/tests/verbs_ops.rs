@@ -1,6 +1,53 @@
-//! Every verb through the API on the emulated pair `emu0` / `emu1`.
+//! Every verb through the API, on the in-process pair `emu0` / `emu1` and on the UDP pair
+//! `emu:127.0.0.1` / `emu:127.0.0.2`.
 
 mod common;
+
+/// The two devices a test runs on.
+type Devs = (&'static str, &'static str);
+
+const INPROC: Devs = ("emu0", "emu1");
+const UDP: Devs = ("emu:127.0.0.1", "emu:127.0.0.2");
+
+fn pair_on(d: Devs, t: QpType) -> (Side, Side) {
+    let a = side(d.0, t);
+    let b = side(d.1, t);
+    connect_pair(&a.qp, &b.qp, &ConnectOptions::default()).expect("connect_pair");
+    (a, b)
+}
+
+macro_rules! on_both_pairs {
+    ($($name:ident),* $(,)?) => {
+        /// On the in-process pair `emu0` / `emu1`.
+        mod inproc {
+            $(#[test]
+            fn $name() {
+                super::$name(super::INPROC)
+            })*
+        }
+        /// On the UDP pair `emu:127.0.0.1` / `emu:127.0.0.2` (through the kernel's UDP).
+        mod udp {
+            $(#[test]
+            fn $name() {
+                super::$name(super::UDP)
+            })*
+        }
+    };
+}
+
+on_both_pairs!(
+    send_recv_with_imm_inline_and_post_lists,
+    rdma_write_write_imm_and_read,
+    atomics,
+    send_with_invalidate,
+    uc_send_and_write,
+    ud_send_with_address_handle,
+    shared_receive_queue,
+    sq_sig_all_unsignaled_and_fence,
+    flush_on_error_then_reset_and_reconnect,
+    query_qp_reports_the_connection,
+    completion_channel_events,
+);
 
 use common::*;
 use rnic_verbs::*;
@@ -55,9 +102,8 @@ fn device_port_and_gid_queries() {
     assert!(names.contains(&"emu0".to_string()) && names.contains(&"emu1".to_string()));
 }
 
-#[test]
-fn send_recv_with_imm_inline_and_post_lists() {
-    let (a, b) = pair(QpType::Rc);
+fn send_recv_with_imm_inline_and_post_lists(d: Devs) {
+    let (a, b) = pair_on(d, QpType::Rc);
     let src = a.pd.reg_mr(8192, AccessFlags::LOCAL_WRITE).unwrap();
     let dst = b.pd.reg_mr(8192, AccessFlags::LOCAL_WRITE).unwrap();
     let data = pattern(3000, 1);
@@ -95,9 +141,8 @@ fn send_recv_with_imm_inline_and_post_lists() {
     assert_empty(&a.cq);
 }
 
-#[test]
-fn rdma_write_write_imm_and_read() {
-    let (a, b) = pair(QpType::Rc);
+fn rdma_write_write_imm_and_read(d: Devs) {
+    let (a, b) = pair_on(d, QpType::Rc);
     let local = a.pd.reg_mr(16384, AccessFlags::LOCAL_WRITE).unwrap();
     let remote =
         b.pd.reg_mr(
@@ -144,9 +189,8 @@ fn rdma_write_write_imm_and_read() {
     assert_eq!(local.to_vec(8192, 5000).unwrap(), data);
 }
 
-#[test]
-fn atomics() {
-    let (a, b) = pair(QpType::Rc);
+fn atomics(d: Devs) {
+    let (a, b) = pair_on(d, QpType::Rc);
     let local = a.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
     let remote =
         b.pd.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC)
@@ -184,9 +228,8 @@ fn atomics() {
     );
 }
 
-#[test]
-fn send_with_invalidate() {
-    let (a, b) = pair(QpType::Rc);
+fn send_with_invalidate(d: Devs) {
+    let (a, b) = pair_on(d, QpType::Rc);
     let target = b.pd.reg_mr(64, rw()).unwrap();
     let rbuf = b.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
     let r = [rbuf.sge(0, 64).unwrap()];
@@ -208,9 +251,8 @@ fn send_with_invalidate() {
     }
 }
 
-#[test]
-fn uc_send_and_write() {
-    let (a, b) = pair(QpType::Uc);
+fn uc_send_and_write(d: Devs) {
+    let (a, b) = pair_on(d, QpType::Uc);
     let src = a.pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let dst = b.pd.reg_mr(4096, rw()).unwrap();
     src.write(0, b"uc data").unwrap();
@@ -238,9 +280,8 @@ fn uc_send_and_write() {
     assert_eq!(dst.to_vec(0, 7).unwrap(), b"uc data");
 }
 
-#[test]
-fn ud_send_with_address_handle() {
-    let (a, b) = pair(QpType::Ud);
+fn ud_send_with_address_handle(d: Devs) {
+    let (a, b) = pair_on(d, QpType::Ud);
     let src = a.pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let dst = b.pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     src.write(0, &pattern(500, 3)).unwrap();
@@ -262,13 +303,13 @@ fn ud_send_with_address_handle() {
     assert!(w.wc_flags().contains(WcFlags::GRH));
     assert_eq!(dst.to_vec(40, 500).unwrap(), pattern(500, 3));
     // The GRH area holds the IPv4 header at offset 20 (source address at 20 + 12).
-    assert_eq!(dst.to_vec(20 + 12, 4).unwrap(), [192, 0, 2, 1]);
+    let ip_a = a.ctx.query_gid(1, 1).unwrap().ipv4().unwrap();
+    assert_eq!(dst.to_vec(20 + 12, 4).unwrap(), ip_a.octets());
 }
 
-#[test]
-fn shared_receive_queue() {
-    let a = side("emu0", QpType::Rc);
-    let ctx_b = Context::open("emu1").unwrap();
+fn shared_receive_queue(d: Devs) {
+    let a = side(d.0, QpType::Rc);
+    let ctx_b = Context::open(d.1).unwrap();
     let pd_b = ctx_b.alloc_pd().unwrap();
     let cq_b = ctx_b.create_cq(64, None).unwrap();
     let srq = pd_b.create_srq(32, 2).unwrap();
@@ -324,10 +365,9 @@ fn shared_receive_queue() {
     );
 }
 
-#[test]
-fn sq_sig_all_unsignaled_and_fence() {
-    let a = side_with("emu0", QpType::Rc, |b| b.sq_sig_all(true));
-    let b = side("emu1", QpType::Rc);
+fn sq_sig_all_unsignaled_and_fence(d: Devs) {
+    let a = side_with(d.0, QpType::Rc, |b| b.sq_sig_all(true));
+    let b = side(d.1, QpType::Rc);
     connect_pair(&a.qp, &b.qp, &ConnectOptions::default()).unwrap();
     let dst = b.pd.reg_mr(64, rw()).unwrap();
     // Unsignaled, but sq_sig_all: both complete.
@@ -340,7 +380,7 @@ fn sq_sig_all_unsignaled_and_fence() {
     assert_eq!((w[0].wr_id(), w[1].wr_id()), (1, 2));
 
     // Without sq_sig_all an unsignaled WQE retires silently with the next signaled one.
-    let (c, d) = pair(QpType::Rc);
+    let (c, d) = pair_on(d, QpType::Rc);
     let dst = d.pd.reg_mr(64, rw()).unwrap();
     c.qp.post_send(&[
         SendWr::write(1, &[], dst.remote(0)).inline(b"x"),
@@ -351,9 +391,8 @@ fn sq_sig_all_unsignaled_and_fence() {
     assert_empty(&c.cq);
 }
 
-#[test]
-fn flush_on_error_then_reset_and_reconnect() {
-    let (a, b) = pair(QpType::Rc);
+fn flush_on_error_then_reset_and_reconnect(d: Devs) {
+    let (a, b) = pair_on(d, QpType::Rc);
     let buf = b.pd.reg_mr(256, AccessFlags::LOCAL_WRITE).unwrap();
     let r = [buf.sge(0, 64).unwrap()];
     b.qp.post_recv(&[RecvWr::new(1, &r), RecvWr::new(2, &r)])
@@ -378,9 +417,8 @@ fn flush_on_error_then_reset_and_reconnect() {
     assert_eq!(poll_one(&b.cq).wr_id(), 3);
 }
 
-#[test]
-fn query_qp_reports_the_connection() {
-    let (a, b) = pair(QpType::Rc);
+fn query_qp_reports_the_connection(d: Devs) {
+    let (a, b) = pair_on(d, QpType::Rc);
     let q = a.qp.query().unwrap();
     assert_eq!(q.qp_state, QpState::Rts);
     assert_eq!(q.qp_num, a.qp.qp_num());
@@ -422,14 +460,13 @@ fn memory_region_ownership_and_raw_registration() {
     assert_eq!(&raw[10..13], b"raw");
 }
 
-#[test]
-fn completion_channel_events() {
-    let a = Context::open("emu0").unwrap();
+fn completion_channel_events(d: Devs) {
+    let a = Context::open(d.0).unwrap();
     let pd = a.alloc_pd().unwrap();
     let chan = a.create_comp_channel().unwrap();
     let cq = a.create_cq(16, Some(&chan)).unwrap();
     assert!(cq.channel().is_some());
-    let b = side("emu1", QpType::Rc);
+    let b = side(d.1, QpType::Rc);
     let qp = pd.create_qp(QpType::Rc, &cq, &cq).build().unwrap();
     connect_pair(&qp, &b.qp, &ConnectOptions::default()).unwrap();
     let dst = b.pd.reg_mr(64, rw()).unwrap();
