@@ -63,7 +63,12 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
                 .qps
                 .get(qpn)
                 .map_or(psn, |q| q.ctx.next_send_psn());
-            if psn_cmp(psn, sent_end) >= 0 {
+            // Only PSNs between the last acknowledged one and the last sent are news; an
+            // older one (a duplicate ACK) changes nothing.
+            let fresh = tr.una.is_some_and(|u| {
+                psn_cmp(psn, psn_add(u, 0xFF_FFFF)) >= 0 && psn_cmp(psn, sent_end) < 0
+            });
+            if !fresh {
                 accepted = false;
             } else {
                 match syndrome {
