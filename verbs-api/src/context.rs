@@ -191,6 +191,12 @@ impl Context {
             }
             return Ok(Context { inner: h });
         }
+        if opts.ipv4.is_some() && parsed.emulated_ip().is_some() {
+            return Err(Error::invalid(
+                "ibv_open_device",
+                "an emulated device's IPv4 address is the one in its name",
+            ));
+        }
         if !opts.emu.is_default() && parsed.emulated_ip().is_none() {
             return Err(Error::invalid(
                 "ibv_open_device",

@@ -383,6 +383,12 @@ impl CompletionQueue {
     /// `ibv_poll_cq`: up to `wc.len()` completions into `wc`; returns how many. No
     /// allocation, lock or system call. One thread polls a CQ at a time: a concurrent poll
     /// fails with [`Error::Poll`] (`Busy`).
+    ///
+    /// On an emulated device the NIC runs on this machine's CPUs: a busy-poll loop should
+    /// call [`std::thread::yield_now`] when a poll returns 0 (as
+    /// [`CompletionQueue::poll_blocking`] does), or wait on a completion channel. Spinning
+    /// without yielding on a machine with few cores starves the device threads and turns
+    /// microseconds per operation into milliseconds.
     #[inline]
     pub fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
         self.inner

@@ -361,6 +361,7 @@ impl QueuePairBuilder {
             qp,
             state: AtomicU8::new(QpState::Reset as u8),
             qp_type: self.qp_type,
+            sq_sig_all: self.sq_sig_all,
             send_cq: self.send_cq,
             recv_cq: self.recv_cq,
             srq: self.srq,
@@ -536,6 +537,7 @@ pub struct QueuePair {
     qp: Qp,
     state: AtomicU8,
     qp_type: QpType,
+    sq_sig_all: bool,
     send_cq: CompletionQueue,
     recv_cq: CompletionQueue,
     srq: Option<SharedReceiveQueue>,
@@ -758,7 +760,7 @@ impl QueuePair {
             max_rd_atomic: log(q.log_sra_max()),
             max_dest_rd_atomic: log(q.log_rra_max()),
             dgid: crate::Gid(ads.rgid_rip()),
-            sq_sig_all: false,
+            sq_sig_all: self.sq_sig_all,
         })
     }
 
