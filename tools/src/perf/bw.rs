@@ -37,6 +37,7 @@ pub fn wait_poll(
     timeout: Duration,
     what: &str,
 ) -> Result<usize, ToolError> {
+    let mut spins = 0u32;
     loop {
         let n = cq.poll(wc).map_err(rdma::verr)?;
         if n > 0 {
@@ -60,8 +61,19 @@ pub fn wait_poll(
                 .get_cq_event(Some(Duration::from_millis(100)))
                 .map_err(rdma::verr)?;
         } else {
-            std::hint::spin_loop();
+            idle(&mut spins);
         }
+    }
+}
+
+/// Busy-waits a little, then yields the CPU: an emulated device runs on threads of this
+/// process, and on a small machine a pure spin would starve them.
+pub fn idle(spins: &mut u32) {
+    *spins = spins.wrapping_add(1);
+    if *spins % 64 == 0 {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
     }
 }
 

@@ -115,8 +115,7 @@ pub fn run_write(
                 if byte[0] == want {
                     break;
                 }
-                spins += 1;
-                if spins % 1024 == 0 {
+                if spins % 1024 == 1023 {
                     if since.elapsed() > timeout {
                         return Err(ToolError::Timeout(
                             timeout,
@@ -129,7 +128,7 @@ pub fn run_write(
                         break;
                     }
                 }
-                std::hint::spin_loop();
+                super::bw::idle(&mut spins);
             }
         }
         if clock.more(scnt, iters) {

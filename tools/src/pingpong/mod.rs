@@ -225,6 +225,7 @@ impl Pp {
         let (mut rcnt, mut scnt) = (0u32, 0u32);
         let mut last_progress = Instant::now();
         let mut wc = [WorkCompletion::default(); 2];
+        let mut spins = 0u32;
         while rcnt < iters || scnt < iters {
             if let Some(ch) = &self.chan {
                 if ch
@@ -249,7 +250,7 @@ impl Pp {
                         ),
                     ));
                 }
-                std::thread::yield_now();
+                crate::perf::bw::idle(&mut spins);
                 continue;
             }
             last_progress = Instant::now();

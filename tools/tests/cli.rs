@@ -1,0 +1,479 @@
+//! The `rnic` binary end to end: the loopback table, every perf test with its JSON, two
+//! processes over the emulated UDP link (pingpong with `-c` in both roles, write-bw), the
+//! pcap of a run, devinfo, and the error paths (bad flags, no such device, a peer that never
+//! answers).
+//!
+//! Each test uses its own TCP port and its own 127.0.0.x addresses for the emulated devices
+//! (an `emu:<IPv4>` device binds UDP 4791 on its address), so tests run in parallel.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const RNIC: &str = env!("CARGO_BIN_EXE_rnic");
+
+fn rnic(args: &[&str]) -> Output {
+    Command::new(RNIC)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rnic")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rnic-tools-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// The numeric rows of a perftest table (lines starting with a size).
+fn rows(out: &str) -> Vec<Vec<f64>> {
+    out.lines()
+        .filter(|l| {
+            l.trim_start()
+                .split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<u64>().is_ok())
+        })
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|w| w.parse::<f64>().ok())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn write_bw_loopback_prints_the_table() {
+    let o = rnic(&["write-bw", "--loopback", "-n", "300", "--timeout", "20"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("RDMA_Write BW Test"), "{out}");
+    assert!(out.contains(
+        " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]"
+    ));
+    assert!(out.contains(" local address: LID 0000 QPN "), "{out}");
+    assert!(out.contains(" GID: 00:00:00:00:00:00:00:00:00:00:255:255:192:00:02:02"));
+    let r = rows(&out);
+    assert_eq!(r.len(), 1, "{out}");
+    assert_eq!(r[0].len(), 5);
+    assert_eq!((r[0][0], r[0][1]), (65536.0, 300.0));
+    assert!(r[0][2] > 0.0 && r[0][3] > 0.0 && r[0][4] > 0.0, "{out}");
+    assert!(r[0][2] >= r[0][3] * 0.99, "peak below average: {out}");
+}
+
+#[test]
+fn every_perf_test_in_loopback_with_json() {
+    for (cmd, size) in [
+        ("write-bw", 4096u64),
+        ("read-bw", 4096),
+        ("send-bw", 4096),
+        ("atomic-bw", 8),
+        ("write-lat", 2),
+        ("read-lat", 2),
+        ("send-lat", 2),
+        ("atomic-lat", 8),
+    ] {
+        let json = tmp(&format!("{cmd}.json"));
+        let size_s = size.to_string();
+        let o = rnic(&[
+            cmd,
+            "--loopback",
+            "-n",
+            "100",
+            "-s",
+            &size_s,
+            "--timeout",
+            "20",
+            "--out_json_file",
+            json.to_str().unwrap(),
+        ]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{cmd}: {out}\n{err}");
+        let r = rows(&out);
+        assert_eq!(r.len(), 1, "{cmd}: {out}");
+        assert_eq!(r[0][0], size as f64, "{cmd}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let res = &v["results"];
+        assert_eq!(res["MsgSize"], size, "{cmd}: {v}");
+        if cmd.ends_with("-bw") {
+            assert!(out.contains("BW peak[MiB/sec]"), "{cmd}");
+            assert_eq!(res["n_iterations"], 100, "{cmd}");
+            assert!(res["BW_average"].as_f64().unwrap() > 0.0, "{cmd}: {v}");
+            assert!(res["MsgRate"].as_f64().unwrap() > 0.0, "{cmd}: {v}");
+        } else {
+            assert!(out.contains("t_typical[usec]"), "{cmd}");
+            let (min, typ, max) = (
+                res["t_min"].as_f64().unwrap(),
+                res["t_typical"].as_f64().unwrap(),
+                res["t_max"].as_f64().unwrap(),
+            );
+            assert!(min > 0.0 && min <= typ && typ <= max, "{cmd}: {v}");
+        }
+        assert!(v["test_info"]["test"].as_str().unwrap().ends_with("_Test"));
+    }
+}
+
+#[test]
+fn sweep_draws_a_plot() {
+    let svg = tmp("sweep.svg");
+    let o = rnic(&[
+        "write-bw",
+        "--loopback",
+        "-a",
+        "-n",
+        "20",
+        "--plot",
+        svg.to_str().unwrap(),
+        "--timeout",
+        "20",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let r = rows(&out);
+    assert_eq!(r.len(), 23, "{out}");
+    assert_eq!(r[0][0], 2.0);
+    assert_eq!(r[22][0], 8388608.0);
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+    assert_eq!(s.matches("<circle").count(), 23);
+}
+
+/// Runs a server and then a client of the same command; returns both outputs.
+fn pair(server: &[&str], client: &[&str]) -> (Output, Output) {
+    let srv = Command::new(RNIC)
+        .args(server)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+    // The client retries refused connections, so no sleep is needed; a short one keeps
+    // the log order readable.
+    std::thread::sleep(Duration::from_millis(100));
+    let c = rnic(client);
+    let s = srv.wait_with_output().expect("server output");
+    (s, c)
+}
+
+fn pingpong_both_roles(cmd: &str, port_base: u16, a: &str, b: &str) {
+    for (i, (srv_ip, cli_ip)) in [(a, b), (b, a)].into_iter().enumerate() {
+        let port = (port_base + i as u16).to_string();
+        let sd = format!("emu:{srv_ip}");
+        let cd = format!("emu:{cli_ip}");
+        let common = ["-c", "-n", "200", "-p", &port, "--timeout", "20"];
+        let mut sa = vec![cmd, "-d", &sd];
+        sa.extend_from_slice(&common);
+        let mut ca = vec![cmd, "-d", &cd];
+        ca.extend_from_slice(&common);
+        ca.push("127.0.0.1");
+        let (s, c) = pair(&sa, &ca);
+        let ((so, se), (co, ce)) = (text(&s), text(&c));
+        assert!(s.status.success(), "server: {so}\n{se}\nclient: {co}\n{ce}");
+        assert!(c.status.success(), "client: {co}\n{ce}\nserver: {so}\n{se}");
+        for (o, me, peer) in [(&so, srv_ip, cli_ip), (&co, cli_ip, srv_ip)] {
+            assert!(
+                o.contains(&format!("GID ::ffff:{me}"))
+                    && o.contains(&format!("GID ::ffff:{peer}")),
+                "{o}"
+            );
+            assert!(o.contains("  remote address: LID 0x0000, QPN 0x"), "{o}");
+            assert!(o.contains(" iters in "), "{o}");
+            assert!(!o.contains("invalid data"), "{o}");
+        }
+        let size = if cmd == "rc-pingpong" { 4096 } else { 1024 };
+        assert!(
+            co.contains(&format!("{} bytes in ", size * 200 * 2)),
+            "{co}"
+        );
+    }
+}
+
+#[test]
+fn rc_pingpong_two_processes_both_roles_with_check() {
+    pingpong_both_roles("rc-pingpong", 18711, "127.0.0.11", "127.0.0.12");
+}
+
+#[test]
+fn ud_pingpong_two_processes_both_roles_with_check() {
+    pingpong_both_roles("ud-pingpong", 18721, "127.0.0.21", "127.0.0.22");
+}
+
+#[test]
+fn write_bw_two_processes_and_pcap() {
+    let pcap = tmp("write-bw.pcap");
+    let json = tmp("write-bw-2p.json");
+    let (s, c) = pair(
+        &[
+            "write-bw",
+            "-d",
+            "emu:127.0.0.31",
+            "-p",
+            "18731",
+            "-n",
+            "200",
+            "-s",
+            "8192",
+            "--timeout",
+            "20",
+            "--pcap",
+            pcap.to_str().unwrap(),
+        ],
+        &[
+            "write-bw",
+            "-d",
+            "emu:127.0.0.32",
+            "-p",
+            "18731",
+            "-n",
+            "200",
+            "-s",
+            "8192",
+            "--timeout",
+            "20",
+            "--out_json_file",
+            json.to_str().unwrap(),
+            "127.0.0.1",
+        ],
+    );
+    let ((so, se), (co, ce)) = (text(&s), text(&c));
+    assert!(
+        s.status.success() && c.status.success(),
+        "{so}{se}\n{co}{ce}"
+    );
+    let (rs, rc) = (rows(&so), rows(&co));
+    assert_eq!(rs.len(), 1, "{so}");
+    assert_eq!(rc.len(), 1, "{co}");
+    // The server prints the client's result, exchanged over TCP.
+    assert_eq!(rs[0], rc[0]);
+    assert!(so.contains("* Waiting for client to connect... *"));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["results"]["n_iterations"], 200);
+    // The capture holds RoCE v2 frames; tshark (when installed) finds none malformed.
+    let bytes = std::fs::read(&pcap).unwrap();
+    assert!(bytes.len() > 200 * 8192, "pcap of {} bytes", bytes.len());
+    match Command::new("tshark")
+        .args([
+            "-r",
+            pcap.to_str().unwrap(),
+            "-Y",
+            "_ws.malformed || _ws.expert.severity == error",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ])
+        .output()
+    {
+        Ok(o) if o.status.success() => {
+            let bad = String::from_utf8_lossy(&o.stdout);
+            assert!(bad.trim().is_empty(), "malformed frames: {bad}");
+            let all = Command::new("tshark")
+                .args(["-r", pcap.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let t = String::from_utf8_lossy(&all.stdout);
+            assert!(t.contains("RDMA Write"), "{}", &t[..t.len().min(2000)]);
+        }
+        _ => eprintln!("tshark not available: the pcap was not decoded"),
+    }
+}
+
+#[test]
+fn faults_are_recovered_by_rc() {
+    let (s, c) = pair(
+        &[
+            "rc-pingpong",
+            "-d",
+            "emu:127.0.0.41",
+            "-p",
+            "18741",
+            "-n",
+            "100",
+            "-c",
+            "--timeout",
+            "30",
+            "--emu-faults",
+            "loss=0.05,dup=0.01,reorder=0.01,seed=7",
+        ],
+        &[
+            "rc-pingpong",
+            "-d",
+            "emu:127.0.0.42",
+            "-p",
+            "18741",
+            "-n",
+            "100",
+            "-c",
+            "--timeout",
+            "30",
+            "--emu-faults",
+            "loss=0.05,seed=8",
+            "127.0.0.1",
+        ],
+    );
+    let ((so, se), (co, ce)) = (text(&s), text(&c));
+    assert!(
+        s.status.success() && c.status.success(),
+        "{so}{se}\n{co}{ce}"
+    );
+    assert!(co.contains("100 iters in"), "{co}");
+}
+
+#[test]
+fn devinfo_fields() {
+    let o = rnic(&["devinfo", "-d", "emu0", "-v"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    for want in [
+        "hca_id:\temu0\n",
+        "\ttransport:\t\t\tInfiniBand (0)\n",
+        "\tvendor_id:\t\t\t0x02c9\n",
+        "\tphys_port_cnt:\t\t\t1\n",
+        "\t\tport:\t1\n",
+        "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n",
+        "\t\t\tlink_layer:\t\tEthernet\n",
+        "\tatomic_cap:\t\t\tATOMIC_HCA (1)\n",
+        "\t\t\tGID[  1]:\t\t::ffff:192.0.2.1, RoCE v2\n",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    let o = rnic(&["devinfo", "-l"]);
+    assert!(text(&o).0.contains("HCAs found:\n\temu0\n\temu1\n"));
+    let o = rnic(&["devices"]);
+    let (out, _) = text(&o);
+    assert!(
+        out.starts_with("    device          \t   node GUID\n"),
+        "{out}"
+    );
+    assert!(out.contains("    emu0            \t"), "{out}");
+}
+
+fn one_line_error(o: &Output) -> String {
+    let (out, err) = text(o);
+    assert!(!o.status.success(), "succeeded: {out}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("rnic: no -d given"))
+        .collect();
+    assert_eq!(lines.len(), 1, "not one line: {err:?}");
+    assert!(lines[0].starts_with("rnic: "), "{err}");
+    lines[0].to_string()
+}
+
+#[test]
+fn bad_arguments_are_one_line() {
+    for args in [
+        vec!["write-bw", "--bogus"],
+        vec!["write-bw", "-s", "abc"],
+        vec!["write-bw", "-c", "XY", "--loopback"],
+        vec!["read-bw", "-c", "UD", "--loopback"],
+        vec!["atomic-bw", "-s", "16", "--loopback"],
+        vec!["write-bw", "-m", "1500", "--loopback"],
+        vec!["write-bw", "--plot", "x.svg", "--loopback"],
+        vec!["rc-pingpong", "-m", "100"],
+        vec!["nosuchcommand"],
+        vec!["write-bw", "--emu-faults", "loss=2", "--loopback"],
+    ] {
+        let o = rnic(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {:?}", text(&o));
+        one_line_error(&o);
+    }
+}
+
+#[test]
+fn no_such_device_is_one_line() {
+    for args in [
+        vec!["devinfo", "-d", "mlx5_7"],
+        vec!["devinfo", "-d", "0000:99:00.0"],
+        vec!["devinfo", "-d", "rxe0"],
+        vec!["write-bw", "-d", "mlx5_7", "-p", "18751"],
+    ] {
+        let o = rnic(&args);
+        let l = one_line_error(&o);
+        assert!(l.contains("device"), "{l}");
+    }
+}
+
+#[test]
+fn a_peer_that_never_answers_times_out() {
+    // A TCP server that accepts and then says nothing.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port().to_string();
+    let t = std::thread::spawn(move || {
+        let c = l.accept();
+        std::thread::sleep(Duration::from_secs(5));
+        drop(c);
+    });
+    for cmd in ["rc-pingpong", "write-bw"] {
+        let start = Instant::now();
+        let o = rnic(&[
+            cmd,
+            "-d",
+            "emu:127.0.0.51",
+            "-p",
+            &port,
+            "--timeout",
+            "2",
+            "127.0.0.1",
+        ]);
+        let l = one_line_error(&o);
+        assert!(
+            l.contains("timed out") || l.contains("closed"),
+            "{cmd}: {l}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "{cmd} waited too long"
+        );
+        if cmd == "rc-pingpong" {
+            assert!(l.contains("timed out"), "{l}");
+        }
+    }
+    t.join().unwrap();
+    // Nobody listening: the client gives up after its timeout.
+    let start = Instant::now();
+    let o = rnic(&[
+        "write-lat",
+        "-d",
+        "emu:127.0.0.52",
+        "-p",
+        "18761",
+        "--timeout",
+        "1",
+        "127.0.0.1",
+    ]);
+    let l = one_line_error(&o);
+    assert!(l.contains("couldn't connect"), "{l}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+    // A server nobody connects to gives up too.
+    let o = rnic(&[
+        "send-bw",
+        "-d",
+        "emu:127.0.0.53",
+        "-p",
+        "18762",
+        "--timeout",
+        "1",
+    ]);
+    let l = one_line_error(&o);
+    assert!(l.contains("timed out"), "{l}");
+}
+
+#[test]
+fn port_in_use_is_one_line() {
+    let l = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = l.local_addr().unwrap().port().to_string();
+    let o = rnic(&["rc-pingpong", "-d", "emu:127.0.0.61", "-p", &port]);
+    let line = one_line_error(&o);
+    assert!(line.contains("address in use"), "{line}");
+}
