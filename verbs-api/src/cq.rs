@@ -16,6 +16,11 @@
 //! usual loop (as with `ibv_get_cq_event`): arm the CQ ([`CompletionQueue::req_notify`]), wait
 //! for the fd, take the event, arm again, then poll the CQ empty (arming before polling means a
 //! completion that arrives in between raises a new event).
+//!
+//! There is no `ibv_ack_cq_events`: a CQ cannot be destroyed while a handle to it exists, and
+//! [`CompletionChannel::get_cq_event`] returns one, so there is nothing to count.
+//! A thread blocked in `get_cq_event` without a timeout also looks at the event queue every
+//! 100 ms, a safety net against an interrupt consumed between a drain and the wait.
 
 use crate::error::{Error, Result};
 use crate::wc::as_driver_mut;

@@ -148,3 +148,28 @@ pub use rnic_driver::wr::{PollError, PostErrorKind};
 pub use srq::{SharedReceiveQueue, SrqAttr};
 pub use wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_and_errors_cross_threads() {
+        send_sync::<Context>();
+        send_sync::<ProtectionDomain>();
+        send_sync::<MemoryRegion>();
+        send_sync::<CompletionQueue>();
+        send_sync::<CompletionChannel>();
+        send_sync::<QueuePair>();
+        send_sync::<SharedReceiveQueue>();
+        send_sync::<AddressHandle>();
+        send_sync::<WorkCompletion>();
+        send_sync::<Error>();
+        fn boxed(e: Error) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            Box::new(e)
+        }
+        let _ = boxed;
+    }
+}
