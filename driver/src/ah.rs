@@ -56,7 +56,11 @@ impl AddressHandle {
     /// UDP source port given, the port is the flow label's (or 0xC000 with flow label 0).
     pub fn new(pd: &Arc<Pd>, av: &AddressVector) -> Result<AddressHandle, DriverError> {
         let hca = pd.hca();
-        if !hca.gids().iter().any(|g| g.index == u16::from(av.sgid_index)) {
+        if !hca
+            .gids()
+            .iter()
+            .any(|g| g.index == u16::from(av.sgid_index))
+        {
             return Err(DriverError::InvalidArgument(format!(
                 "address handle: GID index {} is not programmed",
                 av.sgid_index

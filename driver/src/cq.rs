@@ -40,13 +40,15 @@ use crate::error::DriverError;
 use crate::hca::Hca;
 use crate::qp::QpShared;
 use crate::wr::{BadCqe, PollError, WcFlags, WcOpcode, WcStatus, WorkCompletion};
+use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{CreateCqIn, DestroyCqIn, QueryCqIn};
 use rnic_hw_regs::cqe::{CQE_OP_OWN_INIT, CQE_SIZE};
 use rnic_hw_regs::ctx::Cqc;
-use rnic_hw_regs::doorbell::{CQ_ARM_WORD_INIT, CqArmCmd, UAR_CQ_ARM, cq_arm_doorbell, cq_arm_word};
+use rnic_hw_regs::doorbell::{
+    CQ_ARM_WORD_INIT, CqArmCmd, UAR_CQ_ARM, cq_arm_doorbell, cq_arm_word,
+};
 use rnic_hw_regs::eqe::EqeEvent;
 use rnic_hw_regs::wqe::SendOpcode;
-use rnic_hw_regs::DmaRegion;
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
@@ -102,14 +104,18 @@ impl CompChannel {
     /// the EQ; waits up to `timeout` for the interrupt when none is pending. Returns how
     /// many CQ numbers were written (events beyond `cqns.len()` stay queued).
     pub fn wait(&self, timeout: Duration, cqns: &mut [u32]) -> Result<usize, DriverError> {
-        let n = self.drain(cqns);
-        if n > 0 || cqns.is_empty() {
-            return Ok(n);
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let n = self.drain(cqns);
+            if n > 0 || cqns.is_empty() {
+                return Ok(n);
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            // An interrupt counted for events already drained wakes us early: go round.
+            if left.is_zero() || !self.hca.bus().wait_irq(self.vector, left)? {
+                return Ok(0);
+            }
         }
-        if !self.hca.bus().wait_irq(self.vector, timeout)? {
-            return Ok(0);
-        }
-        Ok(self.drain(cqns))
     }
 
     fn drain(&self, cqns: &mut [u32]) -> usize {
@@ -217,7 +223,10 @@ impl Cq {
         let base = buf.vaddr.as_ptr();
         for i in 0..1usize << log_size {
             // SAFETY: `i * 64 + 63 < ring <= buf.len`; volatile, no reference.
-            unsafe { base.add(i * CQE_SIZE + CQE_SIZE - 1).write_volatile(CQE_OP_OWN_INIT) };
+            unsafe {
+                base.add(i * CQE_SIZE + CQE_SIZE - 1)
+                    .write_volatile(CQE_OP_OWN_INIT)
+            };
         }
         // SAFETY: `ring` is 64-byte aligned and `ring + 8 <= buf.len`.
         let dbrec = unsafe { base.add(ring) };
@@ -520,7 +529,10 @@ impl Cq {
         let r = self.hca.cmdq().exec(&i, &[], &mut []);
         match &r {
             Err(e) if !e.device_answered() => {
-                log::warn!("DESTROY_CQ {:#x} did not complete: its buffer is leaked", self.cqn);
+                log::warn!(
+                    "DESTROY_CQ {:#x} did not complete: its buffer is leaked",
+                    self.cqn
+                );
                 let _ = self.buf.take().map(std::mem::forget);
             }
             _ => {
@@ -631,7 +643,8 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
                 wc.byte_len = byte_cnt;
             }
             wc.wr_id = slot.wr_id.load(Ordering::Relaxed);
-            sq.ci.store(u32::from((meta >> 16) as u16), Ordering::Release);
+            sq.ci
+                .store(u32::from((meta >> 16) as u16), Ordering::Release);
             Ok(wc)
         }
         0x1..=0x4 | 0xE => {
@@ -697,7 +710,10 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             if let Some(srq) = &a.shared.srq {
                 srq.free(counter);
             } else if let Some(rq) = &a.shared.rq {
-                rq.ci.store(rq.ci.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+                rq.ci.store(
+                    rq.ci.load(Ordering::Relaxed).wrapping_add(1),
+                    Ordering::Release,
+                );
             }
             Ok(wc)
         }

@@ -99,7 +99,9 @@ impl Mr {
     /// Allocates `len` zeroed bytes (4 KiB aligned) and registers them with `access`.
     pub fn alloc(pd: &Arc<Pd>, len: usize, access: Access) -> Result<Mr, DriverError> {
         if len == 0 {
-            return Err(DriverError::InvalidArgument("memory region of 0 bytes".into()));
+            return Err(DriverError::InvalidArgument(
+                "memory region of 0 bytes".into(),
+            ));
         }
         let layout = Layout::from_size_align(len.next_multiple_of(PAGE), PAGE)
             .map_err(|_| DriverError::InvalidArgument(format!("region of {len} bytes")))?;
@@ -138,7 +140,9 @@ impl Mr {
         let ptr = NonNull::new(addr)
             .ok_or_else(|| DriverError::InvalidArgument("null region address".into()))?;
         if len == 0 {
-            return Err(DriverError::InvalidArgument("memory region of 0 bytes".into()));
+            return Err(DriverError::InvalidArgument(
+                "memory region of 0 bytes".into(),
+            ));
         }
         let hca = pd.hca();
         let bus = hca.bus();
@@ -249,7 +253,9 @@ impl Mr {
     /// outside the region.
     pub fn write(&self, offset: usize, data: &[u8]) {
         assert!(
-            offset.checked_add(data.len()).is_some_and(|e| e <= self.len),
+            offset
+                .checked_add(data.len())
+                .is_some_and(|e| e <= self.len),
             "write of {} bytes at {offset} outside a region of {}",
             data.len(),
             self.len

@@ -133,7 +133,9 @@ impl Qp {
         let (opcode, imm, raddr, atomic) = match wr.op {
             SendOp::Send => (SendOpcode::Send, 0, None, None),
             SendOp::SendImm { imm } => (SendOpcode::SendImm, imm, None, None),
-            SendOp::SendInv { rkey } if t == QpType::Rc => (SendOpcode::SendInval, rkey, None, None),
+            SendOp::SendInv { rkey } if t == QpType::Rc => {
+                (SendOpcode::SendInval, rkey, None, None)
+            }
             SendOp::Write { raddr, rkey } if t != QpType::Ud => {
                 (SendOpcode::RdmaWrite, 0, Some((raddr, rkey)), None)
             }
@@ -185,7 +187,8 @@ impl Qp {
                         len += u64::from(s.len);
                     }
                 }
-                if atomic.is_some() && (len != 8 || sgl.iter().filter(|s| s.len != 0).count() != 1) {
+                if atomic.is_some() && (len != 8 || sgl.iter().filter(|s| s.len != 0).count() != 1)
+                {
                     return Err(E::AtomicNeeds8Bytes);
                 }
             }
@@ -279,7 +282,8 @@ impl Qp {
             u64::from(pi) | (u64::from(next) << 16) | (u64::from(opcode as u8) << 32),
             Ordering::Relaxed,
         );
-        slot.len.store(len.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
+        slot.len
+            .store(len.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
         Ok((nbb, ctrl))
     }
 
@@ -364,7 +368,10 @@ pub(crate) fn write_recv(base: *mut u8, max: usize, sgl: &[Sge]) -> Result<u64, 
         }
         // SAFETY: `i < max`: the entry is inside the WQE (caller's contract on `base`).
         unsafe {
-            write_be64(base.add(i * 16), (u64::from(s.len) << 32) | u64::from(s.lkey));
+            write_be64(
+                base.add(i * 16),
+                (u64::from(s.len) << 32) | u64::from(s.lkey),
+            );
             write_be64(base.add(i * 16 + 8), s.addr);
         }
         len += u64::from(s.len);

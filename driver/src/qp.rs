@@ -36,14 +36,14 @@ use crate::error::DriverError;
 use crate::pd::Pd;
 use crate::srq::{Srq, SrqShared};
 use crate::wr::Access;
+use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{
     CreateQpIn, DestroyQpIn, Init2RtrQpIn, Qp2ErrIn, Qp2RstIn, QueryQpIn, Rst2InitQpIn,
     Rtr2RtsQpIn, Rts2RtsQpIn,
 };
-use rnic_hw_regs::ctx::{Ads, QpSt, Qpc, opt_param};
 pub use rnic_hw_regs::ctx::QpState;
+use rnic_hw_regs::ctx::{Ads, QpSt, Qpc, opt_param};
 use rnic_hw_regs::wqe::{DS_SIZE, WQEBB, inline_seg_ds};
-use rnic_hw_regs::DmaRegion;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -550,7 +550,12 @@ impl Qp {
     pub fn to_init(&self, a: &InitAttr) -> Result<(), DriverError> {
         const T: &str = "RST2INIT";
         if a.port != 1 {
-            return Err(attr_err(self.qpn, T, "port_num", format!("port {} (the device has port 1)", a.port)));
+            return Err(attr_err(
+                self.qpn,
+                T,
+                "port_num",
+                format!("port {} (the device has port 1)", a.port),
+            ));
         }
         let mut i = Rst2InitQpIn::new_cmd();
         i.set_qpn(self.qpn);
@@ -559,11 +564,18 @@ impl Qp {
         q.primary_address_path_mut().set_vhca_port_num(1);
         q.primary_address_path_mut().set_pkey_index(a.pkey_index);
         if self.qp_type == QpType::Ud {
-            let qkey = a.qkey.ok_or_else(|| attr_err(self.qpn, T, "qkey", "required on UD QPs".into()))?;
+            let qkey = a
+                .qkey
+                .ok_or_else(|| attr_err(self.qpn, T, "qkey", "required on UD QPs".into()))?;
             q.set_q_key(qkey);
         } else {
             if a.access.contains(Access::REMOTE_ATOMIC) && self.qp_type == QpType::Uc {
-                return Err(attr_err(self.qpn, T, "qp_access_flags", "remote atomic on a UC QP".into()));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "qp_access_flags",
+                    "remote atomic on a UC QP".into(),
+                ));
             }
             q.set_rre(a.access.contains(Access::REMOTE_READ));
             q.set_rwe(a.access.contains(Access::REMOTE_WRITE));
@@ -578,16 +590,41 @@ impl Qp {
     }
 
     /// Fills an address path from an address vector.
-    fn fill_ads(&self, t: &'static str, ads: &mut Ads, av: &AddressVector, dest_qpn: u32) -> Result<(), DriverError> {
+    fn fill_ads(
+        &self,
+        t: &'static str,
+        ads: &mut Ads,
+        av: &AddressVector,
+        dest_qpn: u32,
+    ) -> Result<(), DriverError> {
         let hca = self.pd.hca();
-        if !hca.gids().iter().any(|g| g.index == u16::from(av.sgid_index)) {
-            return Err(attr_err(self.qpn, t, "ah_attr.grh.sgid_index", format!("GID index {} is not programmed", av.sgid_index)));
+        if !hca
+            .gids()
+            .iter()
+            .any(|g| g.index == u16::from(av.sgid_index))
+        {
+            return Err(attr_err(
+                self.qpn,
+                t,
+                "ah_attr.grh.sgid_index",
+                format!("GID index {} is not programmed", av.sgid_index),
+            ));
         }
         if av.flow_label > 0xF_FFFF {
-            return Err(attr_err(self.qpn, t, "ah_attr.grh.flow_label", format!("{:#x} is wider than 20 bits", av.flow_label)));
+            return Err(attr_err(
+                self.qpn,
+                t,
+                "ah_attr.grh.flow_label",
+                format!("{:#x} is wider than 20 bits", av.flow_label),
+            ));
         }
         if av.sl > 7 {
-            return Err(attr_err(self.qpn, t, "ah_attr.sl", format!("{} is wider than 3 bits", av.sl)));
+            return Err(attr_err(
+                self.qpn,
+                t,
+                "ah_attr.sl",
+                format!("{} is wider than 3 bits", av.sl),
+            ));
         }
         ads.set_grh(true);
         ads.set_src_addr_index(av.sgid_index);
@@ -615,23 +652,58 @@ impl Qp {
         let mut i = Init2RtrQpIn::new_cmd();
         i.set_qpn(self.qpn);
         if a.rq_psn > 0xFF_FFFF {
-            return Err(attr_err(self.qpn, T, "rq_psn", format!("{:#x} is wider than 24 bits", a.rq_psn)));
+            return Err(attr_err(
+                self.qpn,
+                T,
+                "rq_psn",
+                format!("{:#x} is wider than 24 bits", a.rq_psn),
+            ));
         }
         if a.min_rnr_timer > 31 {
-            return Err(attr_err(self.qpn, T, "min_rnr_timer", format!("{} is wider than 5 bits", a.min_rnr_timer)));
+            return Err(attr_err(
+                self.qpn,
+                T,
+                "min_rnr_timer",
+                format!("{} is wider than 5 bits", a.min_rnr_timer),
+            ));
         }
         let q = i.qpc_mut();
         q.set_next_rcv_psn(a.rq_psn);
         if self.qp_type != QpType::Ud {
-            let mtu = a.path_mtu.ok_or_else(|| attr_err(self.qpn, T, "path_mtu", "required on connected QPs".into()))?;
-            let dest = a.dest_qpn.ok_or_else(|| attr_err(self.qpn, T, "dest_qp_num", "required on connected QPs".into()))?;
+            let mtu = a.path_mtu.ok_or_else(|| {
+                attr_err(self.qpn, T, "path_mtu", "required on connected QPs".into())
+            })?;
+            let dest = a.dest_qpn.ok_or_else(|| {
+                attr_err(
+                    self.qpn,
+                    T,
+                    "dest_qp_num",
+                    "required on connected QPs".into(),
+                )
+            })?;
             if dest == 0 || dest > 0xFF_FFFF {
-                return Err(attr_err(self.qpn, T, "dest_qp_num", format!("{dest:#x} is not a QP number")));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "dest_qp_num",
+                    format!("{dest:#x} is not a QP number"),
+                ));
             }
-            let av = a.av.ok_or_else(|| attr_err(self.qpn, T, "ah_attr", "required on connected QPs".into()))?;
+            let av = a.av.ok_or_else(|| {
+                attr_err(self.qpn, T, "ah_attr", "required on connected QPs".into())
+            })?;
             let rra = log2_ceil(u32::from(a.max_dest_rd_atomic.max(1)));
             if self.qp_type == QpType::Rc && rra > g.log_max_ra_res_qp() {
-                return Err(attr_err(self.qpn, T, "max_dest_rd_atomic", format!("{} exceeds the device's {}", a.max_dest_rd_atomic, 1u32 << g.log_max_ra_res_qp())));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "max_dest_rd_atomic",
+                    format!(
+                        "{} exceeds the device's {}",
+                        a.max_dest_rd_atomic,
+                        1u32 << g.log_max_ra_res_qp()
+                    ),
+                ));
             }
             q.set_mtu(mtu as u8);
             q.set_log_msg_max(g.log_max_msg());
@@ -652,7 +724,12 @@ impl Qp {
         let hca = self.pd.hca();
         let g = &hca.caps().general;
         if a.sq_psn > 0xFF_FFFF {
-            return Err(attr_err(self.qpn, T, "sq_psn", format!("{:#x} is wider than 24 bits", a.sq_psn)));
+            return Err(attr_err(
+                self.qpn,
+                T,
+                "sq_psn",
+                format!("{:#x} is wider than 24 bits", a.sq_psn),
+            ));
         }
         let mut i = Rtr2RtsQpIn::new_cmd();
         i.set_qpn(self.qpn);
@@ -660,17 +737,41 @@ impl Qp {
         q.set_next_send_psn(a.sq_psn);
         if self.qp_type == QpType::Rc {
             if a.timeout > 31 {
-                return Err(attr_err(self.qpn, T, "timeout", format!("{} is wider than 5 bits", a.timeout)));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "timeout",
+                    format!("{} is wider than 5 bits", a.timeout),
+                ));
             }
             if a.retry_cnt > 7 {
-                return Err(attr_err(self.qpn, T, "retry_cnt", format!("{} is wider than 3 bits", a.retry_cnt)));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "retry_cnt",
+                    format!("{} is wider than 3 bits", a.retry_cnt),
+                ));
             }
             if a.rnr_retry > 7 {
-                return Err(attr_err(self.qpn, T, "rnr_retry", format!("{} is wider than 3 bits", a.rnr_retry)));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "rnr_retry",
+                    format!("{} is wider than 3 bits", a.rnr_retry),
+                ));
             }
             let sra = log2_ceil(u32::from(a.max_rd_atomic.max(1)));
             if sra > g.log_max_ra_req_qp() {
-                return Err(attr_err(self.qpn, T, "max_rd_atomic", format!("{} exceeds the device's {}", a.max_rd_atomic, 1u32 << g.log_max_ra_req_qp())));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "max_rd_atomic",
+                    format!(
+                        "{} exceeds the device's {}",
+                        a.max_rd_atomic,
+                        1u32 << g.log_max_ra_req_qp()
+                    ),
+                ));
             }
             q.set_log_sra_max(if a.max_rd_atomic == 0 { 0 } else { sra });
             q.set_retry_count(a.retry_cnt);
@@ -699,28 +800,48 @@ impl Qp {
         }
         if let Some(t) = a.min_rnr_timer {
             if t > 31 {
-                return Err(attr_err(self.qpn, T, "min_rnr_timer", format!("{t} is wider than 5 bits")));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "min_rnr_timer",
+                    format!("{t} is wider than 5 bits"),
+                ));
             }
             q.set_min_rnr_nak(t);
             mask |= opt_param::RNR_TIMEOUT;
         }
         if let Some(t) = a.timeout {
             if t > 31 {
-                return Err(attr_err(self.qpn, T, "timeout", format!("{t} is wider than 5 bits")));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "timeout",
+                    format!("{t} is wider than 5 bits"),
+                ));
             }
             q.primary_address_path_mut().set_ack_timeout(t);
             mask |= opt_param::ACK_TIMEOUT;
         }
         if let Some(r) = a.retry_cnt {
             if r > 7 {
-                return Err(attr_err(self.qpn, T, "retry_cnt", format!("{r} is wider than 3 bits")));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "retry_cnt",
+                    format!("{r} is wider than 3 bits"),
+                ));
             }
             q.set_retry_count(r);
             mask |= opt_param::RETRY_COUNT;
         }
         if let Some(r) = a.rnr_retry {
             if r > 7 {
-                return Err(attr_err(self.qpn, T, "rnr_retry", format!("{r} is wider than 3 bits")));
+                return Err(attr_err(
+                    self.qpn,
+                    T,
+                    "rnr_retry",
+                    format!("{r} is wider than 3 bits"),
+                ));
             }
             q.set_rnr_retry(r);
             mask |= opt_param::RNR_RETRY;
@@ -748,11 +869,15 @@ impl Qp {
     /// thread posts to the QP.
     pub fn to_reset(&self) -> Result<(), DriverError> {
         if self.send_claim.swap(true, Ordering::Acquire) {
-            return Err(DriverError::InvalidArgument("QP reset while posting sends".into()));
+            return Err(DriverError::InvalidArgument(
+                "QP reset while posting sends".into(),
+            ));
         }
         if self.recv_claim.swap(true, Ordering::Acquire) {
             self.send_claim.store(false, Ordering::Release);
-            return Err(DriverError::InvalidArgument("QP reset while posting receives".into()));
+            return Err(DriverError::InvalidArgument(
+                "QP reset while posting receives".into(),
+            ));
         }
         let mut i = Qp2RstIn::new_cmd();
         i.set_qpn(self.qpn);
@@ -807,7 +932,10 @@ impl Qp {
         }
         match &r {
             Err(e) if !e.device_answered() => {
-                log::warn!("DESTROY_QP {:#x} did not complete: its buffer is leaked", self.qpn);
+                log::warn!(
+                    "DESTROY_QP {:#x} did not complete: its buffer is leaked",
+                    self.qpn
+                );
                 let _ = self.buf.take().map(std::mem::forget);
             }
             _ => {
