@@ -37,8 +37,7 @@ fn tmp(name: &str) -> PathBuf {
 fn rows(out: &str) -> Vec<Vec<f64>> {
     out.lines()
         .filter(|l| {
-            l.trim_start()
-                .split_whitespace()
+            l.split_whitespace()
                 .next()
                 .is_some_and(|w| w.parse::<u64>().is_ok())
         })
