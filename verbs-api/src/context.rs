@@ -26,6 +26,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 /// reused round-robin beyond that).
 const VFIO_IRQ_VECTORS: u16 = 16;
 
+/// Asynchronous events kept for `get_async_event` at most (the oldest are dropped).
+const MAX_ASYNC_EVENTS: usize = 4096;
+
 /// How long an open waits for a device of the same name that is being closed.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -62,6 +65,7 @@ pub(crate) struct DeviceHandle {
     neighbors: Mutex<HashMap<Gid, [u8; 6]>>,
     faults: Option<FaultConfig>,
     fault_stats: Mutex<Option<Arc<FaultStats>>>,
+    events: Mutex<std::collections::VecDeque<crate::AsyncEvent>>,
 }
 
 /// What an open device consists of.
@@ -341,6 +345,39 @@ impl Context {
         self.inner.core.emu.as_ref().map(Device::counters)
     }
 
+    /// `ibv_get_async_event`: the next asynchronous event (CQ overrun, QP and SRQ errors,
+    /// port changes), waiting up to `timeout` (`Duration::ZERO`: just look). The device's
+    /// event queue is polled (every millisecond while waiting); firmware page requests that
+    /// arrive there are served on the way. Handles of one device share its events.
+    pub fn get_async_event(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Option<crate::AsyncEvent>> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(e) = lock(&self.inner.events).pop_front() {
+                return Ok(Some(e));
+            }
+            let evs = self
+                .hca()
+                .process_events()
+                .map_err(Error::driver("ibv_get_async_event"))?;
+            let mut q = lock(&self.inner.events);
+            q.extend(evs.iter().filter_map(crate::AsyncEvent::from_eqe));
+            // Nobody may be reading them: keep the newest few thousand.
+            let excess = q.len().saturating_sub(MAX_ASYNC_EVENTS);
+            q.drain(..excess);
+            if let Some(e) = q.pop_front() {
+                return Ok(Some(e));
+            }
+            drop(q);
+            if std::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// What the fault injector of an emulated device opened with faults did so far.
     pub fn fault_counters(&self) -> Option<FaultCounters> {
         lock(&self.inner.fault_stats).as_ref().map(|s| s.snapshot())
@@ -593,6 +630,7 @@ impl DeviceHandle {
             neighbors: Mutex::new(HashMap::new()),
             faults: None,
             fault_stats: Mutex::new(None),
+            events: Mutex::new(std::collections::VecDeque::new()),
         }
     }
 }

@@ -118,6 +118,7 @@ mod context;
 mod cq;
 pub mod device;
 mod error;
+mod event;
 mod mr;
 mod pd;
 mod qp;
@@ -138,6 +139,7 @@ pub use device::{
     node_guid_from_mac,
 };
 pub use error::{Error, Result};
+pub use event::AsyncEvent;
 pub use mr::{AccessFlags, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{
