@@ -31,26 +31,6 @@ impl EmuOpts {
         Ok(EmuOpts { pcap, faults })
     }
 
-    /// A copy whose pcap file name has `suffix` added before the extension (for the second
-    /// device of a loopback run, which writes its own capture).
-    pub fn with_pcap_suffix(&self, suffix: &str) -> EmuOpts {
-        let pcap = self.pcap.as_ref().map(|p| {
-            let stem = p
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let ext = p
-                .extension()
-                .map(|e| format!(".{}", e.to_string_lossy()))
-                .unwrap_or_default();
-            p.with_file_name(format!("{stem}{suffix}{ext}"))
-        });
-        EmuOpts {
-            pcap,
-            faults: self.faults.clone(),
-        }
-    }
-
     fn is_default(&self) -> bool {
         self.pcap.is_none() && self.faults.is_none()
     }

@@ -407,9 +407,15 @@ impl Comm {
     }
 
     /// Step 7: the closing hand shake and "done".
-    pub fn close(mut self, mine: &PerfDest) -> Result<(), ToolError> {
+    pub fn close(self, mine: &PerfDest) -> Result<(), ToolError> {
         let t = self.timeout;
-        self.hand_shake(mine, t)?;
+        self.close_within(mine, t)
+    }
+
+    /// [`Comm::close`] waiting up to `timeout` for the peer's last hand shake (a server that
+    /// closes while its client still runs).
+    pub fn close_within(mut self, mine: &PerfDest, timeout: Duration) -> Result<(), ToolError> {
+        self.hand_shake(mine, timeout)?;
         // The peer writes "done" and closes without reading ours: errors here are harmless.
         let _ = self.stream.write_all(b"done\0");
         Ok(())

@@ -443,7 +443,7 @@ pub fn side(p: &SideParams, tcp: Tcp) -> Result<(), ToolError> {
                         p.out.put(&format!("{RESULT_LINE}\n"));
                         comm.close(&mine[0])?;
                     } else {
-                        comm.close(&mine[0])?;
+                        comm.close_within(&mine[0], long)?;
                         p.out.put(&format!("{RESULT_LINE}\n"));
                     }
                 }
@@ -542,22 +542,27 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
             .map_err(|e| ToolError::io("loopback listener", e))?
             .port();
         let buf = Arc::new(Mutex::new(String::new()));
+        // emu0's capture holds both directions of the pair's link.
         let mut sp = params(
             "emu0".into(),
             None,
             port,
             Out::Buffer(buf.clone()),
-            emu.with_pcap_suffix("-emu0"),
+            emu.clone(),
         );
         sp.json = None;
         sp.plot = None;
         let server = std::thread::spawn(move || side(&sp, Tcp::Listen(l)));
+        let client_emu = EmuOpts {
+            pcap: None,
+            faults: emu.faults.clone(),
+        };
         let cp = params(
             "emu1".into(),
             Some("127.0.0.1".into()),
             port,
             Out::Stdout,
-            emu.with_pcap_suffix("-emu1"),
+            client_emu,
         );
         let cr = side(&cp, Tcp::Connect("127.0.0.1".into()));
         let sr = server
