@@ -123,9 +123,7 @@ fn dest_gid(frame: &[u8]) -> Option<[u8; 16]> {
 
 /// Whether `gid` is one of the device's RoCE v2 GIDs.
 fn is_own_gid(ctx: &Ctx<'_>, gid: &[u8; 16]) -> bool {
-    ctx.st.res.gids.iter().flatten().any(|e| {
-        e.roce_version() == rnic_hw_regs::ctx::ROCE_VERSION_2 && e.source_l3_address() == *gid
-    })
+    ctx.st.res.own_v2_gids.contains(gid)
 }
 
 /// Sends a frame: looped back when it is for this device, else onto the link.
@@ -299,7 +297,7 @@ mod tests {
             let mut gid = RoceAddrLayout::default();
             gid.set_source_l3_address(crate::transport::tests_gid([10, 0, 0, 1]));
             gid.set_roce_version(ROCE_VERSION_2);
-            ctx.st.res.gids[0] = Some(gid);
+            ctx.st.res.set_gid(0, Some(gid));
             ctx.st.port.link = Box::new(Recorder::default());
             transmit(ctx, frame(Ipv4Addr::new(10, 0, 0, 1)));
             transmit(ctx, frame(Ipv4Addr::new(10, 0, 0, 2)));

@@ -49,6 +49,6 @@ pub(super) fn set_roce_address(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResul
         ensure(a.roce_version() <= 2, CmdStatus::BadParam, syn::GID_VERSION)?;
         ensure(a.roce_l3_type() <= 1, CmdStatus::BadParam, syn::GID_L3_TYPE)?;
     }
-    ctx.st.res.gids[idx] = (!empty).then_some(a);
+    ctx.st.res.set_gid(idx, (!empty).then_some(a));
     Ok(())
 }

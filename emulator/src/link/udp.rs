@@ -303,7 +303,7 @@ pub(crate) fn solve_ip_id(ip_pkt: &mut [u8]) -> bool {
         }
         if v.0 != 0 {
             rows.push(v);
-            rows.sort_by(|a, b| b.0.cmp(&a.0));
+            rows.sort_by_key(|r| std::cmp::Reverse(r.0));
         }
     }
     let mut target = want ^ base;

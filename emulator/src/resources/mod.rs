@@ -183,10 +183,27 @@ pub(crate) struct Resources {
     pub srqs: Table<Srq>,
     /// The RoCE GID table (SET/QUERY_ROCE_ADDRESS), by index.
     pub gids: Vec<Option<RoceAddrLayout>>,
+    /// The addresses of the RoCE v2 entries of `gids` (what the port answers to), kept in
+    /// step by [`Resources::set_gid`].
+    pub own_v2_gids: Vec<[u8; 16]>,
     pub vport: Vport,
 }
 
 impl Resources {
+    /// Sets GID table entry `idx` and refreshes [`Resources::own_v2_gids`].
+    pub(crate) fn set_gid(&mut self, idx: usize, entry: Option<RoceAddrLayout>) {
+        if let Some(slot) = self.gids.get_mut(idx) {
+            *slot = entry;
+        }
+        self.own_v2_gids = self
+            .gids
+            .iter()
+            .flatten()
+            .filter(|e| e.roce_version() == rnic_hw_regs::ctx::ROCE_VERSION_2)
+            .map(|e| e.source_l3_address())
+            .collect();
+    }
+
     pub(crate) fn new(profile: &crate::Profile) -> Self {
         let n = |log: u8| 1u32 << log.min(24);
         Resources {
@@ -198,6 +215,7 @@ impl Resources {
             qps: Table::new(profile.first_qpn.clamp(2, 0xFF_FFFF), n(profile.log_max_qp)),
             srqs: Table::new(0x40, n(profile.log_max_srq)),
             gids: vec![None; usize::from(profile.gid_table_size)],
+            own_v2_gids: Vec::new(),
             vport: Vport {
                 mac: profile.mac,
                 roce_en: false,
