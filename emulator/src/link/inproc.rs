@@ -2,12 +2,18 @@
 //!
 //! Frames travel in pooled buffers: the receiving end swaps the sender's buffer into the
 //! device's and sends its old buffer back on a return channel, so a steady flow allocates
-//! nothing. Each end wakes the peer device when it sends, so a threaded device runs as soon
-//! as a frame arrives.
+//! nothing (the channels are bounded, array-backed: [`QUEUE_FRAMES`] frames per direction;
+//! a frame sent into a full queue is dropped, as a congested wire drops it, and counted).
+//! Each end wakes the peer device when it sends, so a threaded device runs as soon as a frame
+//! arrives.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crossbeam::channel::{Receiver, Sender, unbounded};
+use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
+
+/// Frames each direction holds before it drops (a 1 MiB READ at MTU 256 is 4096 frames).
+pub const QUEUE_FRAMES: usize = 16384;
 
 use super::{Link, LinkEnv, Waker};
 
@@ -26,16 +32,18 @@ pub struct InProcLink {
     peer: Arc<OnceLock<Waker>>,
     /// Our device's waker slot (the peer wakes it).
     me: Arc<OnceLock<Waker>>,
+    /// Frames dropped because the peer's queue was full (or the peer is gone).
+    dropped: Arc<AtomicU64>,
 }
 
 impl InProcLink {
     /// Two joined ends: what one transmits, the other receives, in order, without loss.
     pub fn pair() -> (InProcLink, InProcLink) {
-        let (ab_tx, ab_rx) = unbounded();
-        let (ba_tx, ba_rx) = unbounded();
+        let (ab_tx, ab_rx) = bounded(QUEUE_FRAMES);
+        let (ba_tx, ba_rx) = bounded(QUEUE_FRAMES);
         // Buffers the A side received go back to B (B transmits A's receives) and vice versa.
-        let (free_to_b_tx, free_to_b_rx) = unbounded();
-        let (free_to_a_tx, free_to_a_rx) = unbounded();
+        let (free_to_b_tx, free_to_b_rx) = bounded(QUEUE_FRAMES);
+        let (free_to_a_tx, free_to_a_rx) = bounded(QUEUE_FRAMES);
         let wa: Arc<OnceLock<Waker>> = Arc::default();
         let wb: Arc<OnceLock<Waker>> = Arc::default();
         let a = InProcLink {
@@ -45,6 +53,7 @@ impl InProcLink {
             free_tx: free_to_b_tx,
             peer: Arc::clone(&wb),
             me: Arc::clone(&wa),
+            dropped: Arc::default(),
         };
         let b = InProcLink {
             tx: ba_tx,
@@ -53,6 +62,7 @@ impl InProcLink {
             free_tx: free_to_a_tx,
             peer: wa,
             me: wb,
+            dropped: Arc::default(),
         };
         (a, b)
     }
@@ -61,6 +71,11 @@ impl InProcLink {
     pub fn pending(&self) -> usize {
         self.rx.len()
     }
+
+    /// Frames this end could not deliver (the peer's queue full, or the peer gone).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
 }
 
 impl Link for InProcLink {
@@ -68,10 +83,16 @@ impl Link for InProcLink {
         let mut b = self.free_rx.try_recv().unwrap_or_default();
         b.clear();
         b.extend_from_slice(frame);
-        // A peer that is gone drops the frame, as an unplugged cable does.
-        if self.tx.send(b).is_ok() {
-            if let Some(w) = self.peer.get() {
-                w.wake();
+        // A peer that is gone drops the frame, as an unplugged cable does; a full queue
+        // drops it as congestion does.
+        match self.tx.try_send(b) {
+            Ok(()) => {
+                if let Some(w) = self.peer.get() {
+                    w.wake();
+                }
+            }
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -81,7 +102,7 @@ impl Link for InProcLink {
             Ok(mut f) => {
                 std::mem::swap(buf, &mut f);
                 f.clear();
-                let _ = self.free_tx.send(f);
+                let _ = self.free_tx.try_send(f);
                 true
             }
             Err(_) => false,
@@ -114,5 +135,6 @@ mod tests {
         assert!(a.free_rx.len() >= 9);
         drop(b);
         a.transmit(&[1]);
+        assert_eq!(a.dropped(), 1, "the peer is gone");
     }
 }
