@@ -24,7 +24,7 @@ use std::sync::Arc;
 use crossbeam::sync::Unparker;
 
 pub use faults::{FaultConfig, FaultCounters, FaultSpecError, FaultStats, FaultyLink};
-pub use inproc::InProcLink;
+pub use inproc::{InProcLink, QUEUE_FRAMES};
 pub use udp::{LinkError, UdpLink};
 
 use crate::Clock;
