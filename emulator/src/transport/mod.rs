@@ -2,12 +2,10 @@
 //! packets, a responder that executes incoming requests and answers them, and a completer
 //! that matches ACKs and responses to WQEs and writes the requester's CQEs.
 //!
-//! Today's scope (the device issue) is the local path: every frame goes through the device's
-//! port ([`crate::port`]), which loops frames for its own GIDs back to the receive path, so
-//! QPs of one device talk to each other with real packets built and parsed by
-//! [`crate::wire`]. The state that makes RC reliable lives here per QP
-//! ([`QpTransport`], in [`crate::resources::Qp::tr`]; PSNs and MSN in the QP context) so that
-//! retransmission, duplicates and the other RC rules of the transport issue extend it.
+//! Every frame goes through the device's port ([`crate::port`]): frames for its own GIDs
+//! loop back inside it, the rest leave on its link ([`crate::link`]) to other devices or to
+//! Linux rxe. The state that makes RC reliable lives here per QP ([`QpTransport`], in
+//! [`crate::resources::Qp::tr`]; PSNs and MSN in the QP context).
 //!
 //! What exists: PSN assignment and 24-bit arithmetic; segmentation by path MTU; SEND (+IMM,
 //! +INV), RDMA WRITE (+IMM), RDMA READ with multi-packet responses, CMP_SWAP and FETCH_ADD;
@@ -25,6 +23,19 @@
 //! `2^log_rra_max` READ / atomic resources; READ responses are generated resumably, in
 //! bursts; ACKs are coalesced per burst of received frames; SEND_WITH_INVALIDATE invalidates
 //! the named rkey. Every receive-side drop is counted per rule ([`crate::RxDrops`]).
+//!
+//! Choices where rxe and the IBTA leave room, written down:
+//! - `retry_count` 7 is 7 retries, not infinite (IBTA; rxe treats it as infinite);
+//!   `rnr_retry` 7 is infinite. Retries count consecutive failures: progress gives them back.
+//! - A gap in READ responses, or an ACK beyond an unanswered READ / atomic, starts one
+//!   go-back-N retry (without consuming `retry_count`) until progress, as rxe's
+//!   `started_retry`; the local ACK timeout covers a retry that is lost in turn.
+//! - A READ / atomic holds its `max_rd_atomic` credit until it leaves the send queue, so the
+//!   responder's ring of `max_dest_rd_atomic` resources always holds every request the
+//!   requester may retry (when `log_sra_max <= log_rra_max`, as connected peers set).
+//! - Requests execute in order: READ responses still owed go out before the next request
+//!   of that QP touches memory; resumable generation interleaves them with other QPs and
+//!   with incoming responses only.
 
 pub(crate) mod completer;
 pub(crate) mod requester;
