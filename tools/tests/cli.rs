@@ -12,6 +12,14 @@ use std::time::{Duration, Instant};
 
 const RNIC: &str = env!("CARGO_BIN_EXE_rnic");
 
+/// The tests that move data run one at a time: emulated devices are threads, and on a small
+/// machine several runs at once can starve them past RC's retransmission limits.
+static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn rnic(args: &[&str]) -> Output {
     Command::new(RNIC)
         .args(args)
@@ -51,6 +59,7 @@ fn rows(out: &str) -> Vec<Vec<f64>> {
 
 #[test]
 fn write_bw_loopback_prints_the_table() {
+    let _g = heavy();
     let o = rnic(&["write-bw", "--loopback", "-n", "300", "--timeout", "20"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
@@ -70,6 +79,7 @@ fn write_bw_loopback_prints_the_table() {
 
 #[test]
 fn every_perf_test_in_loopback_with_json() {
+    let _g = heavy();
     for (cmd, size) in [
         ("write-bw", 4096u64),
         ("read-bw", 4096),
@@ -123,6 +133,7 @@ fn every_perf_test_in_loopback_with_json() {
 
 #[test]
 fn sweep_draws_a_plot() {
+    let _g = heavy();
     let svg = tmp("sweep.svg");
     let o = rnic(&[
         "write-bw",
@@ -198,16 +209,19 @@ fn pingpong_both_roles(cmd: &str, port_base: u16, a: &str, b: &str) {
 
 #[test]
 fn rc_pingpong_two_processes_both_roles_with_check() {
+    let _g = heavy();
     pingpong_both_roles("rc-pingpong", 18711, "127.0.0.11", "127.0.0.12");
 }
 
 #[test]
 fn ud_pingpong_two_processes_both_roles_with_check() {
+    let _g = heavy();
     pingpong_both_roles("ud-pingpong", 18721, "127.0.0.21", "127.0.0.22");
 }
 
 #[test]
 fn write_bw_two_processes_and_pcap() {
+    let _g = heavy();
     let pcap = tmp("write-bw.pcap");
     let json = tmp("write-bw-2p.json");
     let (s, c) = pair(
@@ -289,6 +303,7 @@ fn write_bw_two_processes_and_pcap() {
 
 #[test]
 fn faults_are_recovered_by_rc() {
+    let _g = heavy();
     let (s, c) = pair(
         &[
             "rc-pingpong",
