@@ -135,8 +135,8 @@ pub(crate) fn transmit(ctx: &mut Ctx<'_>, frame: Vec<u8>) {
     if dest_gid(&frame).is_some_and(|g| is_own_gid(ctx, &g)) {
         ctx.st.port.rx.push_back(frame);
     } else {
-        ctx.st.port.link.transmit(&frame);
-        ctx.st.port.recycle(frame);
+        let spare = ctx.st.port.link.transmit_owned(frame);
+        ctx.st.port.recycle(spare);
     }
 }
 

@@ -295,8 +295,8 @@ impl<L: Link> FaultyLink<L> {
             let at = self.clock.now_ns().saturating_add(self.cfg.delay_ns);
             self.delayed.push_back((at, frame));
         } else {
-            self.inner.transmit(&frame);
-            self.recycle(frame);
+            let spare = self.inner.transmit_owned(frame);
+            self.recycle(spare);
         }
     }
 

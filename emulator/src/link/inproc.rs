@@ -83,18 +83,14 @@ impl Link for InProcLink {
         let mut b = self.free_rx.try_recv().unwrap_or_default();
         b.clear();
         b.extend_from_slice(frame);
-        // A peer that is gone drops the frame, as an unplugged cable does; a full queue
-        // drops it as congestion does.
-        match self.tx.try_send(b) {
-            Ok(()) => {
-                if let Some(w) = self.peer.get() {
-                    w.wake();
-                }
-            }
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.send(b);
+    }
+
+    fn transmit_owned(&mut self, frame: Vec<u8>) -> Vec<u8> {
+        // The frame travels as is; a buffer the peer gave back replaces it.
+        let spare = self.free_rx.try_recv().unwrap_or_default();
+        self.send(frame);
+        spare
     }
 
     fn receive(&mut self, buf: &mut Vec<u8>) -> bool {
@@ -111,6 +107,24 @@ impl Link for InProcLink {
 
     fn attach(&mut self, env: &LinkEnv) {
         let _ = self.me.set(env.waker.clone());
+    }
+}
+
+impl InProcLink {
+    /// Queues `b` for the peer and wakes it.
+    fn send(&mut self, b: Vec<u8>) {
+        // A peer that is gone drops the frame, as an unplugged cable does; a full queue
+        // drops it as congestion does.
+        match self.tx.try_send(b) {
+            Ok(()) => {
+                if let Some(w) = self.peer.get() {
+                    w.wake();
+                }
+            }
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
 }
 

@@ -60,6 +60,13 @@ pub struct LinkEnv {
 pub trait Link: Send + fmt::Debug {
     /// Sends a whole Ethernet frame (the link copies what it needs).
     fn transmit(&mut self, frame: &[u8]);
+    /// Sends a whole Ethernet frame the link may keep; returns a buffer for the caller to
+    /// reuse (cleared or not). The default copies ([`Link::transmit`]) and hands `frame`
+    /// back; a link that moves buffers (the in-process pair) avoids the copy.
+    fn transmit_owned(&mut self, frame: Vec<u8>) -> Vec<u8> {
+        self.transmit(&frame);
+        frame
+    }
     /// Receives the next frame into `buf` (cleared first), if one is waiting.
     fn receive(&mut self, buf: &mut Vec<u8>) -> bool;
     /// Called once when the link is attached to a device.
@@ -79,6 +86,9 @@ pub trait Link: Send + fmt::Debug {
 impl<L: Link + ?Sized> Link for Box<L> {
     fn transmit(&mut self, frame: &[u8]) {
         (**self).transmit(frame);
+    }
+    fn transmit_owned(&mut self, frame: Vec<u8>) -> Vec<u8> {
+        (**self).transmit_owned(frame)
     }
     fn receive(&mut self, buf: &mut Vec<u8>) -> bool {
         (**self).receive(buf)

@@ -269,8 +269,10 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         if opcode.has_ieth() {
             repr.ext.ieth = Some(IethRepr { rkey: w.imm });
         }
-        payload.clear();
-        payload.resize(data_len, 0);
+        // The gather overwrites every byte: grow the buffer, never clear it.
+        if payload.len() < data_len {
+            payload.resize(data_len, 0);
+        }
         let off = u64::from(i) * u64::from(mtu);
         if let Err(e) = mkey::gather(
             ctx.dma,
@@ -279,7 +281,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
             &w.segs,
             &w.inline,
             off,
-            &mut payload,
+            &mut payload[..data_len],
         ) {
             w.error = Some(match e {
                 KeyError::Fault => CqeSyndrome::LocalAccess,
@@ -287,7 +289,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
             });
             break;
         }
-        send_frame(ctx, &repr, &payload);
+        send_frame(ctx, &repr, &payload[..data_len]);
         w.next_pkt += 1;
     }
     if w.error.is_some() {

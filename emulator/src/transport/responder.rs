@@ -173,8 +173,10 @@ fn pump(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport, max: u32) 
         let rpsn = psn_add(job.psn0, i);
         let off = u64::from(i) * mtu;
         let chunk = job.len.saturating_sub(off).min(mtu) as usize;
-        data.clear();
-        data.resize(chunk, 0);
+        // The read overwrites every byte: grow the buffer, never clear it.
+        if data.len() < chunk {
+            data.resize(chunk, 0);
+        }
         if chunk > 0
             && mkey::read(
                 ctx.dma,
@@ -183,7 +185,7 @@ fn pump(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport, max: u32) 
                 qpc.pd(),
                 Need::RemoteRead,
                 job.va.wrapping_add(off),
-                &mut data,
+                &mut data[..chunk],
             )
             .is_err()
         {
@@ -205,7 +207,7 @@ fn pump(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport, max: u32) 
                 msn: msn & 0xFF_FFFF,
             });
         }
-        send_frame(ctx, &r, &data);
+        send_frame(ctx, &r, &data[..chunk]);
     }
     ctx.st.port.scratch = data;
     if let Some((psn, msn)) = failed {
