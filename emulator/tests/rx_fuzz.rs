@@ -232,3 +232,138 @@ fn each_receive_rule_has_its_counter() {
     assert_eq!(d.stale_response, 1);
     assert_eq!(r.counters().rx_dropped, 10);
 }
+
+/// A request from the peer with `opcode` at `psn`, RETH / AtomicETH from the arguments.
+fn request(
+    opcode: Opcode,
+    qpn: u32,
+    psn: u32,
+    reth: Option<RethRepr>,
+    atomic: Option<AtomicEthRepr>,
+) -> Vec<u8> {
+    let mut repr = PacketRepr::new(
+        EthRepr::new(
+            EthernetAddress([2, 0, 0, 0, 0, 2]),
+            EthernetAddress([2, 0, 0, 0, 0, 1]),
+        ),
+        IpRepr::V4(Ipv4Repr::new(PEER.into(), ME.into())),
+        UdpRepr::new(0xC077),
+        BthRepr::new(opcode, qpn, psn),
+    );
+    repr.bth.ack_req = true;
+    repr.ext.reth = reth;
+    repr.ext.atomic_eth = atomic;
+    let mut b = vec![0u8; repr.buffer_len(0)];
+    let n = repr.emit(&mut b, &[]).expect("emit");
+    b.truncate(n);
+    b
+}
+
+/// What the responder sent back: (opcode, PSN, payload length, atomic original value).
+fn answers(wire: &mut InProcLink) -> Vec<(Opcode, u32, usize, Option<u64>)> {
+    let mut out = Vec::new();
+    let mut v = Vec::new();
+    while wire.receive(&mut out) {
+        let (p, payload) = PacketRepr::parse(&out).expect("valid");
+        v.push((
+            p.bth.opcode,
+            p.bth.psn,
+            payload.len(),
+            p.ext.atomic_ack_eth.map(|a| a.orig_data),
+        ));
+    }
+    v
+}
+
+/// Duplicates at the responder, as rxe sends them: a duplicate atomic gets the saved original
+/// value without executing twice; a duplicate READ is read again from its PSN (also for the
+/// remaining part only); a duplicate READ outside the saved resources is dropped.
+#[test]
+fn duplicate_atomics_replay_and_duplicate_reads_reread() {
+    let (r, mut wire, qpn, rkey, va) = target();
+    let fa = |psn| {
+        request(
+            Opcode::RcFetchAdd,
+            qpn,
+            psn,
+            None,
+            Some(AtomicEthRepr {
+                virtual_addr: va + 1024,
+                rkey,
+                swap_add: 5,
+                compare: 0,
+            }),
+        )
+    };
+    // FETCH_ADD at 100, then its duplicate.
+    wire.transmit(&fa(100));
+    wire.transmit(&fa(100));
+    while r.h.dev.step() != 0 {}
+    let a = answers(&mut wire);
+    assert_eq!(a.len(), 2);
+    assert_eq!(
+        (a[0].0, a[0].1, a[0].3),
+        (Opcode::RcAtomicAcknowledge, 100, Some(0))
+    );
+    assert_eq!(a[1], a[0], "the replay carries the saved original value");
+    // (Executed once: the target is read back below.)
+    // READ of 600 bytes at 101 (3 responses at MTU 256: 101, 102, 103).
+    let read = |psn, off: u64, len: u32| {
+        request(
+            Opcode::RcRdmaReadRequest,
+            qpn,
+            psn,
+            Some(RethRepr {
+                virtual_addr: va + off,
+                rkey,
+                dma_len: len,
+            }),
+            None,
+        )
+    };
+    wire.transmit(&read(101, 0, 600));
+    while r.h.dev.step() != 0 {}
+    let a = answers(&mut wire);
+    let ops: Vec<(Opcode, u32, usize)> = a.iter().map(|x| (x.0, x.1, x.2)).collect();
+    assert_eq!(
+        ops,
+        [
+            (Opcode::RcRdmaReadResponseFirst, 101, 256),
+            (Opcode::RcRdmaReadResponseMiddle, 102, 256),
+            (Opcode::RcRdmaReadResponseLast, 103, 88),
+        ]
+    );
+    // The requester lost 102 and 103: it asks again for the remaining 344 bytes at 102.
+    wire.transmit(&read(102, 256, 344));
+    // And repeats the whole READ.
+    wire.transmit(&read(101, 0, 600));
+    while r.h.dev.step() != 0 {}
+    let ops: Vec<(Opcode, u32, usize)> =
+        answers(&mut wire).iter().map(|x| (x.0, x.1, x.2)).collect();
+    assert_eq!(
+        ops,
+        [
+            (Opcode::RcRdmaReadResponseFirst, 102, 256),
+            (Opcode::RcRdmaReadResponseLast, 103, 88),
+            (Opcode::RcRdmaReadResponseFirst, 101, 256),
+            (Opcode::RcRdmaReadResponseMiddle, 102, 256),
+            (Opcode::RcRdmaReadResponseLast, 103, 88),
+        ]
+    );
+    // A duplicate READ that is not a subset of the saved one is dropped.
+    wire.transmit(&read(102, 0, 4000));
+    // The atomic's target holds 5: read it.
+    wire.transmit(&read(104, 1024, 8));
+    while r.h.dev.step() != 0 {}
+    let mut out = Vec::new();
+    assert!(wire.receive(&mut out));
+    let (p, payload) = PacketRepr::parse(&out).expect("valid");
+    assert_eq!(
+        (p.bth.opcode, p.bth.psn),
+        (Opcode::RcRdmaReadResponseOnly, 104)
+    );
+    assert_eq!(payload, 5u64.to_be_bytes(), "executed once");
+    let c = r.counters();
+    assert_eq!(c.drops.stale_duplicate, 1);
+    assert_eq!(c.transport.duplicates, 3);
+}
