@@ -31,6 +31,15 @@ impl EmuOpts {
         Ok(EmuOpts { pcap, faults })
     }
 
+    /// With faults injected on our link, the peer may still be retransmitting to us when our
+    /// run ends (our last ACK was dropped): keep the device up for a second before closing,
+    /// so the peer's last work request completes instead of exhausting its retries.
+    pub fn linger(&self) {
+        if self.faults.is_some() {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+
     fn is_default(&self) -> bool {
         self.pcap.is_none() && self.faults.is_none()
     }

@@ -122,7 +122,7 @@ pub fn run_client(
     let cap = if end_at.is_some() {
         1 << 20
     } else {
-        (iters * nq as u64) as usize
+        (iters * nq as u64).min(1 << 22) as usize
     };
     let mut posted: Vec<f64> = Vec::with_capacity(cap);
     let mut completed: Vec<f64> = Vec::with_capacity(cap);

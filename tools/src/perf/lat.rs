@@ -90,7 +90,7 @@ pub fn run_write(
         Vec::new()
     };
     let t0 = Instant::now();
-    let mut posted: Vec<f64> = Vec::with_capacity(iters as usize);
+    let mut posted: Vec<f64> = Vec::with_capacity(iters.min(1 << 20) as usize);
     let (mut scnt, mut rcnt, mut ccnt) = (0u64, 0u64, 0u64);
     let mut wc = [WorkCompletion::default(); 1];
     let mut last_progress = Instant::now();
@@ -193,7 +193,7 @@ pub fn run_send(
         Vec::new()
     };
     let t0 = Instant::now();
-    let mut posted: Vec<f64> = Vec::with_capacity(iters as usize);
+    let mut posted: Vec<f64> = Vec::with_capacity(iters.min(1 << 20) as usize);
     let (mut scnt, mut rcnt) = (0u64, 0u64);
     let mut posted_rx = u64::from(cfg.rx_depth);
     let mut wc = [WorkCompletion::default(); 1];
@@ -277,7 +277,7 @@ pub fn run_read_atomic(
         rkey: rem[0].rkey,
     };
     let t0 = Instant::now();
-    let mut posted: Vec<f64> = Vec::with_capacity(cfg.iters as usize);
+    let mut posted: Vec<f64> = Vec::with_capacity(cfg.iters.min(1 << 20) as usize);
     let mut wc = [WorkCompletion::default(); 1];
     let mut last_progress = Instant::now();
     let mut n = 0u64;

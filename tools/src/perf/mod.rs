@@ -292,8 +292,19 @@ impl PerfConfig {
         if iters < 5 {
             return usage(format!("iterations must be at least 5 (got {iters})"));
         }
-        if a.duration == Some(0) {
-            return usage("-D needs at least 1 second".into());
+        if iters > 100_000_000 {
+            return usage(format!("iterations must be at most 10^8 (got {iters})"));
+        }
+        if let Some(d) = a.duration
+            && !(1..=86_400).contains(&d)
+        {
+            return usage(format!("-D must be 1 .. 86400 seconds (got {d})"));
+        }
+        if a.timeout == 0 || a.timeout > 86_400 {
+            return usage(format!(
+                "--timeout must be 1 .. 86400 seconds (got {})",
+                a.timeout
+            ));
         }
         if a.qps == 0 || a.qps > 64 {
             return usage(format!("number of QPs must be 1 .. 64 (got {})", a.qps));
@@ -455,5 +466,16 @@ mod tests {
         assert!(cfg(Verb::Write, TestKind::Bw, &["-m", "1500"]).is_err());
         assert!(cfg(Verb::Write, TestKind::Lat, &["-b"]).is_err());
         assert!(cfg(Verb::Write, TestKind::Bw, &["-s", "0"]).is_err());
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-D", "18446744073709551615"]).is_err());
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-n", "18446744073709551615"]).is_err());
+        assert!(
+            cfg(
+                Verb::Write,
+                TestKind::Bw,
+                &["--timeout", "18446744073709551615"]
+            )
+            .is_err()
+        );
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-t", "4294967295"]).is_err());
     }
 }

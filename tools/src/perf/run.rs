@@ -450,6 +450,7 @@ pub fn side(p: &SideParams, tcp: Tcp) -> Result<(), ToolError> {
             }
         }
     }
+    p.emu.linger();
     if let Some(path) = &p.json {
         let doc = report::json_report(cfg, &p.dev, mtu_b, &results);
         let text = serde_json::to_string_pretty(&doc).map_err(|e| ToolError::Io(e.to_string()))?;

@@ -291,7 +291,7 @@ impl Pp {
 
 /// Runs `rc-pingpong` or `ud-pingpong`.
 pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
-    let timeout = Duration::from_secs(a.timeout.max(1));
+    let timeout = Duration::from_secs(a.timeout.clamp(1, 86_400));
     let client = a.host.is_some();
     let size = a.size.unwrap_or(if kind == Kind::Rc { 4096 } else { 1024 });
     if size == 0 {
@@ -300,8 +300,22 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
     if a.iters == 0 {
         return Err(ToolError::Usage("iterations must be at least 1".into()));
     }
-    if a.rx_depth < 2 {
-        return Err(ToolError::Usage("rx-depth must be at least 2".into()));
+    if !(2..=32768).contains(&a.rx_depth) {
+        return Err(ToolError::Usage(format!(
+            "rx-depth must be 2 .. 32768 (got {})",
+            a.rx_depth
+        )));
+    }
+    if a.timeout == 0 || a.timeout > 86_400 {
+        return Err(ToolError::Usage(format!(
+            "--timeout must be 1 .. 86400 seconds (got {})",
+            a.timeout
+        )));
+    }
+    if size > 1 << 30 {
+        return Err(ToolError::Usage(format!(
+            "message size {size} is larger than 1 GiB"
+        )));
     }
     let mtu = crate::perf::mtu_enum(a.mtu).ok_or_else(|| {
         ToolError::Usage(format!(
@@ -387,6 +401,7 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
         pp.mr.write(off, &pat).map_err(rdma::verr)?;
     }
     let usec = pp.run_loop(client, a.iters, rem.qpn, timeout)?;
+    emu.linger();
     print!(
         "{}",
         result_lines(u64::from(size), u64::from(a.iters), usec)
