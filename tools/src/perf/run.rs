@@ -261,6 +261,7 @@ pub fn side(p: &SideParams, tcp: Tcp) -> Result<(), ToolError> {
     let cfg = &p.cfg;
     let client = matches!(tcp, Tcp::Connect(_));
     let ctx = rdma::open(&p.dev, &p.emu)?;
+    let dev_reads = ctx.query_device().max_qp_rd_atom;
     let gid_index = rdma::pick_gid_index(&ctx, p.gid_index)?;
     let port_mtu = rdma::active_mtu(&ctx)?;
     let want_mtu = cfg.mtu.and_then(mtu_enum).unwrap_or(port_mtu);
@@ -285,6 +286,8 @@ pub fn side(p: &SideParams, tcp: Tcp) -> Result<(), ToolError> {
     }
     let mut cfg = cfg.clone();
     cfg.gid_index = gid_index;
+    // perftest's ctx_set_out_reads: at most what the device serves as responder.
+    cfg.out_reads = cfg.out_reads.min(dev_reads).max(1);
     let cfg = &cfg;
     let mut res = Res::create(ctx, cfg, max_size, gid_index)?;
     let mine = res.my_dests(cfg)?;
