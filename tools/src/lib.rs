@@ -9,6 +9,25 @@
 //!   flags, text and out-of-band protocol;
 //! - [`device_select`]: device names and `--emu-faults`;
 //! - [`rdma`]: the one place that talks to the verbs API.
+//!
+//! # Using it
+//!
+//! ```text
+//! rnic devices                                  # like ibv_devices
+//! rnic devinfo -d emu0 -v                       # like ibv_devinfo -v (limits, GID table)
+//! rnic write-bw --loopback                      # server and client in one process (emu0/emu1)
+//! rnic write-lat -a --loopback --plot lat.svg   # every size 2 .. 8 MiB, drawn
+//!
+//! # two processes (or hosts): the server first, then the client with the server's address
+//! rnic rc-pingpong -d emu:127.0.0.1 -c
+//! rnic rc-pingpong -d emu:127.0.0.2 -c 127.0.0.1
+//! rnic write-bw -d emu:10.11.0.1 -x 1               # ib_write_bw -d rxe0 -x 1 10.11.0.1 pairs with it
+//! rnic send-bw -d emu:127.0.0.2 --emu-faults loss=0.05,seed=7 --pcap run.pcap 127.0.0.1
+//! ```
+//!
+//! Without `-d`, a server uses `emu:127.0.0.1` and a client `emu:127.0.0.2` (and says so on
+//! stderr). Every wait on the peer is bounded by `--timeout` (30 s by default). Errors are one
+//! line on stderr and a non-zero exit (2 for bad arguments, 1 for a failed run).
 
 pub mod device_select;
 pub mod devinfo;
