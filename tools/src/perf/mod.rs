@@ -81,7 +81,7 @@ impl Conn {
 pub struct PerfArgs {
     /// Server address (client side); without it, wait for a client.
     pub server: Option<String>,
-    /// Device (emu:<IPv4>, emu0, emu1, mlx5_<N>, PCI address); default: an emulated device.
+    /// Device (`emu:<IPv4>`, `emu0`, `emu1`, `mlx5_<N>`, a PCI address); default: an emulated device.
     #[arg(short = 'd', long = "ib-dev")]
     pub device: Option<String>,
     /// Port of the device.

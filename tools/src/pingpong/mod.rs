@@ -32,7 +32,7 @@ pub struct PingpongArgs {
     /// TCP port.
     #[arg(short = 'p', long = "port", default_value_t = 18515)]
     pub port: u16,
-    /// Device (emu:<IPv4>, emu0, emu1, mlx5_<N>, PCI address); default: an emulated device.
+    /// Device (`emu:<IPv4>`, `emu0`, `emu1`, `mlx5_<N>`, a PCI address); default: an emulated device.
     #[arg(short = 'd', long = "ib-dev")]
     pub device: Option<String>,
     /// Port of the device.
