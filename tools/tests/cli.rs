@@ -491,3 +491,63 @@ fn port_in_use_is_one_line() {
     let line = one_line_error(&o);
     assert!(line.contains("address in use"), "{line}");
 }
+
+#[test]
+fn parameters_that_differ_from_the_peers_are_one_line_on_both_sides() {
+    let (s, c) = pair(
+        &[
+            "write-bw",
+            "-d",
+            "emu:127.0.0.71",
+            "-p",
+            "18771",
+            "-s",
+            "4096",
+            "--timeout",
+            "10",
+        ],
+        &[
+            "write-bw",
+            "-d",
+            "emu:127.0.0.72",
+            "-p",
+            "18771",
+            "-s",
+            "8192",
+            "--timeout",
+            "10",
+            "127.0.0.1",
+        ],
+    );
+    for o in [&s, &c] {
+        let l = one_line_error(o);
+        assert!(
+            l.contains("parameters differ from the peer's: message size"),
+            "{l}"
+        );
+    }
+    let (s, c) = pair(
+        &[
+            "read-bw",
+            "-d",
+            "emu:127.0.0.73",
+            "-p",
+            "18772",
+            "--timeout",
+            "10",
+        ],
+        &[
+            "write-bw",
+            "-d",
+            "emu:127.0.0.74",
+            "-p",
+            "18772",
+            "--timeout",
+            "10",
+            "127.0.0.1",
+        ],
+    );
+    let l = one_line_error(&c);
+    assert!(l.contains("we run write-bw, the peer runs read-bw"), "{l}");
+    one_line_error(&s);
+}
