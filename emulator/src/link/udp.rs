@@ -434,6 +434,41 @@ mod tests {
         assert_eq!(a.local_addr().port(), 4791);
     }
 
+    /// rxe's own frames (IP IDs from the kernel's counter), as a UDP socket would deliver
+    /// them: the rebuilt frame has ID 0; solving restores rxe's ID and the ICRC verifies.
+    #[test]
+    fn rxe_frames_verify_through_a_socket_by_solving_the_ip_id() {
+        use pcap_file::pcap::PcapReader;
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/data/pcaps/rdma_read_multi.pcap"
+        );
+        let mut r = PcapReader::new(std::fs::File::open(path).expect("capture")).expect("pcap");
+        let mut n = 0;
+        while let Some(p) = r.next_packet() {
+            let f = p.expect("record").data.into_owned();
+            let ip = &f[14..34];
+            let (src, dst) = (
+                Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]),
+                Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]),
+            );
+            let id = u16::from_be_bytes([ip[4], ip[5]]);
+            assert_ne!(id, 0, "rxe uses the kernel's ID counter");
+            let udp_len = usize::from(u16::from_be_bytes([f[38], f[39]]));
+            let sport = u16::from_be_bytes([f[34], f[35]]);
+            let mut rebuilt = Vec::new();
+            rebuild_frame(&mut rebuilt, src, sport, dst, &f[42..34 + udp_len]);
+            let pkt = crate::wire::RocePacket::new_checked(&rebuilt[..]).expect("valid frame");
+            assert!(pkt.verify_icrc().is_err(), "ID 0 is not rxe's");
+            assert!(solve_ip_id(&mut rebuilt[14..]));
+            assert_eq!(u16::from_be_bytes([rebuilt[18], rebuilt[19]]), id);
+            let pkt = crate::wire::RocePacket::new_checked(&rebuilt[..]).expect("valid frame");
+            assert!(pkt.verify_icrc().is_ok());
+            n += 1;
+        }
+        assert_eq!(n, 20, "every frame of the capture");
+    }
+
     #[test]
     fn the_ip_id_is_recovered_from_the_icrc() {
         // rxe's SEND ONLY from the captures has a non-zero IP ID; zero it and solve.
