@@ -383,7 +383,7 @@ fn retry_exhausted_when_the_peer_is_gone() {
 }
 
 #[test]
-fn uc_and_ud_between_devices() {
+fn uc_between_devices() {
     let mut n = Net::new();
     let (mut qa, mut qb, mut ca, mut cb) = n.pair(QpSt::Uc, MTU_CODE, 6, 6, 0);
     let src = n.a.mr(8192, Access::ALL);
@@ -416,6 +416,69 @@ fn uc_and_ud_between_devices() {
     assert_eq!(n.b.read(&dst, 4096, 3000), msg);
     // UC sends no ACKs.
     assert_eq!(n.b.counters().frames_tx, 0);
+}
+
+#[test]
+fn ud_between_devices() {
+    use rig::net::{IP_B, MAC_B};
+    let mut n = Net::new();
+    let mut ca = n.a.cq(6);
+    let mut cb = n.b.cq(6);
+    let mut qa = n.a.qp(QpSt::Ud, &ca, &ca, 6, 6);
+    let mut qb = n.b.qp(QpSt::Ud, &cb, &cb, 6, 6);
+    n.a.init_qp(&qa, false, false, false);
+    n.a.rtr_rts(&qa, 0, 3, 0, 0);
+    n.b.init_qp(&qb, false, false, false);
+    n.b.rtr_rts(&qb, 0, 3, 0, 0);
+    let src = n.a.mr(4096, Access::ALL);
+    let dst = n.b.mr(4096, Access::ALL);
+    // The UD MTU is the port's: 1024 for the default 1500-byte vport MTU.
+    let msg = pattern(1024, 3);
+    n.a.fill(&src, 0, &msg);
+    let rc = n.b.post_recv(&mut qb, &[(dst.addr, 2048, dst.key)]);
+    let av = rig::datagram_to(qb.qpn, rig::QKEY, IP_B, MAC_B);
+    let w = n.a.post(
+        &mut qa,
+        op::SEND_IMM,
+        SIGNALED,
+        77,
+        &segs(&[av.clone(), data(src.addr, 1024, src.key)]),
+    );
+    n.settle();
+    assert_ok(&n.a.one(&mut ca), qa.qpn, w, op::SEND_IMM);
+    let c = n.b.one(&mut cb);
+    assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::RespSendImm));
+    assert_eq!(
+        (c.wqe_counter(), c.byte_cnt(), c.rqpn(), c.imm_inval_pkey()),
+        (rc, 1064, qa.qpn, 77)
+    );
+    let grh = n.b.read(&dst, 0, 40);
+    assert_eq!((&grh[..20], grh[20]), (&[0u8; 20][..], 0x45));
+    assert_eq!((&grh[32..36], &grh[36..40]), (&IP_A[..], &IP_B[..]));
+    assert_eq!(n.b.read(&dst, 40, 1024), msg);
+    // A wrong Q_Key is dropped and counted at B.
+    let bad = rig::datagram_to(qb.qpn, 0x2222, IP_B, MAC_B);
+    n.a.post(
+        &mut qa,
+        op::SEND,
+        SIGNALED,
+        0,
+        &segs(&[bad, data(src.addr, 8, src.key)]),
+    );
+    n.settle();
+    n.a.one(&mut ca);
+    assert!(n.b.poll(&mut cb).is_none());
+    assert_eq!(n.b.counters().drops.qkey, 1);
+    // Beyond the port MTU: a local length error at A.
+    let w = n.a.post(
+        &mut qa,
+        op::SEND,
+        SIGNALED,
+        0,
+        &segs(&[av, data(src.addr, 1025, src.key)]),
+    );
+    n.settle();
+    assert_err(&n.a.one(&mut ca), qa.qpn, w, CqeSyndrome::LocalLength);
 }
 
 #[test]

@@ -813,6 +813,19 @@ pub(crate) fn datagram(dqpn: u32, qkey: u32) -> Vec<u8> {
     av.as_bytes().to_vec()
 }
 
+/// A UD datagram segment to `dqpn` at `ip` / `mac` (another device).
+pub(crate) fn datagram_to(dqpn: u32, qkey: u32, ip: [u8; 4], mac: [u8; 6]) -> Vec<u8> {
+    let mut av = WqeAv::default();
+    av.set_qkey(qkey);
+    av.set_dqp_dct(dqpn);
+    av.set_rmac(mac);
+    av.set_hop_limit(64);
+    av.set_grh(true);
+    av.set_sgid_index(0);
+    av.set_rgid(gid_of(ip));
+    av.as_bytes().to_vec()
+}
+
 /// `fm_ce_se` for a signaled WQE.
 pub(crate) const SIGNALED: u8 = 0x08;
 
