@@ -798,9 +798,12 @@ fn threaded_devices_are_woken_by_the_link_and_run_timers() {
     };
     // No receive posted: RNR NAKs, retried on the device's own timer.
     let w = a.post(&mut qa, op::SEND, SIGNALED, 0, &data(src.addr, 8, src.key));
-    std::thread::sleep(Duration::from_millis(5));
-    assert!(a.poll(&mut ca).is_none());
-    assert!(a.counters().transport.rnr_naks_rx >= 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.counters().transport.rnr_naks_rx < 3 {
+        assert!(Instant::now() < deadline, "no RNR NAKs");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(a.poll(&mut ca).is_none(), "still waiting for a receive WQE");
     b.post_recv(&mut qb, &[(dst.addr, 64, dst.key)]);
     assert_ok(&wait(&mut a, &mut ca), qa.qpn, w, op::SEND);
     assert_eq!(wait(&mut b, &mut cb).byte_cnt(), 8);
