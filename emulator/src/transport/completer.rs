@@ -3,9 +3,11 @@
 //!
 //! An ACK for PSN `p` completes every SEND / WRITE whose last PSN is at or before `p`. A READ
 //! response's payload is written at `(psn - first_psn) * MTU` into the READ's local buffers;
-//! the last (or only) response completes it. An atomic ACK's original value is written to the
-//! atomic's 8-byte local buffer (big-endian, or host byte order with
-//! `atomic_req_8B_endianness_mode` 1).
+//! the last (or only) response completes it. A READ reissued for its remaining bytes takes
+//! the response at the expected PSN whether it continues the original opcode sequence
+//! (MIDDLE / LAST: rxe's replay of a duplicate READ) or starts a new one (FIRST / ONLY).
+//! An atomic ACK's original value is written to the atomic's 8-byte local buffer
+//! (big-endian, or host byte order with `atomic_req_8B_endianness_mode` 1).
 //! A NAK completes what precedes its PSN, then: PSN sequence error -> go back to that PSN
 //! (bounded by `retry_count`); invalid request / remote access / remote operational error ->
 //! the WQE fails with REMOTE_INVAL_REQ / REMOTE_ACCESS / REMOTE_OP. An RNR NAK waits the
@@ -268,8 +270,11 @@ pub(crate) fn go_back(tr: &mut QpTransport, psn: u32) {
             psn.wrapping_sub(w.first_psn) & 0xFF_FFFF
         };
         w.next_pkt = w.next_pkt.min(k);
-        // A READ is asked again for what did not arrive; its responses restart at FIRST.
-        w.rd_in_msg = false;
+        // A READ is asked again for what did not arrive: the response to the reissued
+        // request may restart the opcode sequence or continue the original one.
+        if w.is_rd_atomic() {
+            w.rd_resumed = true;
+        }
     }
 }
 
@@ -312,13 +317,20 @@ fn read_response(
     let expect = w.len.saturating_sub(off).min(u64::from(mtu));
     let pos = opcode.position();
     let last = k + 1 == w.npkts;
-    // Sequence as rxe's completer checks it: FIRST / ONLY start a response (also in the
-    // middle of a READ that was reissued for its remaining bytes), MIDDLE / LAST continue it.
+    // The opcode sequence. FIRST / ONLY start a response: at the READ's first PSN, or at the
+    // expected PSN of a READ reissued for its remaining bytes (a responder that executes the
+    // retry as a new request). MIDDLE / LAST continue one: after FIRST / MIDDLE, or at the
+    // expected PSN of a reissued READ (rxe replays a retry that is not at the READ's first
+    // PSN as a continuation of the original response: MIDDLE .. LAST, never FIRST; rxe's own
+    // completer accepts that because its sequence state survives the retry). Either way the
+    // PSN is the expected one and ONLY / LAST must be the READ's last packet.
+    let start_ok = k == 0 || w.rd_resumed;
+    let cont_ok = w.rd_in_msg || (w.rd_resumed && k > 0);
     let pos_ok = match pos {
-        Position::Only => !w.rd_in_msg && last,
-        Position::First => !w.rd_in_msg && !last,
-        Position::Middle => w.rd_in_msg && !last,
-        Position::Last => w.rd_in_msg && last,
+        Position::Only => start_ok && last,
+        Position::First => start_ok && !last,
+        Position::Middle => cont_ok && !last,
+        Position::Last => cont_ok && last,
     };
     if !pos_ok || payload.len() as u64 != expect {
         return false;
@@ -332,6 +344,7 @@ fn read_response(
     }
     w.rd_rcvd = k + 1;
     w.rd_in_msg = pos == Position::First || pos == Position::Middle;
+    w.rd_resumed = false;
     if last {
         w.done = true;
     }

@@ -18,7 +18,8 @@
 //! Reliability as rxe does it: the local ACK timeout (4.096 us x 2^timeout on the device
 //! clock, virtual in deterministic mode) retransmits go-back-N from the oldest unacknowledged
 //! PSN, bounded by `retry_count`; a READ that lost part of its responses is reissued for the
-//! remaining bytes; the responder answers duplicates (re-ACK, re-read for READs within a
+//! remaining bytes (and its responses accepted whether they continue the original opcode
+//! sequence, as rxe replays them, or restart it); the responder answers duplicates (re-ACK, re-read for READs within a
 //! saved resource, replay of the saved original value for atomics) from a ring of
 //! `2^log_rra_max` READ / atomic resources; READ responses are generated resumably, in
 //! bursts; ACKs are coalesced per burst of received frames; SEND_WITH_INVALIDATE invalidates
@@ -150,6 +151,11 @@ pub(crate) struct SendWqe {
     pub rd_rcvd: u32,
     /// READ: inside a multi-packet response (FIRST seen, LAST not yet).
     pub rd_in_msg: bool,
+    /// READ: reissued for its remaining bytes (go-back-N) and no response taken since: the
+    /// response at the expected PSN may start the sequence afresh (FIRST / ONLY, a responder
+    /// that treats the retry as a new request) or continue the original one (MIDDLE / LAST,
+    /// as rxe replays a READ retried mid-message); see the completer.
+    pub rd_resumed: bool,
     /// Failed with this syndrome: completes with an error CQE and moves the QP to ERR.
     pub error: Option<CqeSyndrome>,
 }

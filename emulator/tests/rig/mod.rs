@@ -134,6 +134,9 @@ pub(crate) struct Rig {
     /// GID 0's IPv4 address and MAC.
     pub(crate) ip: [u8; 4],
     pub(crate) mac: [u8; 6],
+    /// log2 of the READs / atomics a QP may have outstanding (`log_sra_max`) and of the
+    /// responder resources it keeps (`log_rra_max`) at RTR / RTS; 2 unless a test sets it.
+    pub(crate) log_rd_atomic: u8,
     next_variant: u8,
 }
 
@@ -234,6 +237,7 @@ impl Rig {
             aeq_ci: 0,
             ip,
             mac,
+            log_rd_atomic: 2,
             next_variant: 0x10,
         }
     }
@@ -557,7 +561,7 @@ impl Rig {
         c.set_log_msg_max(30);
         c.set_remote_qpn(remote_qpn);
         c.set_next_rcv_psn(psn);
-        c.set_log_rra_max(2);
+        c.set_log_rra_max(self.log_rd_atomic);
         c.set_min_rnr_nak(1);
         let a = c.primary_address_path_mut();
         a.set_rmac(rmac);
@@ -569,13 +573,14 @@ impl Rig {
         self.h.ok(&i, &[]);
     }
 
-    /// RTR2RTS with `psn`, `rnr_retry`, retry count 7, 4 outstanding READs / atomics.
+    /// RTR2RTS with `psn`, `rnr_retry`, retry count 7, `2^log_rd_atomic` outstanding READs /
+    /// atomics.
     pub(crate) fn rts(&mut self, qp: &Qp, psn: u32, rnr_retry: u8) {
         let mut i = Rtr2RtsQpIn::new_cmd();
         i.set_qpn(qp.qpn);
         let c = i.qpc_mut();
         c.set_next_send_psn(psn);
-        c.set_log_sra_max(2);
+        c.set_log_sra_max(self.log_rd_atomic);
         c.set_retry_count(7);
         c.set_rnr_retry(rnr_retry);
         c.primary_address_path_mut().set_ack_timeout(14);
