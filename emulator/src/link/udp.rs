@@ -21,7 +21,23 @@
 //! rebuilds the frame the device's receive path expects: Ethernet (both MACs zero, IPv4
 //! ethertype), an IPv4 header (ID 0, DF, TTL 64, TOS 0, correct checksum; source and
 //! destination from the socket), a UDP header (the sender's source port, 4791, length,
-//! checksum 0), then the datagram. It wakes the device.
+//! checksum 0), then the datagram. It takes whatever is queued in one go (non-blocking reads
+//! after the first), hands the frames to the device through an unbounded queue and wakes it
+//! once per batch.
+//!
+//! **Receive buffer.** A READ responder sends its responses back to back: 16 outstanding
+//! 64 KiB READs at MTU 1024 are ~1000 datagrams at once, and rxe under QEMU emits them ~3 us
+//! apart. The kernel's default receive buffer (`net.core.rmem_default`, 208 KiB: ~90 such
+//! datagrams, counting the kernel's per-packet overhead) overflows as soon as the reader
+//! thread is descheduled for a fraction of a millisecond, and the kernel drops the rest
+//! silently (`RcvbufErrors` in `/proc/net/snmp`), which costs a go-back-N retry each time.
+//! So the main socket asks for [`RCVBUF_BYTES`]: first with `SO_RCVBUFFORCE`, which a
+//! process with `CAP_NET_ADMIN` (root) may set beyond `net.core.rmem_max`, else with
+//! `SO_RCVBUF`, which the kernel caps at `rmem_max` (raise it with `sysctl -w
+//! net.core.rmem_max=...` when running unprivileged; the link logs a warning when it got
+//! less than asked). The size it got is in [`UdpStats::rcvbuf_bytes`]. The memory is only
+//! used while datagrams wait. `SO_RXQ_OVFL` makes the kernel report the socket's drop count
+//! with each datagram: [`UdpStats::socket_drops`].
 //!
 //! **What the ICRC verifies on receive.** A socket does not show the sender's IP ID (nor its
 //! TTL and TOS, which the ICRC masks anyway). Frames from senders that use IP ID 0 (other
@@ -41,7 +57,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -83,7 +99,20 @@ pub struct UdpStats {
     pub sport_fallbacks: AtomicU64,
     /// Frames that could not be sent (not IPv4/UDP, or a socket error).
     pub unsendable: AtomicU64,
+    /// Datagrams the kernel dropped on the main socket before the reader took them (a full
+    /// receive buffer; the count `SO_RXQ_OVFL` reports, as of the last datagram received).
+    pub socket_drops: AtomicU64,
+    /// The main socket's receive buffer in bytes, as the kernel reports it (`SO_RCVBUF`,
+    /// which includes the kernel's bookkeeping share: twice the size set).
+    pub rcvbuf_bytes: AtomicU64,
 }
+
+/// The receive buffer the link asks for on its main socket (see the module docs): 16 MiB,
+/// room for ~7000 MTU-sized datagrams queued.
+pub const RCVBUF_BYTES: usize = 16 << 20;
+
+/// Datagrams the reader takes per batch before it hands them over and wakes the device.
+const RX_BATCH: usize = 64;
 
 const IP_LEN: usize = 20;
 const UDP_LEN: usize = 8;
@@ -104,14 +133,18 @@ pub struct UdpLink {
     scratch: Vec<u8>,
 }
 
-fn set_pmtudisc_do(s: &UdpSocket) -> io::Result<()> {
-    let v: libc::c_int = libc::IP_PMTUDISC_DO;
+fn setsockopt_int(
+    s: &UdpSocket,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: a valid socket fd, a c_int option value of the right size.
     let r = unsafe {
         libc::setsockopt(
             s.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_MTU_DISCOVER,
+            level,
+            name,
             (&raw const v).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
@@ -123,13 +156,59 @@ fn set_pmtudisc_do(s: &UdpSocket) -> io::Result<()> {
     }
 }
 
+fn getsockopt_int(s: &UdpSocket, level: libc::c_int, name: libc::c_int) -> io::Result<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: a valid socket fd; `v` and `len` describe a c_int-sized output buffer.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            level,
+            name,
+            (&raw mut v).cast(),
+            &raw mut len,
+        )
+    };
+    if r == 0 {
+        Ok(v)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sizes the receive buffer to `bytes` (`SO_RCVBUFFORCE`, else `SO_RCVBUF` capped by
+/// `net.core.rmem_max`) and returns what the kernel reports (twice the size it set).
+fn grow_rcvbuf(s: &UdpSocket, bytes: usize) -> usize {
+    let want = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    if setsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, want).is_err() {
+        // Not privileged: the kernel silently caps the size at rmem_max.
+        let _ = setsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUF, want);
+    }
+    let got = getsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUF)
+        .map_or(0, |v| usize::try_from(v).unwrap_or(0));
+    if got < bytes {
+        log::warn!(
+            "UDP link: receive buffer {got} bytes, asked for {bytes} (SO_RCVBUFFORCE needs \
+             CAP_NET_ADMIN; SO_RCVBUF is capped by net.core.rmem_max): bursts of READ \
+             responses may overflow it"
+        );
+    }
+    got
+}
+
 fn bind(addr: SocketAddrV4) -> Result<UdpSocket, LinkError> {
     let s = UdpSocket::bind(addr).map_err(|e| match e.kind() {
         io::ErrorKind::AddrInUse => LinkError::AddrInUse(addr),
         io::ErrorKind::AddrNotAvailable => LinkError::AddrNotAvailable(addr),
         _ => LinkError::Io { addr, source: e },
     })?;
-    set_pmtudisc_do(&s).map_err(|source| LinkError::Io { addr, source })?;
+    setsockopt_int(
+        &s,
+        libc::IPPROTO_IP,
+        libc::IP_MTU_DISCOVER,
+        libc::IP_PMTUDISC_DO,
+    )
+    .map_err(|source| LinkError::Io { addr, source })?;
     Ok(s)
 }
 
@@ -137,7 +216,11 @@ impl UdpLink {
     /// Binds `<ip>:4791` and starts the reader thread.
     pub fn bind(ip: Ipv4Addr) -> Result<UdpLink, LinkError> {
         let addr = SocketAddrV4::new(ip, ROCE_V2_PORT);
-        let main = Arc::new(bind(addr)?);
+        let main = bind(addr)?;
+        let rcvbuf = grow_rcvbuf(&main, RCVBUF_BYTES);
+        // The drop count with each datagram; without it the link only loses the counter.
+        let _ = setsockopt_int(&main, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1);
+        let main = Arc::new(main);
         let reader_sock = main
             .try_clone()
             .map_err(|source| LinkError::Io { addr, source })?;
@@ -149,6 +232,7 @@ impl UdpLink {
         let waker: Arc<OnceLock<Waker>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(UdpStats::default());
+        stats.rcvbuf_bytes.store(rcvbuf as u64, Ordering::Relaxed);
         let reader = {
             let (waker, stop, stats) = (Arc::clone(&waker), Arc::clone(&stop), Arc::clone(&stats));
             std::thread::Builder::new()
@@ -189,7 +273,7 @@ impl UdpLink {
     }
 }
 
-/// The reader thread: datagrams in, rebuilt frames out.
+/// The reader thread: datagrams in, rebuilt frames out, in batches of what is queued.
 fn reader(
     sock: UdpSocket,
     ip: Ipv4Addr,
@@ -201,22 +285,86 @@ fn reader(
 ) {
     let mut buf = vec![0u8; 65536];
     while !stop.load(Ordering::Acquire) {
-        let (n, from) = match sock.recv_from(&mut buf) {
-            Ok(x) => x,
-            Err(_) => continue,
-        };
-        let SocketAddr::V4(from) = from else { continue };
-        stats.received.fetch_add(1, Ordering::Relaxed);
-        let mut f = free.try_recv().unwrap_or_default();
-        f.clear();
-        rebuild_frame(&mut f, *from.ip(), from.port(), ip, &buf[..n]);
-        if tx.send(f).is_err() {
-            return;
+        let mut got = 0;
+        while got < RX_BATCH {
+            // The first read blocks (up to the socket's read timeout), the rest only take
+            // what is already queued.
+            let flags = if got == 0 { 0 } else { libc::MSG_DONTWAIT };
+            let Ok((n, from, drops)) = recv_dgram(&sock, &mut buf, flags) else {
+                break;
+            };
+            if let Some(d) = drops {
+                stats
+                    .socket_drops
+                    .fetch_max(u64::from(d), Ordering::Relaxed);
+            }
+            let Some(from) = from else { continue };
+            got += 1;
+            stats.received.fetch_add(1, Ordering::Relaxed);
+            let mut f = free.try_recv().unwrap_or_default();
+            f.clear();
+            rebuild_frame(&mut f, *from.ip(), from.port(), ip, &buf[..n]);
+            if tx.send(f).is_err() {
+                return;
+            }
         }
-        if let Some(w) = waker.get() {
-            w.wake();
+        if got > 0 {
+            if let Some(w) = waker.get() {
+                w.wake();
+            }
         }
     }
+}
+
+/// One datagram: its length, its IPv4 sender, and the socket's drop count when the kernel
+/// reported it (`SO_RXQ_OVFL`).
+fn recv_dgram(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+    flags: libc::c_int,
+) -> io::Result<(usize, Option<SocketAddrV4>, Option<u32>)> {
+    // SAFETY: all-zero is a valid sockaddr_in / msghdr.
+    let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    // Room for one u32 control message (CMSG_SPACE(4) is 24 on 64-bit Linux), aligned.
+    let mut ctrl = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: as above.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&raw mut addr).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctrl.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&ctrl) as _;
+    // SAFETY: `msg` points at live buffers of the sizes it states, for the whole call.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &raw mut msg, flags) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let from = (msg.msg_namelen as usize >= std::mem::size_of::<libc::sockaddr_in>()
+        && libc::c_int::from(addr.sin_family) == libc::AF_INET)
+        .then(|| {
+            SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr)),
+                u16::from_be(addr.sin_port),
+            )
+        });
+    let mut drops = None;
+    // SAFETY: the CMSG macros walk the control buffer the kernel filled, within
+    // `msg_controllen`; the data of an SO_RXQ_OVFL message is one u32.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&raw const msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_RXQ_OVFL {
+                drops = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>()));
+            }
+            c = libc::CMSG_NXTHDR(&raw const msg, c);
+        }
+    }
+    Ok((n as usize, from, drops))
 }
 
 /// The Ethernet/IPv4/UDP headers a datagram from `src:sport` to `dst:4791` came with, as far
