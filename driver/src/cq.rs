@@ -562,8 +562,10 @@ impl Drop for Cq {
 /// impossible CQE returns the QPN and what is wrong (nothing retired).
 #[inline(always)]
 fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (u32, BadCqe)> {
-    // SAFETY (all reads below): `p` is a CQE inside the ring; volatile, aligned reads.
-    let w38 = unsafe { read_be32(p.add(0x38)) };
+    // SAFETY: `p` points at a 64-byte CQE inside the ring (caller), and every offset read
+    // below is < 64 and 4-byte aligned; volatile reads, no reference.
+    let rd = |off: usize| unsafe { read_be32(p.add(off)) };
+    let w38 = rd(0x38);
     let qpn = w38 & 0xFF_FFFF;
     let opcode = op_own >> 4;
     if (op_own >> 2) & 3 == 3 {
@@ -579,15 +581,15 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             None => return Err((qpn, BadCqe::UnknownQpn)),
         },
     };
-    let counter = (unsafe { read_be32(p.add(0x3C)) } >> 16) as u16;
-    let byte_cnt = unsafe { read_be32(p.add(0x2C)) };
+    let counter = (rd(0x3C) >> 16) as u16;
+    let byte_cnt = rd(0x2C);
     let mut wc = WorkCompletion {
         qp_num: qpn,
         ..WorkCompletion::default()
     };
     let error = matches!(opcode, 0xD | 0xE);
     if error {
-        let w34 = unsafe { read_be32(p.add(0x34)) };
+        let w34 = rd(0x34);
         wc.status = WcStatus::from_syndrome(w34 as u8);
         wc.vendor_err = (w34 >> 8) as u8;
     }
@@ -673,8 +675,8 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             }
             wc.opcode = WcOpcode::Recv;
             if !error {
-                let w18 = unsafe { read_be32(p.add(0x18)) };
-                let imm = unsafe { read_be32(p.add(0x24)) };
+                let w18 = rd(0x18);
+                let imm = rd(0x24);
                 if opcode != 0x1 && u64::from(byte_cnt) > posted_len {
                     return Err((
                         qpn,

@@ -309,7 +309,8 @@ impl Mr {
                 // reach it (key destroyed, memory unmapped).
                 unsafe { std::alloc::dealloc(o.ptr.as_ptr(), o.layout) }
             }
-            (Err(_), Some(o)) => std::mem::forget(o),
+            // Still mapped: the memory stays allocated (leaked).
+            (Err(_), Some(_leaked)) => {}
             _ => {}
         }
         r?;

@@ -439,7 +439,8 @@ impl Qp {
                 if e.device_answered() {
                     bus.free_dma(buf)?;
                 } else {
-                    std::mem::forget(buf);
+                    // Not handed back to the bus: the region stays mapped (leaked).
+                    let _leaked = buf;
                     log::warn!("CREATE_QP did not complete: its buffer is leaked");
                 }
                 return Err(e);

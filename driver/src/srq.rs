@@ -140,7 +140,8 @@ impl Srq {
                 if e.device_answered() {
                     bus.free_dma(buf)?;
                 } else {
-                    std::mem::forget(buf);
+                    // Not handed back to the bus: the region stays mapped (leaked).
+                    let _leaked = buf;
                 }
                 return Err(e);
             }
