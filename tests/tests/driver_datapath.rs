@@ -706,3 +706,91 @@ fn completion_events_through_a_channel() {
         );
     }
 }
+
+#[test]
+fn objects_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<rnic_driver::Hca>();
+    check::<rnic_driver::pd::Pd>();
+    check::<Mr>();
+    check::<Cq>();
+    check::<CompChannel>();
+    check::<Qp>();
+    check::<Srq>();
+    check::<AddressHandle>();
+}
+
+#[test]
+fn posting_and_polling_on_different_threads() {
+    let fx = open(RunMode::Threaded);
+    let (a, b, ca, _cb) = fx.pair(QpType::Rc, Mtu::Mtu1024);
+    let mr = Mr::alloc(&fx.pd, 4096, Access::ALL).unwrap();
+    const LISTS: u64 = 2_000;
+    const PER: u64 = 16;
+    let a = Arc::new(a);
+    std::thread::scope(|s| {
+        let poster = {
+            let a = a.clone();
+            let mr = &mr;
+            s.spawn(move || {
+                let sgl = [mr.sge(0, 32)];
+                let mut full = 0u64;
+                for l in 0..LISTS {
+                    let list: Vec<SendWr<'_>> = (0..PER)
+                        .map(|i| {
+                            wr(
+                                l * PER + i,
+                                SendOp::Write {
+                                    raddr: mr.addr() + 1024,
+                                    rkey: mr.rkey(),
+                                },
+                                Payload::Sgl(&sgl),
+                                if i == PER - 1 {
+                                    SendFlags::SIGNALED
+                                } else {
+                                    SendFlags::NONE
+                                },
+                            )
+                        })
+                        .collect();
+                    let mut from = 0;
+                    while from < list.len() {
+                        match a.post_send(&list[from..]) {
+                            Ok(()) => break,
+                            Err(e) => {
+                                assert_eq!(e.kind, PostErrorKind::QueueFull, "{e}");
+                                from += e.index;
+                                full += 1;
+                                std::thread::yield_now();
+                            }
+                        }
+                    }
+                }
+                full
+            })
+        };
+        // This thread polls while the other posts.
+        let mut seen = 0u64;
+        let mut wc = [WorkCompletion::default(); 16];
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while seen < LISTS {
+            let n = ca.poll(&mut wc).unwrap();
+            for c in &wc[..n] {
+                assert_eq!(c.status, WcStatus::Success, "{c:?}");
+                assert_eq!(
+                    c.wr_id,
+                    seen * PER + PER - 1,
+                    "in order, unsignaled ones retired"
+                );
+                seen += 1;
+            }
+            if n == 0 {
+                assert!(std::time::Instant::now() < deadline, "{seen} of {LISTS}");
+                std::thread::yield_now();
+            }
+        }
+        let full = poster.join().unwrap();
+        eprintln!("{seen} signaled completions, the queue was full {full} times");
+    });
+    drop(b);
+}
