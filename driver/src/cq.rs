@@ -48,7 +48,6 @@ use rnic_hw_regs::doorbell::{
     CQ_ARM_WORD_INIT, CqArmCmd, UAR_CQ_ARM, cq_arm_doorbell, cq_arm_word,
 };
 use rnic_hw_regs::eqe::EqeEvent;
-use rnic_hw_regs::wqe::SendOpcode;
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
@@ -203,7 +202,8 @@ pub(crate) fn log2_ceil(n: u32) -> u8 {
 
 impl Cq {
     /// Creates a CQ of at least `min_cqes` entries (a power of two), its completion events
-    /// going to `channel` (else to the HCA's asynchronous EQ; such a CQ cannot be armed).
+    /// going to `channel` (else to the HCA's asynchronous EQ, where an armed CQ's events come
+    /// out of [`Hca::process_events`]).
     pub fn create(
         hca: &Arc<Hca>,
         min_cqes: u32,
@@ -294,8 +294,8 @@ impl Cq {
         1 << self.log_size
     }
 
-    /// The consumer index (CQEs consumed so far, 24 bits as `set_ci` carries it... kept
-    /// as a 32-bit counter).
+    /// The consumer index: CQEs consumed so far (a wrapping 32-bit counter; the doorbell
+    /// record's `set_ci` carries its low 24 bits).
     pub fn consumer_index(&self) -> u32 {
         self.ci_mirror.load(Ordering::Relaxed)
     }
@@ -621,15 +621,14 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
                     },
                 ));
             }
-            let (wop, reads) = match posted {
-                x if x == SendOpcode::RdmaWrite as u8 || x == SendOpcode::RdmaWriteImm as u8 => {
-                    (WcOpcode::RdmaWrite, false)
-                }
-                x if x == SendOpcode::RdmaRead as u8 => (WcOpcode::RdmaRead, true),
-                x if x == SendOpcode::AtomicCs as u8 => (WcOpcode::CompSwap, true),
-                x if x == SendOpcode::AtomicFa as u8 => (WcOpcode::FetchAdd, true),
-                _ => (WcOpcode::Send, false),
+            let wop = match (meta >> 40) as u8 {
+                1 => WcOpcode::RdmaWrite,
+                2 => WcOpcode::RdmaRead,
+                3 => WcOpcode::CompSwap,
+                4 => WcOpcode::FetchAdd,
+                _ => WcOpcode::Send,
             };
+            let reads = (meta >> 48) & 1 == 1;
             wc.opcode = wop;
             wc.byte_len = len;
             if reads && !error {

@@ -12,7 +12,9 @@
 
 use crate::dma::{write_be32, write_be64};
 use crate::qp::{Qp, QpType};
-use crate::wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge};
+use crate::wr::{
+    Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge, WcOpcode,
+};
 use rnic_hw_regs::doorbell::send_doorbell_offset;
 use rnic_hw_regs::wqe::{INLINE_SEG_FLAG, INVALID_LKEY, SendOpcode};
 use std::sync::atomic::{Ordering, fence};
@@ -278,8 +280,19 @@ impl Qp {
         let slot = &self.shared.sq.slots[usize::from(pi & self.shared.sq.mask)];
         slot.wr_id.store(wr.wr_id, Ordering::Relaxed);
         let next = pi.wrapping_add(nbb);
+        let (wc_op, reads) = match opcode {
+            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteImm => (WcOpcode::RdmaWrite, 0),
+            SendOpcode::RdmaRead => (WcOpcode::RdmaRead, 1),
+            SendOpcode::AtomicCs => (WcOpcode::CompSwap, 1),
+            SendOpcode::AtomicFa => (WcOpcode::FetchAdd, 1),
+            _ => (WcOpcode::Send, 0),
+        };
         slot.meta.store(
-            u64::from(pi) | (u64::from(next) << 16) | (u64::from(opcode as u8) << 32),
+            u64::from(pi)
+                | (u64::from(next) << 16)
+                | (u64::from(opcode as u8) << 32)
+                | (u64::from(wc_op as u8) << 40)
+                | (reads << 48),
             Ordering::Relaxed,
         );
         slot.len

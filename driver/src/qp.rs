@@ -271,7 +271,8 @@ pub(crate) struct SqTrack {
 #[derive(Debug, Default)]
 pub(crate) struct SqSlot {
     pub(crate) wr_id: AtomicU64,
-    /// `wqe_index | next << 16 | opcode << 32`.
+    /// `wqe_index | next << 16 | send opcode << 32 | WcOpcode << 40 | reads << 48` (reads:
+    /// READ or atomic, whose CQE byte count is the bytes read).
     pub(crate) meta: AtomicU64,
     /// Posted length (READ and atomics: the local buffer).
     pub(crate) len: AtomicU32,
