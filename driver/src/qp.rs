@@ -543,6 +543,13 @@ impl Qp {
         &self.recv_cq
     }
 
+    /// The send queue ring in host memory (`(start, bytes)`) and the doorbell record (8
+    /// bytes: receive counter, send counter): for diagnostics and tests that check WQE
+    /// bytes against the PRM. Read them only with volatile accesses, while the QP exists.
+    pub fn sq_ring(&self) -> (NonNull<u8>, usize, NonNull<u8>) {
+        (self.sq_base, self.sq_bytes_mask + 1, self.dbrec)
+    }
+
     /// The SRQ, if the QP receives from one.
     pub fn srq(&self) -> Option<&Arc<Srq>> {
         self.srq.as_ref()
