@@ -13,8 +13,11 @@
 //! Which error a failed check becomes depends on the side: a bad lkey is a local protection
 //! error on the WQE, a bad rkey a remote access NAK; the caller decides.
 
+use rnic_hw_regs::cqe::CqeSyndrome;
+
 use crate::iommu::Iommu;
 use crate::resources::{Mkey, MkeyTranslation, RESD_LKEY, Table};
+use crate::wire::NakCode;
 
 /// The access a check asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +48,26 @@ pub(crate) enum KeyError {
     /// The translation pointed at memory the IOMMU does not map (counted there), or an MTT
     /// entry is missing.
     Fault,
+}
+
+impl KeyError {
+    /// The syndrome a local key failure (lkey on a WQE) completes with: a translation
+    /// fault is a local access error, anything else a local protection error.
+    pub(crate) fn local_syndrome(self) -> CqeSyndrome {
+        match self {
+            KeyError::Fault => CqeSyndrome::LocalAccess,
+            _ => CqeSyndrome::LocalProt,
+        }
+    }
+
+    /// The NAK a remote key failure (rkey of a request) answers with: a translation fault
+    /// is a remote operational error, anything else a remote access error.
+    pub(crate) fn remote_nak(self) -> NakCode {
+        match self {
+            KeyError::Fault => NakCode::RemoteOperationalError,
+            _ => NakCode::RemoteAccessError,
+        }
+    }
 }
 
 /// One data segment of a WQE: `len` bytes at `addr` under `lkey`, or inline bytes.

@@ -26,7 +26,7 @@ use rnic_hw_regs::ctx::QpSt;
 
 use super::{QpTransport, SendWqe, advance_una, enter_error, mtu_bytes, psn_add, psn_cmp, rearm};
 use crate::device::Ctx;
-use crate::mkey::{self, KeyError};
+use crate::mkey;
 use crate::port::count_drop;
 use crate::wire::{NakCode, Opcode, Operation, PacketRepr, Position, Syndrome, Transport};
 
@@ -336,10 +336,7 @@ fn read_response(
         return false;
     }
     if let Err(e) = mkey::scatter(ctx.dma, &ctx.st.res.mkeys, pd, &w.segs, off, payload) {
-        w.error = Some(match e {
-            KeyError::Fault => CqeSyndrome::LocalAccess,
-            _ => CqeSyndrome::LocalProt,
-        });
+        w.error = Some(e.local_syndrome());
         return true;
     }
     w.rd_rcvd = k + 1;
@@ -371,10 +368,7 @@ fn atomic_ack(ctx: &mut Ctx<'_>, pd: u32, tr: &mut QpTransport, repr: &PacketRep
         orig.to_le_bytes()
     };
     if let Err(e) = mkey::scatter(ctx.dma, &ctx.st.res.mkeys, pd, &w.segs, 0, &bytes) {
-        w.error = Some(match e {
-            KeyError::Fault => CqeSyndrome::LocalAccess,
-            _ => CqeSyndrome::LocalProt,
-        });
+        w.error = Some(e.local_syndrome());
         return true;
     }
     w.done = true;

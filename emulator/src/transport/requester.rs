@@ -14,7 +14,7 @@ use rnic_hw_regs::wqe::SendOpcode;
 
 use super::{Path, SendWqe, bth, mtu_bytes, packet_repr, port_mtu_code, psn_add, send_frame};
 use crate::device::Ctx;
-use crate::mkey::{self, KeyError, Need};
+use crate::mkey::{self, Need};
 use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, RethRepr};
 
 /// Sends what QP `qpn` may send now, then completes what finished.
@@ -108,10 +108,7 @@ fn start(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
         _ => Need::LocalRead,
     };
     if let Err(e) = mkey::check_segs(&ctx.st.res.mkeys, qpc.pd(), need, &w.segs) {
-        w.error = Some(match e {
-            KeyError::Fault => CqeSyndrome::LocalAccess,
-            _ => CqeSyndrome::LocalProt,
-        });
+        w.error = Some(e.local_syndrome());
         return;
     }
     let log_max = qpc.log_msg_max();
@@ -283,10 +280,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
             off,
             &mut payload[..data_len],
         ) {
-            w.error = Some(match e {
-                KeyError::Fault => CqeSyndrome::LocalAccess,
-                _ => CqeSyndrome::LocalProt,
-            });
+            w.error = Some(e.local_syndrome());
             break;
         }
         send_frame(ctx, &repr, &payload[..data_len]);

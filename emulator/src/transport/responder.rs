@@ -29,13 +29,13 @@ use super::{
     gid_ip, mtu_bytes, packet_repr, psn_add, psn_cmp, send_frame,
 };
 use crate::device::Ctx;
-use crate::mkey::{self, KeyError, Need};
+use crate::mkey::{self, Need};
 use crate::port::count_drop;
 use crate::rq::{RecvWqe, Take};
 use crate::state::RxDrops;
 use crate::wire::{
-    AethRepr, AtomicAckEthRepr, NakCode, Opcode, Operation, PacketRepr, Position, Syndrome,
-    Transport,
+    AethRepr, AtomicAckEthRepr, NakCode, Opcode, Operation, PacketRepr, Position, RethRepr,
+    Syndrome, Transport,
 };
 
 /// Size of the GRH area at the start of a UD receive buffer.
@@ -346,12 +346,7 @@ fn ud_receive(
     let wrote = mkey::scatter(dma, mkeys, recv.pd, &recv.segs, 0, &grh)
         .and_then(|()| mkey::scatter(dma, mkeys, recv.pd, &recv.segs, GRH_LEN as u64, payload));
     if let Err(e) = wrote {
-        let s = if e == KeyError::Fault {
-            CqeSyndrome::LocalAccess
-        } else {
-            CqeSyndrome::LocalProt
-        };
-        let mut c = resp_err(ctx, qpn, qpc, &recv, s);
+        let mut c = resp_err(ctx, qpn, qpc, &recv, e.local_syndrome());
         crate::cq::push(ctx, cqn, &mut c);
         enter_error(ctx, qpn, tr);
         return Ok(());
@@ -655,6 +650,36 @@ impl Responder<'_> {
         Ok(())
     }
 
+    /// Takes the receive WQE a SEND or WRITE_WITH_IMM consumes: none is an RNR NAK, an RQ
+    /// that cannot be read a remote operational error.
+    fn take_recv(&self, ctx: &mut Ctx<'_>) -> Result<RecvWqe, Refuse> {
+        match crate::rq::take(ctx, self.qpn) {
+            Take::Wqe(w) => Ok(w),
+            Take::Empty => Err(Refuse::Rnr),
+            Take::Fault => Err(Refuse::Nak(NakCode::RemoteOperationalError, None)),
+        }
+    }
+
+    /// Checks a WRITE / READ target (the RETH's rkey and range) for `need`; a zero-length
+    /// target needs no key. Any failure is a remote access NAK.
+    fn check_target(&self, ctx: &Ctx<'_>, reth: &RethRepr, need: Need) -> Result<(), Refuse> {
+        let len = u64::from(reth.dma_len);
+        if len > 0
+            && mkey::check(
+                &ctx.st.res.mkeys,
+                reth.rkey,
+                self.qpc.pd(),
+                need,
+                reth.virtual_addr,
+                len,
+            )
+            .is_err()
+        {
+            return Err(Refuse::Nak(NakCode::RemoteAccessError, None));
+        }
+        Ok(())
+    }
+
     /// A SEND packet.
     fn send(
         &mut self,
@@ -665,11 +690,7 @@ impl Responder<'_> {
     ) -> Result<(), Refuse> {
         let pos = repr.bth.opcode.position();
         if matches!(pos, Position::First | Position::Only) {
-            let recv = match crate::rq::take(ctx, self.qpn) {
-                Take::Wqe(w) => w,
-                Take::Empty => return Err(Refuse::Rnr),
-                Take::Fault => return Err(Refuse::Nak(NakCode::RemoteOperationalError, None)),
-            };
+            let recv = self.take_recv(ctx)?;
             tr.resp.msg = Some(InMsg {
                 kind: MsgKind::Send,
                 recv: Some(recv),
@@ -700,15 +721,10 @@ impl Responder<'_> {
             msg.off,
             payload,
         ) {
-            let s = if e == KeyError::Fault {
-                CqeSyndrome::LocalAccess
-            } else {
-                CqeSyndrome::LocalProt
-            };
             let recv = msg.recv.take().unwrap_or_default();
             return Err(Refuse::Nak(
                 NakCode::RemoteOperationalError,
-                Some((recv, s)),
+                Some((recv, e.local_syndrome())),
             ));
         }
         msg.off += payload.len() as u64;
@@ -758,19 +774,7 @@ impl Responder<'_> {
                 return Err(access);
             }
             let dma_len = u64::from(reth.dma_len);
-            if dma_len > 0
-                && mkey::check(
-                    &ctx.st.res.mkeys,
-                    reth.rkey,
-                    self.qpc.pd(),
-                    Need::RemoteWrite,
-                    reth.virtual_addr,
-                    dma_len,
-                )
-                .is_err()
-            {
-                return Err(access);
-            }
+            self.check_target(ctx, &reth, Need::RemoteWrite)?;
             fresh = Some(InMsg {
                 kind: MsgKind::Write,
                 recv: None,
@@ -791,11 +795,7 @@ impl Responder<'_> {
         }
         // WRITE_WITH_IMM consumes a receive WQE: check for one before writing anything.
         let recv = if repr.ext.imm.is_some() {
-            match crate::rq::take(ctx, self.qpn) {
-                Take::Wqe(w) => Some(w),
-                Take::Empty => return Err(Refuse::Rnr),
-                Take::Fault => return Err(Refuse::Nak(NakCode::RemoteOperationalError, None)),
-            }
+            Some(self.take_recv(ctx)?)
         } else {
             None
         };
@@ -809,12 +809,7 @@ impl Responder<'_> {
                 va.wrapping_add(off),
                 payload,
             ) {
-                let code = if e == KeyError::Fault {
-                    NakCode::RemoteOperationalError
-                } else {
-                    NakCode::RemoteAccessError
-                };
-                return Err(Refuse::Nak(code, None));
+                return Err(Refuse::Nak(e.remote_nak(), None));
             }
         }
         if let Some(m) = fresh {
@@ -858,19 +853,7 @@ impl Responder<'_> {
             return Err(access);
         }
         let len = u64::from(reth.dma_len);
-        if len > 0
-            && mkey::check(
-                &ctx.st.res.mkeys,
-                reth.rkey,
-                self.qpc.pd(),
-                Need::RemoteRead,
-                reth.virtual_addr,
-                len,
-            )
-            .is_err()
-        {
-            return Err(access);
-        }
+        self.check_target(ctx, &reth, Need::RemoteRead)?;
         let n = len.div_ceil(mtu as u64).max(1) as u32;
         self.msn = self.msn.wrapping_add(1);
         // An ACK owed for earlier requests goes before the responses.
@@ -922,7 +905,7 @@ impl Responder<'_> {
         let mut cur = [0u8; 8];
         let dma = ctx.dma;
         let mkeys = &ctx.st.res.mkeys;
-        match mkey::read(
+        mkey::read(
             dma,
             mkeys,
             a.rkey,
@@ -930,13 +913,8 @@ impl Responder<'_> {
             Need::RemoteAtomic,
             a.virtual_addr,
             &mut cur,
-        ) {
-            Ok(()) => {}
-            Err(KeyError::Fault) => {
-                return Err(Refuse::Nak(NakCode::RemoteOperationalError, None));
-            }
-            Err(_) => return Err(access),
-        }
+        )
+        .map_err(|e| Refuse::Nak(e.remote_nak(), None))?;
         let be = super::atomic_big_endian(ctx);
         let orig = if be {
             u64::from_be_bytes(cur)
