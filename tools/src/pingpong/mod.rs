@@ -119,6 +119,70 @@ pub struct Pp {
     pub kind: Kind,
 }
 
+impl Pp {
+    /// What both tools create the same way: the PD, the buffer (`size`, plus the GRH area
+    /// for UD) filled with 0x7b, the CQ of `rx_depth + 1` entries (and its channel with
+    /// `-e`), and the QP (one send WR, `rx_depth` receive WRs, one SGE each, no inline data),
+    /// still in RESET.
+    fn create(
+        ctx: Context,
+        kind: Kind,
+        size: usize,
+        rx_depth: u32,
+        events: bool,
+        gid_index: u32,
+    ) -> Result<Pp, ToolError> {
+        let (buf_len, qp_type) = match kind {
+            Kind::Rc => (size, v::QpType::Rc),
+            Kind::Ud => (size + GRH, v::QpType::Ud),
+        };
+        let pd = ctx.alloc_pd().map_err(rdma::verr)?;
+        let mr = pd
+            .reg_mr(buf_len, v::AccessFlags::LOCAL_WRITE)
+            .map_err(rdma::verr)?;
+        mr.fill(0, buf_len, 0x7b).map_err(rdma::verr)?;
+        let chan = if events {
+            Some(ctx.create_comp_channel().map_err(rdma::verr)?)
+        } else {
+            None
+        };
+        let cq = ctx
+            .create_cq(rx_depth + 1, chan.as_ref())
+            .map_err(rdma::verr)?;
+        let qp = pd
+            .create_qp(qp_type, &cq, &cq)
+            .max_send_wr(1)
+            .max_recv_wr(rx_depth)
+            .max_send_sge(1)
+            .max_recv_sge(1)
+            .max_inline_data(0)
+            .build()
+            .map_err(rdma::verr)?;
+        Ok(Pp {
+            ctx,
+            pd,
+            mr,
+            cq,
+            chan,
+            qp,
+            ah: None,
+            size,
+            rx_depth,
+            gid_index,
+            kind,
+        })
+    }
+
+    /// The path towards `rem` as both tools address it: its GID from our GID index, hop
+    /// limit 1, service level `sl`.
+    fn peer_ah(&self, rem: &exchange::PpDest, sl: u8) -> v::AhAttr {
+        let mut ah = v::AhAttr::new(v::Gid(rem.gid), self.gid_index as u8);
+        ah.hop_limit = 1;
+        ah.sl = sl;
+        ah
+    }
+}
+
 /// The expected byte at `i` of a `-c` buffer.
 pub fn pattern_byte(i: usize) -> u8 {
     if i % PAGE == 0 { 0 } else { 0x7b }

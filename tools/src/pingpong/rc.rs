@@ -16,53 +16,19 @@ pub fn setup(
     events: bool,
     gid_index: u32,
 ) -> Result<Pp, ToolError> {
-    let pd = ctx.alloc_pd().map_err(rdma::verr)?;
-    let mr = pd
-        .reg_mr(size, v::AccessFlags::LOCAL_WRITE)
+    let pp = Pp::create(ctx, Kind::Rc, size, rx_depth, events, gid_index)?;
+    pp.qp
+        .to_init(&v::InitAttr {
+            access: v::AccessFlags::empty(),
+            ..v::InitAttr::default()
+        })
         .map_err(rdma::verr)?;
-    mr.fill(0, size, 0x7b).map_err(rdma::verr)?;
-    let chan = if events {
-        Some(ctx.create_comp_channel().map_err(rdma::verr)?)
-    } else {
-        None
-    };
-    let cq = ctx
-        .create_cq(rx_depth + 1, chan.as_ref())
-        .map_err(rdma::verr)?;
-    let qp = pd
-        .create_qp(v::QpType::Rc, &cq, &cq)
-        .max_send_wr(1)
-        .max_recv_wr(rx_depth)
-        .max_send_sge(1)
-        .max_recv_sge(1)
-        .max_inline_data(0)
-        .build()
-        .map_err(rdma::verr)?;
-    qp.to_init(&v::InitAttr {
-        access: v::AccessFlags::empty(),
-        ..v::InitAttr::default()
-    })
-    .map_err(rdma::verr)?;
-    Ok(Pp {
-        ctx,
-        pd,
-        mr,
-        cq,
-        chan,
-        qp,
-        ah: None,
-        size,
-        rx_depth,
-        gid_index,
-        kind: Kind::Rc,
-    })
+    Ok(pp)
 }
 
 /// `pp_connect_ctx`: INIT -> RTR -> RTS towards `rem`.
 pub fn connect(pp: &Pp, mine: &PpDest, rem: &PpDest, mtu: u8, sl: u8) -> Result<(), ToolError> {
-    let mut ah = v::AhAttr::new(v::Gid(rem.gid), pp.gid_index as u8);
-    ah.hop_limit = 1;
-    ah.sl = sl;
+    let ah = pp.peer_ah(rem, sl);
     pp.qp
         .to_rtr(&v::RtrAttr {
             path_mtu: Some(rdma::mtu_from_enum(mtu)),
