@@ -60,6 +60,72 @@ impl Clock {
             None => count < iters,
         }
     }
+
+    /// Whether to wait for the peer's next message: with `-D` as long as we still send
+    /// (`sending`), else until `received` reaches `iters`.
+    fn want_rx(&self, sending: bool, received: u64, iters: u64) -> bool {
+        if self.end_at.is_some() {
+            sending
+        } else {
+            received < iters
+        }
+    }
+}
+
+/// Waits for one completion at a time on a CQ (see [`wait_poll`]), with one progress clock
+/// for all the CQs of a run.
+struct Completions {
+    wc: [WorkCompletion; 1],
+    last_progress: Instant,
+    timeout: Duration,
+}
+
+impl Completions {
+    fn new(timeout: Duration) -> Completions {
+        Completions {
+            wc: [WorkCompletion::default(); 1],
+            last_progress: Instant::now(),
+            timeout,
+        }
+    }
+
+    /// How many completions `cq` gave, all successful; the first in error is the error.
+    fn successes(
+        &mut self,
+        res: &Res,
+        cq: &v::CompletionQueue,
+        what: &str,
+    ) -> Result<u64, ToolError> {
+        let n = wait_poll(
+            res,
+            cq,
+            &mut self.wc,
+            &mut self.last_progress,
+            self.timeout,
+            what,
+        )?;
+        match self.wc[..n].iter().find(|w| !w.is_success()) {
+            Some(w) => Err(rdma::wc_error(w, what)),
+            None => Ok(n as u64),
+        }
+    }
+}
+
+/// The bytes to send inline when `size` fits `-I` (a copy of the send buffer), else `None`.
+fn inline_payload(res: &Res, cfg: &PerfConfig, size: u64) -> Result<Option<Vec<u8>>, ToolError> {
+    if size > u64::from(cfg.inline_size) {
+        return Ok(None);
+    }
+    let bytes = res
+        .mr
+        .to_vec(res.local(0), size as usize)
+        .map_err(rdma::verr)?;
+    Ok(Some(bytes))
+}
+
+/// Room for the post times of `iters` messages (capped: `-n` may be huge).
+fn post_times(iters: u64) -> Vec<f64> {
+    Vec::with_capacity(iters.min(1 << 20) as usize)
 }
 
 /// `write-lat` on QP 0.
@@ -81,31 +147,18 @@ pub fn run_write(
         addr: rem[0].vaddr,
         rkey: rem[0].rkey,
     };
-    let inline = size <= u64::from(cfg.inline_size);
-    let mut payload = if inline {
-        res.mr
-            .to_vec(res.local(0), size as usize)
-            .map_err(rdma::verr)?
-    } else {
-        Vec::new()
-    };
+    let mut payload = inline_payload(res, cfg, size)?;
     let t0 = Instant::now();
-    let mut posted: Vec<f64> = Vec::with_capacity(iters.min(1 << 20) as usize);
+    let mut posted = post_times(iters);
     let (mut scnt, mut rcnt, mut ccnt) = (0u64, 0u64, 0u64);
-    let mut wc = [WorkCompletion::default(); 1];
-    let mut last_progress = Instant::now();
+    let mut done = Completions::new(timeout);
     let mut byte = [0u8; 1];
     loop {
         let more_s = clock.more(scnt, iters);
         if !more_s && ccnt >= scnt && (clock.end_at.is_some() || rcnt >= iters) {
             break;
         }
-        let want_rx = if clock.end_at.is_some() {
-            more_s
-        } else {
-            rcnt < iters
-        };
-        if want_rx && (client || scnt >= 1) {
+        if clock.want_rx(more_s, rcnt, iters) && (client || scnt >= 1) {
             rcnt += 1;
             let want = rcnt as u8;
             let since = Instant::now();
@@ -136,31 +189,18 @@ pub fn run_write(
             scnt += 1;
             let b = [scnt as u8];
             let mut wr = v::SendWr::write(scnt, &sgl, remote).signaled();
-            if inline {
+            if let Some(payload) = payload.as_mut() {
                 if let Some(last) = payload.last_mut() {
                     *last = scnt as u8;
                 }
-                wr = wr.inline(&payload);
+                wr = wr.inline(payload);
             } else {
                 res.mr.write(post_off, &b).map_err(rdma::verr)?;
             }
             qp.post_send(&[wr]).map_err(rdma::verr)?;
         }
         if ccnt < scnt {
-            let n = wait_poll(
-                res,
-                &res.send_cq,
-                &mut wc,
-                &mut last_progress,
-                timeout,
-                "WRITE",
-            )?;
-            for w in &wc[..n] {
-                if !w.is_success() {
-                    return Err(rdma::wc_error(w, "WRITE"));
-                }
-                ccnt += 1;
-            }
+            ccnt += done.successes(res, &res.send_cq, "WRITE")?;
         }
     }
     Ok(finish(cfg, size, &posted, 2.0))
@@ -184,43 +224,19 @@ pub fn run_send(
         .mr
         .sge(res.local(0), (size as usize + extra) as u32)
         .map_err(rdma::verr)?];
-    let inline = size <= u64::from(cfg.inline_size);
-    let payload = if inline {
-        res.mr
-            .to_vec(res.local(0), size as usize)
-            .map_err(rdma::verr)?
-    } else {
-        Vec::new()
-    };
+    let payload = inline_payload(res, cfg, size)?;
     let t0 = Instant::now();
-    let mut posted: Vec<f64> = Vec::with_capacity(iters.min(1 << 20) as usize);
+    let mut posted = post_times(iters);
     let (mut scnt, mut rcnt) = (0u64, 0u64);
     let mut posted_rx = u64::from(cfg.rx_depth);
-    let mut wc = [WorkCompletion::default(); 1];
-    let mut last_progress = Instant::now();
+    let mut done = Completions::new(timeout);
     loop {
         let more_s = clock.more(scnt, iters);
         if !more_s && (clock.end_at.is_some() || rcnt >= iters) {
             break;
         }
-        let want_rx = if clock.end_at.is_some() {
-            more_s
-        } else {
-            rcnt < iters
-        };
-        if want_rx && (!client || scnt >= 1) {
-            let n = wait_poll(
-                res,
-                &res.recv_cq,
-                &mut wc,
-                &mut last_progress,
-                timeout,
-                "receive",
-            )?;
-            for w in &wc[..n] {
-                if !w.is_success() {
-                    return Err(rdma::wc_error(w, "receive"));
-                }
+        if clock.want_rx(more_s, rcnt, iters) && (!client || scnt >= 1) {
+            for _ in 0..done.successes(res, &res.recv_cq, "receive")? {
                 rcnt += 1;
                 if clock.end_at.is_some() || posted_rx < iters {
                     qp.post_recv(&[v::RecvWr::new(0, &rsgl)])
@@ -233,24 +249,14 @@ pub fn run_send(
             posted.push(t0.elapsed().as_secs_f64());
             scnt += 1;
             let mut wr = v::SendWr::send(scnt, &sgl).signaled();
-            if inline {
-                wr = wr.inline(&payload);
+            if let Some(payload) = &payload {
+                wr = wr.inline(payload);
             }
             if let Some(ah) = res.ahs.first() {
                 wr = wr.ud(ah, rem[0].qpn, v::DEFAULT_QKEY);
             }
             qp.post_send(&[wr]).map_err(rdma::verr)?;
-            let n = wait_poll(
-                res,
-                &res.send_cq,
-                &mut wc,
-                &mut last_progress,
-                timeout,
-                "SEND",
-            )?;
-            if let Some(w) = wc[..n].iter().find(|w| !w.is_success()) {
-                return Err(rdma::wc_error(w, "SEND"));
-            }
+            done.successes(res, &res.send_cq, "SEND")?;
         }
     }
     Ok(finish(cfg, size, &posted, 2.0))
@@ -277,9 +283,8 @@ pub fn run_read_atomic(
         rkey: rem[0].rkey,
     };
     let t0 = Instant::now();
-    let mut posted: Vec<f64> = Vec::with_capacity(cfg.iters.min(1 << 20) as usize);
-    let mut wc = [WorkCompletion::default(); 1];
-    let mut last_progress = Instant::now();
+    let mut posted = post_times(cfg.iters);
+    let mut done = Completions::new(timeout);
     let mut n = 0u64;
     while clock.more(n, cfg.iters) {
         posted.push(t0.elapsed().as_secs_f64());
@@ -293,17 +298,7 @@ pub fn run_read_atomic(
         }
         .signaled();
         qp.post_send(&[wr]).map_err(rdma::verr)?;
-        let k = wait_poll(
-            res,
-            &res.send_cq,
-            &mut wc,
-            &mut last_progress,
-            timeout,
-            "READ/atomic",
-        )?;
-        if let Some(w) = wc[..k].iter().find(|w| !w.is_success()) {
-            return Err(rdma::wc_error(w, "READ/atomic"));
-        }
+        done.successes(res, &res.send_cq, "READ/atomic")?;
     }
     // The last operation's completion closes the last sample.
     posted.push(t0.elapsed().as_secs_f64());
