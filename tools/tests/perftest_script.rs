@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RNIC: &str = env!("CARGO_BIN_EXE_rnic");
@@ -25,6 +25,25 @@ fn key_msg(qpn: u32, psn: u32, rkey: u32, vaddr: u64, gid: [u8; 16]) -> [u8; 108
     let mut m = [0u8; 108];
     m[..107].copy_from_slice(s.as_bytes());
     m
+}
+
+/// `rnic <tool>` as the server on `dev`, listening on `port`, its output captured.
+fn server(tool: &str, dev: &str, port: u16, timeout: &str) -> Child {
+    Command::new(RNIC)
+        .args([
+            tool,
+            "-d",
+            dev,
+            "-p",
+            &port.to_string(),
+            "--timeout",
+            timeout,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 fn connect(port: u16) -> TcpStream {
@@ -47,6 +66,14 @@ fn xchg(s: &mut TcpStream, mine: &[u8]) -> Vec<u8> {
     let mut r = vec![0u8; mine.len()];
     s.read_exact(&mut r).unwrap();
     r
+}
+
+/// The closing `"done"` exchange both sides send after the last hand shake.
+fn close(s: &mut TcpStream) {
+    s.write_all(b"done\0").unwrap();
+    let mut done = [0u8; 5];
+    s.read_exact(&mut done).unwrap();
+    assert_eq!(&done, b"done\0");
 }
 
 fn gid_v4(a: [u8; 4]) -> [u8; 16] {
@@ -79,21 +106,7 @@ fn field(msg: &[u8], i: usize) -> u64 {
 #[test]
 fn write_bw_server_follows_perftest_client_script() {
     let port = 18781u16;
-    let srv = Command::new(RNIC)
-        .args([
-            "write-bw",
-            "-d",
-            "emu:127.0.0.81",
-            "-p",
-            &port.to_string(),
-            "--timeout",
-            "20",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let srv = server("write-bw", "emu:127.0.0.81", port, "20");
     let mut s = connect(port);
     preamble(&mut s);
     let me = key_msg(
@@ -128,10 +141,7 @@ fn write_bw_server_follows_perftest_client_script() {
     assert_eq!(size, 0u64.to_be_bytes());
     assert_eq!(iters, 0u64.to_be_bytes());
     assert_eq!(xchg(&mut s, &me), theirs);
-    s.write_all(b"done\0").unwrap();
-    let mut done = [0u8; 5];
-    s.read_exact(&mut done).unwrap();
-    assert_eq!(&done, b"done\0");
+    close(&mut s);
     let out = srv.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -155,21 +165,7 @@ fn write_bw_server_follows_perftest_client_script() {
 #[test]
 fn read_lat_server_follows_perftest_client_script() {
     let port = 18782u16;
-    let srv = Command::new(RNIC)
-        .args([
-            "read-lat",
-            "-d",
-            "emu:127.0.0.83",
-            "-p",
-            &port.to_string(),
-            "--timeout",
-            "20",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let srv = server("read-lat", "emu:127.0.0.83", port, "20");
     let mut s = connect(port);
     preamble(&mut s);
     let me = key_msg(0x77, 0x1, 0x99, 0x1000, gid_v4([127, 0, 0, 84]));
@@ -181,10 +177,7 @@ fn read_lat_server_follows_perftest_client_script() {
     // read_lat's server closes at once: its hand shake waits for the client's (after the
     // run), then "done".
     assert_eq!(xchg(&mut s, &me), first);
-    s.write_all(b"done\0").unwrap();
-    let mut done = [0u8; 5];
-    s.read_exact(&mut done).unwrap();
-    assert_eq!(&done, b"done\0");
+    close(&mut s);
     let out = srv.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -197,21 +190,7 @@ fn read_lat_server_follows_perftest_client_script() {
 #[test]
 fn a_perftest_peer_older_than_5_70_is_refused() {
     let port = 18783u16;
-    let srv = Command::new(RNIC)
-        .args([
-            "write-bw",
-            "-d",
-            "emu:127.0.0.85",
-            "-p",
-            &port.to_string(),
-            "--timeout",
-            "5",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let srv = server("write-bw", "emu:127.0.0.85", port, "5");
     let mut s = connect(port);
     let mut v = [0u8; 16];
     v[..4].copy_from_slice(b"5.60");
