@@ -19,6 +19,30 @@ fn qp_attr(e: &Error) -> (&'static str, &'static str) {
     }
 }
 
+/// The states of an `InvalidTransition` error: (from, to).
+fn transition(e: &Error) -> (QpState, QpState) {
+    match e {
+        Error::InvalidTransition { from, to, .. } => (*from, *to),
+        other => panic!("expected InvalidTransition, got {other:?}: {other}"),
+    }
+}
+
+/// The verb of an `InvalidArgument` error.
+fn invalid_argument(e: &Error) -> &'static str {
+    match e {
+        Error::InvalidArgument { verb, .. } => verb,
+        other => panic!("expected InvalidArgument, got {other:?}: {other}"),
+    }
+}
+
+/// The destroy verb of an `InUse` error.
+fn in_use(e: &Error) -> &'static str {
+    match e {
+        Error::InUse { verb, .. } => verb,
+        other => panic!("expected InUse, got {other:?}: {other}"),
+    }
+}
+
 #[test]
 fn device_names_and_options() {
     for bad in [
@@ -194,69 +218,20 @@ fn missing_and_bad_attributes_are_named() {
 fn wrong_transitions() {
     let a = fresh(QpType::Rc);
     let e = a.qp.to_rtr(&RtrAttr::default()).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidTransition {
-                from: QpState::Reset,
-                to: QpState::Rtr,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_eq!(transition(&e), (QpState::Reset, QpState::Rtr));
     let e = a.qp.to_rts(&RtsAttr::default()).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidTransition {
-                from: QpState::Reset,
-                to: QpState::Rts,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_eq!(transition(&e), (QpState::Reset, QpState::Rts));
     let e = a.qp.modify_rts(&RtsModifyAttr::default()).unwrap_err();
     assert!(matches!(e, Error::InvalidTransition { .. }), "{e}");
     a.qp.to_init(&InitAttr::default()).unwrap();
     let e = a.qp.to_init(&InitAttr::default()).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidTransition {
-                from: QpState::Init,
-                to: QpState::Init,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_eq!(transition(&e), (QpState::Init, QpState::Init));
     let e = a.qp.to_rts(&RtsAttr::default()).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidTransition {
-                from: QpState::Init,
-                to: QpState::Rts,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_eq!(transition(&e), (QpState::Init, QpState::Rts));
     // ERR and RESET are reachable from anywhere.
     a.qp.to_error().unwrap();
     let e = a.qp.to_rtr(&RtrAttr::default()).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidTransition {
-                from: QpState::Err,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_eq!(transition(&e).0, QpState::Err);
     a.qp.reset().unwrap();
     a.qp.to_init(&InitAttr::default()).unwrap();
 }
@@ -424,27 +399,9 @@ fn ownership_errors() {
     let a = fresh(QpType::Rc);
     // The CQ a QP uses cannot be destroyed; neither can the PD with a QP and region.
     let e = a.cq.clone().destroy().unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InUse {
-                verb: "ibv_destroy_cq",
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_eq!(in_use(&e), "ibv_destroy_cq");
     let e = a.pd.clone().dealloc().unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InUse {
-                verb: "ibv_dealloc_pd",
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_eq!(in_use(&e), "ibv_dealloc_pd");
     let Side { ctx, pd, cq, qp } = a;
     // Dropping in any order is fine: the QP keeps its CQ and PD alive.
     drop(cq);
@@ -457,16 +414,7 @@ fn ownership_errors() {
     // Access rules of ibv_reg_mr.
     let pd = ctx.alloc_pd().unwrap();
     let e = pd.reg_mr(64, AccessFlags::REMOTE_WRITE).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidArgument {
-                verb: "ibv_reg_mr",
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_eq!(invalid_argument(&e), "ibv_reg_mr");
     assert!(pd.reg_mr(0, AccessFlags::LOCAL_WRITE).is_err());
     assert!(
         pd.reg_mr_from(Vec::new(), AccessFlags::LOCAL_WRITE)
@@ -498,31 +446,13 @@ fn ownership_errors() {
         .max_send_wr(0)
         .build()
         .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidArgument {
-                verb: "ibv_create_qp",
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_eq!(invalid_argument(&e), "ibv_create_qp");
     let e = pd
         .create_qp(QpType::Rc, &cq, &cq)
         .max_send_sge(1000)
         .build()
         .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidArgument {
-                verb: "ibv_create_qp",
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_eq!(invalid_argument(&e), "ibv_create_qp");
     assert!(pd.create_srq(0, 1).is_err());
     // A CQ of another device.
     let other = Context::open("emu1").unwrap().create_cq(8, None).unwrap();
