@@ -6,7 +6,7 @@ mod common;
 #[path = "rig/mod.rs"]
 mod rig;
 
-use rig::{Access, Rig, SIGNALED, atomic, data, datagram, inline, op, raddr, segs};
+use rig::{Access, Rig, SIGNALED, atomic, data, data_for, datagram, inline, op, raddr, segs};
 use rnic_hw_regs::cqe::{Cqe64, CqeOpcode};
 use rnic_hw_regs::ctx::QpSt;
 
@@ -49,11 +49,7 @@ fn send_and_send_imm_at_every_size() {
             r.fill(&src, 0, &msg);
             r.fill(&dst, 0, &vec![0xEE; 2048]);
             let rc = r.post_recv(&mut b, &[(dst.addr, 2048, dst.key)]);
-            let sg = if len == 0 {
-                Vec::new()
-            } else {
-                data(src.addr, len as u32, src.key)
-            };
+            let sg = data_for(src.addr, len, src.key);
             let imm = 0x5100_0000 | len as u32;
             let wi = r.post(&mut a, opcode, SIGNALED, imm, &sg);
             let c = r.one(&mut ca);
@@ -175,11 +171,7 @@ fn rdma_write_at_every_size() {
         let msg = pattern(len, 0x40 + n as u8);
         r.fill(&src, 0, &msg);
         r.fill(&dst, 0, &vec![0xEE; 2048]);
-        let sg = if len == 0 {
-            Vec::new()
-        } else {
-            data(src.addr, len as u32, src.key)
-        };
+        let sg = data_for(src.addr, len, src.key);
         let wi = r.post(
             &mut a,
             op::WRITE,
@@ -207,11 +199,7 @@ fn rdma_write_with_immediate_consumes_a_receive_wqe() {
         let msg = pattern(len, 9);
         r.fill(&src, 0, &msg);
         let rc = r.post_recv(&mut b, &[]);
-        let sg = if len == 0 {
-            Vec::new()
-        } else {
-            data(src.addr, len as u32, src.key)
-        };
+        let sg = data_for(src.addr, len, src.key);
         let wi = r.post(
             &mut a,
             op::WRITE_IMM,
@@ -239,11 +227,7 @@ fn rdma_read_at_every_size() {
         let msg = pattern(len, 0x80 + n as u8);
         r.fill(&remote, 16, &msg);
         r.fill(&local, 0, &vec![0xEE; 2048]);
-        let sg = if len == 0 {
-            Vec::new()
-        } else {
-            data(local.addr, len as u32, local.key)
-        };
+        let sg = data_for(local.addr, len, local.key);
         let wi = r.post(
             &mut a,
             op::READ,
@@ -372,14 +356,7 @@ fn multi_wqebb_wqes_wrap_around_the_ring() {
 #[test]
 fn ud_send_recv_with_the_grh_area() {
     let mut r = Rig::new();
-    let mut ca = r.cq(6);
-    let mut cb = r.cq(6);
-    let mut a = r.qp(QpSt::Ud, &ca, &ca, 6, 6);
-    let mut b = r.qp(QpSt::Ud, &cb, &cb, 6, 6);
-    for q in [&a, &b] {
-        r.init_qp(q, false, false, false);
-        r.rtr_rts(q, 0, MTU, 0x100, 0);
-    }
+    let (mut a, mut b, mut ca, mut cb) = r.ud_pair(MTU, 0x100);
     let src = r.mr(4096, Access::ALL);
     let dst = r.mr(4096, Access::ALL);
     let msg = pattern(300, 5);

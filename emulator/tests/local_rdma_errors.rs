@@ -392,14 +392,7 @@ fn rnr_with_no_retries_fails_and_with_retries_waits_for_a_receive() {
 #[test]
 fn ud_receive_too_small_is_a_local_length_error() {
     let mut r = Rig::new();
-    let mut ca = r.cq(6);
-    let mut cb = r.cq(6);
-    let mut a = r.qp(QpSt::Ud, &ca, &ca, 6, 6);
-    let mut b = r.qp(QpSt::Ud, &cb, &cb, 6, 6);
-    for q in [&a, &b] {
-        r.init_qp(q, false, false, false);
-        r.rtr_rts(q, 0, MTU, 0, 0);
-    }
+    let (mut a, mut b, mut ca, mut cb) = r.ud_pair(MTU, 0);
     let src = r.mr(4096, Access::ALL);
     let dst = r.mr(4096, Access::ALL);
     // 40 bytes of GRH area + 100 of payload do not fit 120 bytes.

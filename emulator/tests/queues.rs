@@ -292,15 +292,7 @@ proptest! {
     ) {
         let mut r = Rig::new();
         let (mut a, mut b, mut ca, _cb) = if st == QpSt::Ud {
-            let ca = r.cq(6);
-            let cb = r.cq(6);
-            let a = r.qp(QpSt::Ud, &ca, &ca, 6, 6);
-            let b = r.qp(QpSt::Ud, &cb, &cb, 6, 6);
-            for q in [&a, &b] {
-                r.init_qp(q, false, false, false);
-                r.rtr_rts(q, 0, MTU, 0, 0);
-            }
-            (a, b, ca, cb)
+            r.ud_pair(MTU, 0)
         } else {
             r.pair(st, MTU)
         };

@@ -7,7 +7,7 @@ mod common;
 mod rig;
 
 use rig::net::{IP_A, Net};
-use rig::{Access, SIGNALED, atomic, data, op, raddr, segs};
+use rig::{Access, SIGNALED, atomic, data, data_for, op, raddr, segs};
 use rnic_emulator::link::{FaultConfig, NullLink};
 use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
 use rnic_hw_regs::ctx::QpSt;
@@ -49,13 +49,7 @@ fn every_opcode_at_every_size() {
     for (k, &len) in SIZES.iter().enumerate() {
         let msg = pattern(len, k as u8);
         n.a.fill(&src, 0, &msg);
-        let sg = |addr: u64, key: u32| {
-            if len == 0 {
-                Vec::new()
-            } else {
-                data(addr, len as u32, key)
-            }
-        };
+        let sg = |addr: u64, key: u32| data_for(addr, len, key);
         // SEND, SEND_IMM, SEND_INVAL.
         for opcode in [op::SEND, op::SEND_IMM, op::SEND_INVAL] {
             n.b.fill(&dst, 0, &vec![0xEE; len + 1]);
@@ -608,13 +602,7 @@ fn fault_campaign() {
             let slot = (i * SLOT) as u64;
             let kind = rng.below(100);
             let len = rng.below(1601) as usize;
-            let sg = |mr: &rig::Mr| {
-                if len == 0 {
-                    Vec::new()
-                } else {
-                    data(mr.addr + slot, len as u32, mr.key)
-                }
-            };
+            let sg = |mr: &rig::Mr| data_for(mr.addr + slot, len, mr.key);
             let (opcode, w, arg, rc) = if kind < 30 {
                 let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
                 n.a.fill(&src, i * SLOT, &bytes);

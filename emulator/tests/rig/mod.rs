@@ -601,6 +601,20 @@ impl Rig {
         (a, b, ca, cb)
     }
 
+    /// Two UD QPs on fresh CQs, both in RTS (UD needs no peer), MTU code `mtu`, send PSN
+    /// `psn`.
+    pub(crate) fn ud_pair(&mut self, mtu: u8, psn: u32) -> (Qp, Qp, Cq, Cq) {
+        let ca = self.cq(6);
+        let cb = self.cq(6);
+        let a = self.qp(QpSt::Ud, &ca, &ca, 6, 6);
+        let b = self.qp(QpSt::Ud, &cb, &cb, 6, 6);
+        for q in [&a, &b] {
+            self.init_qp(q, false, false, false);
+            self.rtr_rts(q, 0, mtu, psn, 0);
+        }
+        (a, b, ca, cb)
+    }
+
     /// 2ERR.
     pub(crate) fn qp_to_err(&mut self, qp: &Qp) {
         let mut i = Qp2ErrIn::new_cmd();
@@ -780,6 +794,16 @@ impl Default for Rig {
 /// A data segment.
 pub(crate) fn data(addr: u64, len: u32, key: u32) -> Vec<u8> {
     DataSeg::new(addr, len, key).as_bytes().to_vec()
+}
+
+/// The data segment of a message of `len` bytes at `addr`: none for an empty message (a
+/// segment's byte count 0 would mean 2 GiB).
+pub(crate) fn data_for(addr: u64, len: usize, key: u32) -> Vec<u8> {
+    if len == 0 {
+        Vec::new()
+    } else {
+        data(addr, len as u32, key)
+    }
 }
 
 /// A remote address segment.
