@@ -264,6 +264,36 @@ pub(crate) fn check_segs(
     Ok(())
 }
 
+/// Walks bytes `off .. off + total` of the message `segs` describes: calls `f(seg, at, done,
+/// n)` for each piece, `n` bytes at offset `at` of segment `seg` that are bytes `done ..
+/// done + n` of the range. A range that runs past the segments is a bounds error.
+fn pieces_of_segs(
+    segs: &[Seg],
+    mut off: u64,
+    total: usize,
+    mut f: impl FnMut(&Seg, u64, usize, usize) -> Result<(), KeyError>,
+) -> Result<(), KeyError> {
+    let mut done = 0usize;
+    for s in segs {
+        if done == total {
+            break;
+        }
+        let len = s.len();
+        if off >= len {
+            off -= len;
+            continue;
+        }
+        let n = ((len - off) as usize).min(total - done);
+        f(s, off, done, n)?;
+        done += n;
+        off = 0;
+    }
+    if done < total {
+        return Err(KeyError::Bounds);
+    }
+    Ok(())
+}
+
 /// Copies bytes `off .. off + out.len()` of the message `segs` describes (key segments read
 /// through their lkeys, inline segments from `inline`) into `out`.
 pub(crate) fn gather(
@@ -272,39 +302,24 @@ pub(crate) fn gather(
     pd: u32,
     segs: &[Seg],
     inline: &[u8],
-    mut off: u64,
+    off: u64,
     out: &mut [u8],
 ) -> Result<(), KeyError> {
-    let mut done = 0usize;
-    for s in segs {
-        if done == out.len() {
-            break;
-        }
-        let len = s.len();
-        if off >= len {
-            off -= len;
-            continue;
-        }
-        let n = ((len - off) as usize).min(out.len() - done);
+    pieces_of_segs(segs, off, out.len(), |s, at, done, n| {
         let dst = &mut out[done..done + n];
         match *s {
             Seg::Key { lkey, addr, .. } => {
-                let at = addr.checked_add(off).ok_or(KeyError::Bounds)?;
-                read(dma, mkeys, lkey, pd, Need::LocalRead, at, dst)?;
+                let at = addr.checked_add(at).ok_or(KeyError::Bounds)?;
+                read(dma, mkeys, lkey, pd, Need::LocalRead, at, dst)
             }
             Seg::Inline { off: start, .. } => {
-                let from = start as usize + off as usize;
+                let from = start as usize + at as usize;
                 let src = inline.get(from..from + n).ok_or(KeyError::Bounds)?;
                 dst.copy_from_slice(src);
+                Ok(())
             }
         }
-        done += n;
-        off = 0;
-    }
-    if done < out.len() {
-        return Err(KeyError::Bounds);
-    }
-    Ok(())
+    })
 }
 
 /// Writes `data` at message offset `off` into the buffers `segs` describes (local write
@@ -314,41 +329,21 @@ pub(crate) fn scatter(
     mkeys: &Table<Mkey>,
     pd: u32,
     segs: &[Seg],
-    mut off: u64,
+    off: u64,
     data: &[u8],
 ) -> Result<(), KeyError> {
-    let mut done = 0usize;
-    for s in segs {
-        if done == data.len() {
-            break;
-        }
-        let len = s.len();
-        if off >= len {
-            off -= len;
-            continue;
-        }
-        let n = ((len - off) as usize).min(data.len() - done);
-        match *s {
-            Seg::Key { lkey, addr, .. } => {
-                write(
-                    dma,
-                    mkeys,
-                    lkey,
-                    pd,
-                    Need::LocalWrite,
-                    addr.checked_add(off).ok_or(KeyError::Bounds)?,
-                    &data[done..done + n],
-                )?;
-            }
-            Seg::Inline { .. } => return Err(KeyError::Access),
-        }
-        done += n;
-        off = 0;
-    }
-    if done < data.len() {
-        return Err(KeyError::Bounds);
-    }
-    Ok(())
+    pieces_of_segs(segs, off, data.len(), |s, at, done, n| match *s {
+        Seg::Key { lkey, addr, .. } => write(
+            dma,
+            mkeys,
+            lkey,
+            pd,
+            Need::LocalWrite,
+            addr.checked_add(at).ok_or(KeyError::Bounds)?,
+            &data[done..done + n],
+        ),
+        Seg::Inline { .. } => Err(KeyError::Access),
+    })
 }
 
 #[cfg(test)]
