@@ -39,34 +39,38 @@ pub fn c_alt_hex(v: u64, n: usize) -> String {
     }
 }
 
-/// The header block printed before the addresses.
-pub fn test_info(cfg: &PerfConfig, device: &str, mtu_bytes: u32, server: bool) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "{RESULT_LINE}");
-    let mut title = String::from("                    ");
-    title.push_str(cfg.verb.title());
-    title.push(' ');
+/// perftest's name of the test, its words joined by `sep`: "RDMA_Write Post List BW Test"
+/// in the header, "RDMA_Write_Post_List_BW_Test" in the JSON.
+fn test_name(cfg: &PerfConfig, sep: &str) -> String {
+    let mut words = vec![cfg.verb.title()];
     if cfg.verb == Verb::Atomic {
-        title.push_str(if cfg.atomic_cmp_swap {
-            "CMP_AND_SWAP "
+        words.push(if cfg.atomic_cmp_swap {
+            "CMP_AND_SWAP"
         } else {
-            "FETCH_AND_ADD "
+            "FETCH_AND_ADD"
         });
     }
     match cfg.kind {
         TestKind::Bw => {
             if cfg.bidirectional {
-                title.push_str("Bidirectional ");
+                words.push("Bidirectional");
             }
             if cfg.post_list > 1 {
-                title.push_str("Post List ");
+                words.extend(["Post", "List"]);
             }
-            title.push_str("BW ");
+            words.push("BW");
         }
-        TestKind::Lat => title.push_str("Latency "),
+        TestKind::Lat => words.push("Latency"),
     }
-    title.push_str("Test");
-    let _ = writeln!(s, "{title}");
+    words.push("Test");
+    words.join(sep)
+}
+
+/// The header block printed before the addresses.
+pub fn test_info(cfg: &PerfConfig, device: &str, mtu_bytes: u32, server: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{RESULT_LINE}");
+    let _ = writeln!(s, "                    {}", test_name(cfg, " "));
     if cfg.events {
         let _ = writeln!(s, " Test with events. Using {device}_comp0");
     }
@@ -352,27 +356,7 @@ pub fn json_report(
     mtu_bytes: u32,
     results: &[serde_json::Value],
 ) -> serde_json::Value {
-    let mut test = format!("{}_", cfg.verb.title());
-    if cfg.verb == Verb::Atomic {
-        test.push_str(if cfg.atomic_cmp_swap {
-            "CMP_AND_SWAP_"
-        } else {
-            "FETCH_AND_ADD_"
-        });
-    }
-    match cfg.kind {
-        TestKind::Bw => {
-            if cfg.bidirectional {
-                test.push_str("Bidirectional_");
-            }
-            if cfg.post_list > 1 {
-                test.push_str("Post_List_");
-            }
-            test.push_str("BW_");
-        }
-        TestKind::Lat => test.push_str("Latency_"),
-    }
-    test.push_str("Test");
+    let test = test_name(cfg, "_");
     let mut info = serde_json::json!({
         "test": test,
         "Dual_port": "OFF",
@@ -420,7 +404,9 @@ impl Conn {
 
 #[cfg(test)]
 mod tests {
+    use super::super::PerfArgs;
     use super::*;
+    use clap::Parser;
 
     #[test]
     fn headers_golden() {
@@ -536,5 +522,49 @@ mod tests {
         shuffled.swap(0, 8);
         let r = BwResult::compute(1 << 20, &posted, &shuffled, 1, 1, false);
         assert!(r.bw_peak <= 1000.0 + 1e-6, "{r:?}");
+    }
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: PerfArgs,
+    }
+
+    fn names(verb: Verb, kind: TestKind, args: &[&str]) -> (String, String) {
+        let mut v = vec!["t"];
+        v.extend_from_slice(args);
+        let cfg = PerfConfig::from_args(verb, kind, &T::try_parse_from(v).unwrap().a).unwrap();
+        let header = test_info(&cfg, "emu0", 1024, true);
+        let title = header.lines().nth(1).unwrap().to_string();
+        let json = json_report(&cfg, "emu0", 1024, &[]);
+        (
+            title,
+            json["test_info"]["test"].as_str().unwrap().to_string(),
+        )
+    }
+
+    #[test]
+    fn the_test_name_in_the_header_and_the_json() {
+        assert_eq!(
+            names(Verb::Write, TestKind::Bw, &["-b", "-l", "4"]),
+            (
+                "                    RDMA_Write Bidirectional Post List BW Test".to_string(),
+                "RDMA_Write_Bidirectional_Post_List_BW_Test".to_string()
+            )
+        );
+        assert_eq!(
+            names(Verb::Atomic, TestKind::Lat, &["-A", "CMP_AND_SWAP"]),
+            (
+                "                    Atomic CMP_AND_SWAP Latency Test".to_string(),
+                "Atomic_CMP_AND_SWAP_Latency_Test".to_string()
+            )
+        );
+        assert_eq!(
+            names(Verb::Send, TestKind::Bw, &[]),
+            (
+                "                    Send BW Test".to_string(),
+                "Send_BW_Test".to_string()
+            )
+        );
     }
 }
