@@ -327,135 +327,220 @@ pub fn side(p: &SideParams, tcp: Tcp) -> Result<(), ToolError> {
     if !send {
         comm.hand_shake(&mine[0], t)?;
     }
-    let mut results: Vec<serde_json::Value> = Vec::new();
-    let mut points: Vec<(u64, f64)> = Vec::new();
-    match cfg.kind {
+    let run = Run {
+        p,
+        cfg,
+        res: &res,
+        mine: &mine,
+        rem: &rem,
+        sizes: &sizes,
+        client,
+        t,
+        long,
+    };
+    let mut got = Collected::default();
+    // write-lat ends without a closing hand shake: its connection stays open until the side
+    // is done.
+    let _open = match cfg.kind {
         TestKind::Bw => {
-            p.out.put(&format!(
-                "{RESULT_LINE}\n{}\n",
-                report::bw_header(cfg.gbits)
-            ));
-            if send {
-                // Both sides measure: the client its sends, the server its receives.
-                for &size in &sizes {
-                    if !client {
-                        super::bw::post_recvs(&res, cfg, size)?;
-                    }
-                    comm.hand_shake(&mine[0], t)?;
-                    let r = if client {
-                        super::bw::run_client(&res, cfg, size, &rem, t)?
-                    } else {
-                        super::bw::run_server_recv(&res, cfg, size, t)?
-                    };
-                    p.out.put(&format!("{}\n", r.line(cfg.gbits)));
-                    results.push(r.json());
-                    points.push((size, r.bw_avg));
-                    if cfg.all {
-                        comm.hand_shake(&mine[0], t)?;
-                    }
+            run.bw(comm, &mut got)?;
+            None
+        }
+        TestKind::Lat => run.lat(comm, &mut got)?,
+    };
+    p.emu.linger();
+    write_files(p, cfg, mtu_b, &got)
+}
+
+/// A connected side, ready to measure: what the test loops need.
+struct Run<'a> {
+    p: &'a SideParams,
+    cfg: &'a PerfConfig,
+    res: &'a Res,
+    mine: &'a [PerfDest],
+    rem: &'a [PerfDest],
+    sizes: &'a [u64],
+    client: bool,
+    /// The timeout of a hand shake.
+    t: Duration,
+    /// The timeout of a hand shake that waits for the peer's whole run.
+    long: Duration,
+}
+
+/// What the runs produced: each size's JSON, and the points to plot.
+#[derive(Default)]
+struct Collected {
+    results: Vec<serde_json::Value>,
+    points: Vec<(u64, f64)>,
+}
+
+impl Run<'_> {
+    /// The bandwidth tests: each size measured, and the reports exchanged as perftest does.
+    fn bw(&self, mut comm: Comm, got: &mut Collected) -> Result<(), ToolError> {
+        let Run {
+            p,
+            cfg,
+            res,
+            mine,
+            rem,
+            sizes,
+            client,
+            t,
+            long,
+        } = *self;
+        let Collected { results, points } = got;
+        let send = cfg.verb == Verb::Send;
+        p.out.put(&format!(
+            "{RESULT_LINE}\n{}\n",
+            report::bw_header(cfg.gbits)
+        ));
+        if send {
+            // Both sides measure: the client its sends, the server its receives.
+            for &size in sizes {
+                if !client {
+                    super::bw::post_recvs(res, cfg, size)?;
                 }
-                p.out.put(&format!("{RESULT_LINE}\n"));
-                comm.close(&mine[0])?;
-            } else if cfg.bidirectional {
-                for &size in &sizes {
-                    comm.hand_shake(&mine[0], t)?;
-                    let r = super::bw::run_client(&res, cfg, size, &rem, t)?;
-                    if cfg.all {
-                        comm.hand_shake(&mine[0], long)?;
-                    }
-                    let theirs = comm.xchg_bw_report(&to_report(&r))?;
-                    let sum = BwResult {
-                        size: r.size,
-                        iters: r.iters,
-                        bw_peak: r.bw_peak + theirs.bw_peak,
-                        bw_avg: r.bw_avg + theirs.bw_avg,
-                        msg_rate: r.msg_rate + theirs.msg_rate,
-                    };
-                    p.out.put(&format!("{}\n", sum.line(cfg.gbits)));
-                    results.push(sum.json());
-                    points.push((size, sum.bw_avg));
-                }
-                p.out.put(&format!("{RESULT_LINE}\n"));
-                comm.close(&mine[0])?;
-            } else if client {
-                let mut last = BwResult::default();
-                for &size in &sizes {
-                    let r = super::bw::run_client(&res, cfg, size, &rem, t)?;
-                    p.out.put(&format!("{}\n", r.line(cfg.gbits)));
-                    results.push(r.json());
-                    points.push((size, r.bw_avg));
-                    last = r;
-                }
-                p.out.put(&format!("{RESULT_LINE}\n"));
-                comm.hand_shake(&mine[0], long)?;
-                comm.xchg_bw_report(&to_report(&last))?;
-                comm.close(&mine[0])?;
-            } else {
-                // The server serves the client's WRITEs / READs / atomics and prints its
-                // report (perftest prints the client's last result on the server).
-                comm.hand_shake(&mine[0], long)?;
-                let theirs = comm.xchg_bw_report(&BwReport::default())?;
-                let r = BwResult {
-                    size: theirs.size,
-                    iters: theirs.iters,
-                    bw_peak: theirs.bw_peak,
-                    bw_avg: theirs.bw_avg,
-                    msg_rate: theirs.msg_rate,
+                comm.hand_shake(&mine[0], t)?;
+                let r = if client {
+                    super::bw::run_client(res, cfg, size, rem, t)?
+                } else {
+                    super::bw::run_server_recv(res, cfg, size, t)?
                 };
                 p.out.put(&format!("{}\n", r.line(cfg.gbits)));
                 results.push(r.json());
-                comm.close(&mine[0])?;
-                p.out.put(&format!("{RESULT_LINE}\n"));
-            }
-        }
-        TestKind::Lat => {
-            p.out.put(&format!(
-                "{RESULT_LINE}\n{}\n",
-                report::lat_header(cfg.duration.is_some())
-            ));
-            match cfg.verb {
-                Verb::Write => {
-                    for &size in &sizes {
-                        let line = super::lat::run_write(&res, cfg, size, &rem, client, t)?;
-                        p.out.put(&format!("{}\n", line.0));
-                        results.push(line.1);
-                        points.push((size, line.2));
-                    }
-                    p.out.put(&format!("{RESULT_LINE}\n"));
+                points.push((size, r.bw_avg));
+                if cfg.all {
+                    comm.hand_shake(&mine[0], t)?;
                 }
-                Verb::Send => {
-                    for &size in &sizes {
-                        super::bw::post_recvs(&res, cfg, size)?;
-                        comm.hand_shake(&mine[0], t)?;
-                        let line = super::lat::run_send(&res, cfg, size, &rem, client, t)?;
+            }
+            p.out.put(&format!("{RESULT_LINE}\n"));
+            comm.close(&mine[0])?;
+        } else if cfg.bidirectional {
+            for &size in sizes {
+                comm.hand_shake(&mine[0], t)?;
+                let r = super::bw::run_client(res, cfg, size, rem, t)?;
+                if cfg.all {
+                    comm.hand_shake(&mine[0], long)?;
+                }
+                let theirs = comm.xchg_bw_report(&to_report(&r))?;
+                let sum = BwResult {
+                    size: r.size,
+                    iters: r.iters,
+                    bw_peak: r.bw_peak + theirs.bw_peak,
+                    bw_avg: r.bw_avg + theirs.bw_avg,
+                    msg_rate: r.msg_rate + theirs.msg_rate,
+                };
+                p.out.put(&format!("{}\n", sum.line(cfg.gbits)));
+                results.push(sum.json());
+                points.push((size, sum.bw_avg));
+            }
+            p.out.put(&format!("{RESULT_LINE}\n"));
+            comm.close(&mine[0])?;
+        } else if client {
+            let mut last = BwResult::default();
+            for &size in sizes {
+                let r = super::bw::run_client(res, cfg, size, rem, t)?;
+                p.out.put(&format!("{}\n", r.line(cfg.gbits)));
+                results.push(r.json());
+                points.push((size, r.bw_avg));
+                last = r;
+            }
+            p.out.put(&format!("{RESULT_LINE}\n"));
+            comm.hand_shake(&mine[0], long)?;
+            comm.xchg_bw_report(&to_report(&last))?;
+            comm.close(&mine[0])?;
+        } else {
+            // The server serves the client's WRITEs / READs / atomics and prints its
+            // report (perftest prints the client's last result on the server).
+            comm.hand_shake(&mine[0], long)?;
+            let theirs = comm.xchg_bw_report(&BwReport::default())?;
+            let r = BwResult {
+                size: theirs.size,
+                iters: theirs.iters,
+                bw_peak: theirs.bw_peak,
+                bw_avg: theirs.bw_avg,
+                msg_rate: theirs.msg_rate,
+            };
+            p.out.put(&format!("{}\n", r.line(cfg.gbits)));
+            results.push(r.json());
+            comm.close(&mine[0])?;
+            p.out.put(&format!("{RESULT_LINE}\n"));
+        }
+        Ok(())
+    }
+
+    /// The latency tests: each size measured on this side. Returns the connection if the
+    /// test does not close it (write-lat).
+    fn lat(&self, mut comm: Comm, got: &mut Collected) -> Result<Option<Comm>, ToolError> {
+        let Run {
+            p,
+            cfg,
+            res,
+            mine,
+            rem,
+            sizes,
+            client,
+            t,
+            long,
+        } = *self;
+        let Collected { results, points } = got;
+        p.out.put(&format!(
+            "{RESULT_LINE}\n{}\n",
+            report::lat_header(cfg.duration.is_some())
+        ));
+        match cfg.verb {
+            Verb::Write => {
+                for &size in sizes {
+                    let line = super::lat::run_write(res, cfg, size, rem, client, t)?;
+                    p.out.put(&format!("{}\n", line.0));
+                    results.push(line.1);
+                    points.push((size, line.2));
+                }
+                p.out.put(&format!("{RESULT_LINE}\n"));
+                return Ok(Some(comm));
+            }
+            Verb::Send => {
+                for &size in sizes {
+                    super::bw::post_recvs(res, cfg, size)?;
+                    comm.hand_shake(&mine[0], t)?;
+                    let line = super::lat::run_send(res, cfg, size, rem, client, t)?;
+                    p.out.put(&format!("{}\n", line.0));
+                    results.push(line.1);
+                    points.push((size, line.2));
+                }
+                p.out.put(&format!("{RESULT_LINE}\n"));
+                comm.close(&mine[0])?;
+            }
+            Verb::Read | Verb::Atomic => {
+                if client {
+                    for &size in sizes {
+                        let line = super::lat::run_read_atomic(res, cfg, size, rem, t)?;
                         p.out.put(&format!("{}\n", line.0));
                         results.push(line.1);
                         points.push((size, line.2));
                     }
                     p.out.put(&format!("{RESULT_LINE}\n"));
                     comm.close(&mine[0])?;
-                }
-                Verb::Read | Verb::Atomic => {
-                    if client {
-                        for &size in &sizes {
-                            let line = super::lat::run_read_atomic(&res, cfg, size, &rem, t)?;
-                            p.out.put(&format!("{}\n", line.0));
-                            results.push(line.1);
-                            points.push((size, line.2));
-                        }
-                        p.out.put(&format!("{RESULT_LINE}\n"));
-                        comm.close(&mine[0])?;
-                    } else {
-                        comm.close_within(&mine[0], long)?;
-                        p.out.put(&format!("{RESULT_LINE}\n"));
-                    }
+                } else {
+                    comm.close_within(&mine[0], long)?;
+                    p.out.put(&format!("{RESULT_LINE}\n"));
                 }
             }
         }
+        Ok(None)
     }
-    p.emu.linger();
+}
+
+/// The JSON report and the plot, if asked.
+fn write_files(
+    p: &SideParams,
+    cfg: &PerfConfig,
+    mtu_b: u32,
+    got: &Collected,
+) -> Result<(), ToolError> {
+    let Collected { results, points } = got;
     if let Some(path) = &p.json {
-        let doc = report::json_report(cfg, &p.dev, mtu_b, &results);
+        let doc = report::json_report(cfg, &p.dev, mtu_b, results);
         let text = serde_json::to_string_pretty(&doc).map_err(|e| ToolError::Io(e.to_string()))?;
         std::fs::write(path, text + "\n")
             .map_err(|e| ToolError::io(&format!("writing {}", path.display()), e))?;
@@ -476,7 +561,7 @@ pub fn side(p: &SideParams, tcp: Tcp) -> Result<(), ToolError> {
                 "t_typical [usec]".to_string(),
             ),
         };
-        std::fs::write(path, plot::svg(&title, &ylab, &points))
+        std::fs::write(path, plot::svg(&title, &ylab, points))
             .map_err(|e| ToolError::io(&format!("writing {}", path.display()), e))?;
     }
     Ok(())
