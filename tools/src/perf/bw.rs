@@ -77,6 +77,23 @@ pub fn idle(spins: &mut u32) {
     }
 }
 
+/// The one-sided work request of the test's verb from the buffer `sgl` to `remote`: WRITE,
+/// READ, or perftest's atomics (CMP_SWAP 0 -> 1, FETCH_ADD 1). SENDs are the caller's to
+/// build (given SEND, this is a WRITE).
+pub fn one_sided_wr<'a>(
+    cfg: &PerfConfig,
+    id: u64,
+    sgl: &'a [v::Sge; 1],
+    remote: v::RemoteAddr,
+) -> v::SendWr<'a> {
+    match cfg.verb {
+        Verb::Read => v::SendWr::read(id, sgl, remote),
+        Verb::Atomic if cfg.atomic_cmp_swap => v::SendWr::compare_swap(id, &sgl[0], remote, 0, 1),
+        Verb::Atomic => v::SendWr::fetch_add(id, &sgl[0], remote, 1),
+        Verb::Write | Verb::Send => v::SendWr::write(id, sgl, remote),
+    }
+}
+
 /// The client side (and both sides with `-b`): WRITE, READ, atomics or SEND to the peer.
 pub fn run_client(
     res: &Res,
@@ -165,14 +182,7 @@ pub fn run_client(
                     let s = scnt[i];
                     let signaled = (s + 1) % cq_mod == 0 || (end_at.is_none() && s + 1 == iters);
                     let id = ((i as u64) << 40) | s;
-                    let r = remotes[i];
                     let mut wr = match cfg.verb {
-                        Verb::Write => v::SendWr::write(id, &sgls[i], r),
-                        Verb::Read => v::SendWr::read(id, &sgls[i], r),
-                        Verb::Atomic if cfg.atomic_cmp_swap => {
-                            v::SendWr::compare_swap(id, &sgls[i][0], r, 0, 1)
-                        }
-                        Verb::Atomic => v::SendWr::fetch_add(id, &sgls[i][0], r, 1),
                         Verb::Send => {
                             let w = v::SendWr::send(id, &sgls[i]);
                             match res.ahs.get(i) {
@@ -180,6 +190,7 @@ pub fn run_client(
                                 None => w,
                             }
                         }
+                        _ => one_sided_wr(cfg, id, &sgls[i], remotes[i]),
                     };
                     if inline {
                         wr = wr.inline(&payloads[i]);

@@ -8,7 +8,7 @@
 //! server sends first). SEND latency: the client sends first; each side answers a receive
 //! with a send.
 
-use super::bw::wait_poll;
+use super::bw::{one_sided_wr, wait_poll};
 use super::protocol::PerfDest;
 use super::report::{LatResult, lat_duration_line};
 use super::run::{GRH, Res};
@@ -289,14 +289,7 @@ pub fn run_read_atomic(
     while clock.more(n, cfg.iters) {
         posted.push(t0.elapsed().as_secs_f64());
         n += 1;
-        let wr = match cfg.verb {
-            Verb::Atomic if cfg.atomic_cmp_swap => {
-                v::SendWr::compare_swap(n, &sgl[0], remote, 0, 1)
-            }
-            Verb::Atomic => v::SendWr::fetch_add(n, &sgl[0], remote, 1),
-            _ => v::SendWr::read(n, &sgl, remote),
-        }
-        .signaled();
+        let wr = one_sided_wr(cfg, n, &sgl, remote).signaled();
         qp.post_send(&[wr]).map_err(rdma::verr)?;
         done.successes(res, &res.send_cq, "READ/atomic")?;
     }
