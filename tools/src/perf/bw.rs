@@ -147,7 +147,10 @@ pub fn run_client(
     // messages (for the completion times).
     let mut scnt = vec![0u64; nq];
     let mut ccnt = vec![0u64; nq];
-    let mut gidx: Vec<Vec<usize>> = vec![Vec::new(); nq];
+    // (Sized up front: growing them would reallocate inside the measured loop.)
+    let mut gidx: Vec<Vec<usize>> = (0..nq)
+        .map(|_| Vec::with_capacity(cap / nq.max(1)))
+        .collect();
     let t0 = Instant::now();
     let mut last_progress = Instant::now();
     let mut wc = [WorkCompletion::default(); 16];
