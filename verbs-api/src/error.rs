@@ -2,7 +2,7 @@
 
 use crate::qp::QpState;
 use rnic_driver::DriverError;
-use rnic_driver::wr::{PollError, PostErrorKind};
+use rnic_driver::wr::{PollError, PostError, PostErrorKind};
 use std::time::Duration;
 
 /// `Result` with [`Error`].
@@ -171,6 +171,16 @@ impl Error {
                 why,
             },
             source => Error::Driver { verb, source },
+        }
+    }
+
+    /// A post verb's refusal of a work request list, on QP (or SRQ) `qpn`.
+    pub(crate) fn post(verb: &'static str, qpn: u32) -> impl FnOnce(PostError) -> Error {
+        move |e| Error::Post {
+            verb,
+            qpn,
+            index: e.index,
+            kind: e.kind,
         }
     }
 

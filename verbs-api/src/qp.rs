@@ -782,12 +782,7 @@ impl QueuePair {
         }
         self.qp
             .post_send(send_as_driver(wrs))
-            .map_err(|e| Error::Post {
-                verb: "ibv_post_send",
-                qpn: self.qp_num(),
-                index: e.index,
-                kind: e.kind,
-            })
+            .map_err(Error::post("ibv_post_send", self.qp_num()))
     }
 
     /// `ibv_post_recv`: posts receives (one doorbell record update for the list). Accepted
@@ -806,12 +801,7 @@ impl QueuePair {
         }
         self.qp
             .post_recv(recv_as_driver(wrs))
-            .map_err(|e| Error::Post {
-                verb: "ibv_post_recv",
-                qpn: self.qp_num(),
-                index: e.index,
-                kind: e.kind,
-            })
+            .map_err(Error::post("ibv_post_recv", self.qp_num()))
     }
 
     /// `ibv_destroy_qp`, reporting errors (dropping destroys too).

@@ -76,12 +76,7 @@ impl SharedReceiveQueue {
         self.inner
             .srq
             .post_recv(recv_as_driver(wrs))
-            .map_err(|e| Error::Post {
-                verb: "ibv_post_srq_recv",
-                qpn: self.inner.srq.srqn(),
-                index: e.index,
-                kind: e.kind,
-            })
+            .map_err(Error::post("ibv_post_srq_recv", self.inner.srq.srqn()))
     }
 
     /// `ibv_destroy_srq`: fails with [`Error::InUse`] while QPs (or clones) hold it.
