@@ -210,13 +210,13 @@ impl Caps {
 
     /// Current atomic capabilities (`atomic_req_8B_endianness_mode` 1: 8-byte atomic
     /// responses in host byte order), for the queue engines' atomics.
-    #[allow(dead_code)]
     pub(crate) fn atomic(&self) -> &AtomicCaps {
         self.blocks[3].2.atomic_caps()
     }
 
-    /// Current RoCE capabilities (UDP ports), for the transport.
-    #[allow(dead_code)]
+    /// Current RoCE capabilities. Only the tests read them: the transport always uses UDP
+    /// port 4791.
+    #[cfg(test)]
     pub(crate) fn roce(&self) -> &RoceCap {
         self.blocks[4].2.roce_cap()
     }
