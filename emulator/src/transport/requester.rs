@@ -15,7 +15,7 @@ use rnic_hw_regs::wqe::SendOpcode;
 use super::{Path, SendWqe, bth, mtu_bytes, packet_repr, port_mtu_code, psn_add, send_frame};
 use crate::device::Ctx;
 use crate::mkey::{self, Need};
-use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, RethRepr};
+use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, PacketRepr, RethRepr};
 
 /// Sends what QP `qpn` may send now, then completes what finished.
 pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
@@ -154,7 +154,6 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         return;
     };
     let st = QpSt::try_from(qpc.st()).unwrap_or(QpSt::Rc);
-    let base: u8 = if st == QpSt::Uc { 0x20 } else { 0 };
     let path = match &w.ud {
         Some(ud) => Path::of_ud(ud),
         None => Path::of_qp(qpc),
@@ -179,44 +178,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
             break;
         }
         let last = i + 1 == sends;
-        let (code, data_len) = match op {
-            SendOpcode::Send | SendOpcode::SendImm | SendOpcode::SendInval => {
-                let (l, o) = match op {
-                    SendOpcode::SendImm => (0x03, 0x05),
-                    SendOpcode::SendInval => (0x16, 0x17),
-                    _ => (0x02, 0x04),
-                };
-                let code = if st == QpSt::Ud {
-                    if op == SendOpcode::SendImm {
-                        0x65
-                    } else {
-                        0x64
-                    }
-                } else {
-                    seq_opcode(base, 0x00, 0x01, l, o, i, sends)
-                };
-                (code, chunk(w.len, mtu, i))
-            }
-            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteImm => {
-                let (l, o) = if op == SendOpcode::RdmaWriteImm {
-                    (0x09, 0x0B)
-                } else {
-                    (0x08, 0x0A)
-                };
-                (
-                    seq_opcode(base, 0x06, 0x07, l, o, i, sends),
-                    chunk(w.len, mtu, i),
-                )
-            }
-            SendOpcode::RdmaRead => (0x0C, 0),
-            SendOpcode::AtomicCs => (0x13, 0),
-            SendOpcode::AtomicFa => (0x14, 0),
-            _ => {
-                w.error = Some(CqeSyndrome::LocalQpOp);
-                break;
-            }
-        };
-        let Some(opcode) = Opcode::from_u8(code) else {
+        let Some((opcode, data_len)) = packet_opcode(op, st, w.len, mtu, i, sends) else {
             w.error = Some(CqeSyndrome::LocalQpOp);
             break;
         };
@@ -238,34 +200,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
                 break;
             }
         };
-        if opcode.has_deth() {
-            let qkey = match &w.ud {
-                Some(ud) if ud.qkey & 0x8000_0000 == 0 => ud.qkey,
-                _ => qpc.q_key(),
-            };
-            repr.ext.deth = Some(DethRepr { qkey, src_qp: qpn });
-        }
-        if opcode.has_reth() {
-            repr.ext.reth = Some(RethRepr {
-                virtual_addr: w.raddr.wrapping_add(rd_off),
-                rkey: w.rkey,
-                dma_len: w.len.saturating_sub(rd_off) as u32,
-            });
-        }
-        if opcode.has_atomic_eth() {
-            repr.ext.atomic_eth = Some(AtomicEthRepr {
-                virtual_addr: w.raddr,
-                rkey: w.rkey,
-                swap_add: w.swap_add,
-                compare: w.compare,
-            });
-        }
-        if opcode.has_imm() {
-            repr.ext.imm = Some(ImmDtRepr { imm: w.imm });
-        }
-        if opcode.has_ieth() {
-            repr.ext.ieth = Some(IethRepr { rkey: w.imm });
-        }
+        add_ext_headers(&mut repr, opcode, w, qpc, qpn, rd_off);
         // The gather overwrites every byte: grow the buffer, never clear it.
         if payload.len() < data_len {
             payload.resize(data_len, 0);
@@ -291,6 +226,95 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         w.next_pkt = w.npkts;
     }
     ctx.st.port.scratch = payload;
+}
+
+/// The BTH opcode of packet `i` of `sends` of a `len`-byte WQE `op` on a QP of service `st`,
+/// and the payload bytes it carries; `None` for a WQE opcode the requester does not send.
+fn packet_opcode(
+    op: SendOpcode,
+    st: QpSt,
+    len: u64,
+    mtu: u32,
+    i: u32,
+    sends: u32,
+) -> Option<(Opcode, usize)> {
+    let base: u8 = if st == QpSt::Uc { 0x20 } else { 0 };
+    let (code, data_len) = match op {
+        SendOpcode::Send | SendOpcode::SendImm | SendOpcode::SendInval => {
+            let (l, o) = match op {
+                SendOpcode::SendImm => (0x03, 0x05),
+                SendOpcode::SendInval => (0x16, 0x17),
+                _ => (0x02, 0x04),
+            };
+            let code = if st == QpSt::Ud {
+                if op == SendOpcode::SendImm {
+                    0x65
+                } else {
+                    0x64
+                }
+            } else {
+                seq_opcode(base, 0x00, 0x01, l, o, i, sends)
+            };
+            (code, chunk(len, mtu, i))
+        }
+        SendOpcode::RdmaWrite | SendOpcode::RdmaWriteImm => {
+            let (l, o) = if op == SendOpcode::RdmaWriteImm {
+                (0x09, 0x0B)
+            } else {
+                (0x08, 0x0A)
+            };
+            (
+                seq_opcode(base, 0x06, 0x07, l, o, i, sends),
+                chunk(len, mtu, i),
+            )
+        }
+        SendOpcode::RdmaRead => (0x0C, 0),
+        SendOpcode::AtomicCs => (0x13, 0),
+        SendOpcode::AtomicFa => (0x14, 0),
+        _ => return None,
+    };
+    Some((Opcode::from_u8(code)?, data_len))
+}
+
+/// The extension headers `opcode` carries, from the WQE: DETH (the WQE's Q_Key, or the QP's
+/// when the WQE's has its high bit set), RETH (past the `rd_off` bytes a retried READ
+/// already has), AtomicETH, ImmDt, IETH.
+fn add_ext_headers(
+    repr: &mut PacketRepr,
+    opcode: Opcode,
+    w: &SendWqe,
+    qpc: &Qpc,
+    qpn: u32,
+    rd_off: u64,
+) {
+    if opcode.has_deth() {
+        let qkey = match &w.ud {
+            Some(ud) if ud.qkey & 0x8000_0000 == 0 => ud.qkey,
+            _ => qpc.q_key(),
+        };
+        repr.ext.deth = Some(DethRepr { qkey, src_qp: qpn });
+    }
+    if opcode.has_reth() {
+        repr.ext.reth = Some(RethRepr {
+            virtual_addr: w.raddr.wrapping_add(rd_off),
+            rkey: w.rkey,
+            dma_len: w.len.saturating_sub(rd_off) as u32,
+        });
+    }
+    if opcode.has_atomic_eth() {
+        repr.ext.atomic_eth = Some(AtomicEthRepr {
+            virtual_addr: w.raddr,
+            rkey: w.rkey,
+            swap_add: w.swap_add,
+            compare: w.compare,
+        });
+    }
+    if opcode.has_imm() {
+        repr.ext.imm = Some(ImmDtRepr { imm: w.imm });
+    }
+    if opcode.has_ieth() {
+        repr.ext.ieth = Some(IethRepr { rkey: w.imm });
+    }
 }
 
 /// Payload bytes of packet `i` of a `len`-byte message.
