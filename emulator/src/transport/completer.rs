@@ -52,95 +52,12 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
     let mut tr = std::mem::take(&mut qp.tr);
     let una_before = tr.una;
     let done_before = tr.sq.iter().filter(|w| w.done).count();
-    let psn = repr.bth.psn;
-    let opcode = repr.bth.opcode;
-    let mut accepted = true;
-    match opcode.operation() {
-        Operation::Acknowledge => {
-            let syndrome = repr.ext.aeth.map(|a| a.syndrome);
-            // A response for a PSN never sent is bogus.
-            let sent_end = ctx
-                .st
-                .res
-                .qps
-                .get(qpn)
-                .map_or(psn, |q| q.ctx.next_send_psn());
-            // Only PSNs between the last acknowledged one and the last sent are news; an
-            // older one (a duplicate ACK) changes nothing.
-            let fresh = tr.una.is_some_and(|u| {
-                psn_cmp(psn, psn_add(u, 0xFF_FFFF)) >= 0 && psn_cmp(psn, sent_end) < 0
-            });
-            if !fresh {
-                accepted = false;
-            } else {
-                match syndrome {
-                    Some(Syndrome::Ack { .. }) => {
-                        let before = tr.una;
-                        advance_una(&mut tr, psn_add(psn, 1));
-                        ack_upto(&mut tr, psn);
-                        if tr.una != before {
-                            tr.gap_retry = None;
-                        }
-                        lost_response_check(ctx, &mut tr, psn);
-                    }
-                    Some(Syndrome::RnrNak { .. }) => {
-                        ctx.st.counters.transport.rnr_naks_rx += 1;
-                        advance_una(&mut tr, psn);
-                        ack_before(&mut tr, psn);
-                        let left = tr.rnr_left.get_or_insert(rnr_retry);
-                        if *left == 0 {
-                            fail_at(&mut tr, psn, CqeSyndrome::RnrRetryExc);
-                        } else {
-                            if *left != 7 {
-                                *left -= 1;
-                            }
-                            let wait_ns = syndrome
-                                .and_then(Syndrome::rnr_timer_us)
-                                .map_or(0, |us| u64::from(us) * 1000);
-                            tr.rnr_wait = Some((ctx.clock.now_ns() + wait_ns, psn));
-                            tr.retx_at = None;
-                        }
-                    }
-                    Some(Syndrome::Nak(NakCode::PsnSequenceError)) if tr.rnr_wait.is_some() => {
-                        // The packets after an RNR-NAKed one arrive out of sequence; the
-                        // resend when the RNR timer expires covers them.
-                        advance_una(&mut tr, psn);
-                        ack_before(&mut tr, psn);
-                    }
-                    Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
-                        ctx.st.counters.transport.seq_naks_rx += 1;
-                        advance_una(&mut tr, psn);
-                        ack_before(&mut tr, psn);
-                        let left = tr.retry_left.get_or_insert(retry_count);
-                        if *left == 0 {
-                            fail_at(&mut tr, psn, CqeSyndrome::TransportRetryExc);
-                        } else {
-                            *left -= 1;
-                            ctx.st.counters.transport.retransmits += 1;
-                            go_back(&mut tr, psn);
-                        }
-                    }
-                    Some(Syndrome::Nak(code)) => {
-                        ack_before(&mut tr, psn);
-                        let s = match code {
-                            NakCode::InvalidRequest => CqeSyndrome::RemoteInvalReq,
-                            NakCode::RemoteAccessError => CqeSyndrome::RemoteAccess,
-                            _ => CqeSyndrome::RemoteOp,
-                        };
-                        fail_at(&mut tr, psn, s);
-                    }
-                    None => accepted = false,
-                }
-            }
-        }
-        Operation::RdmaReadResponse => {
-            accepted = read_response(ctx, pd, mtu, &mut tr, repr, payload);
-        }
-        Operation::AtomicAcknowledge => {
-            accepted = atomic_ack(ctx, pd, &mut tr, repr);
-        }
-        _ => accepted = false,
-    }
+    let accepted = match repr.bth.opcode.operation() {
+        Operation::Acknowledge => acknowledge(ctx, qpn, &mut tr, repr, retry_count, rnr_retry),
+        Operation::RdmaReadResponse => read_response(ctx, pd, mtu, &mut tr, repr, payload),
+        Operation::AtomicAcknowledge => atomic_ack(ctx, pd, &mut tr, repr),
+        _ => false,
+    };
     if !accepted {
         count_drop(ctx, |d| &mut d.stale_response);
     }
@@ -157,6 +74,95 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
     }
     complete_head(ctx, qpn);
     super::requester::run(ctx, qpn);
+}
+
+/// An ACK, RNR NAK or NAK for `repr`'s PSN: retires what it acknowledges, then waits (RNR),
+/// goes back (PSN sequence error) or fails the WQE (other NAKs), within the retry counts.
+/// False when the packet is not news (a duplicate, a PSN never sent, no AETH).
+fn acknowledge(
+    ctx: &mut Ctx<'_>,
+    qpn: u32,
+    tr: &mut QpTransport,
+    repr: &PacketRepr,
+    retry_count: u8,
+    rnr_retry: u8,
+) -> bool {
+    let psn = repr.bth.psn;
+    let syndrome = repr.ext.aeth.map(|a| a.syndrome);
+    // A response for a PSN never sent is bogus.
+    let sent_end = ctx
+        .st
+        .res
+        .qps
+        .get(qpn)
+        .map_or(psn, |q| q.ctx.next_send_psn());
+    // Only PSNs between the last acknowledged one and the last sent are news; an
+    // older one (a duplicate ACK) changes nothing.
+    let fresh = tr
+        .una
+        .is_some_and(|u| psn_cmp(psn, psn_add(u, 0xFF_FFFF)) >= 0 && psn_cmp(psn, sent_end) < 0);
+    if !fresh {
+        return false;
+    }
+    match syndrome {
+        Some(Syndrome::Ack { .. }) => {
+            let before = tr.una;
+            advance_una(tr, psn_add(psn, 1));
+            ack_upto(tr, psn);
+            if tr.una != before {
+                tr.gap_retry = None;
+            }
+            lost_response_check(ctx, tr, psn);
+        }
+        Some(Syndrome::RnrNak { .. }) => {
+            ctx.st.counters.transport.rnr_naks_rx += 1;
+            advance_una(tr, psn);
+            ack_before(tr, psn);
+            let left = tr.rnr_left.get_or_insert(rnr_retry);
+            if *left == 0 {
+                fail_at(tr, psn, CqeSyndrome::RnrRetryExc);
+            } else {
+                if *left != 7 {
+                    *left -= 1;
+                }
+                let wait_ns = syndrome
+                    .and_then(Syndrome::rnr_timer_us)
+                    .map_or(0, |us| u64::from(us) * 1000);
+                tr.rnr_wait = Some((ctx.clock.now_ns() + wait_ns, psn));
+                tr.retx_at = None;
+            }
+        }
+        Some(Syndrome::Nak(NakCode::PsnSequenceError)) if tr.rnr_wait.is_some() => {
+            // The packets after an RNR-NAKed one arrive out of sequence; the
+            // resend when the RNR timer expires covers them.
+            advance_una(tr, psn);
+            ack_before(tr, psn);
+        }
+        Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
+            ctx.st.counters.transport.seq_naks_rx += 1;
+            advance_una(tr, psn);
+            ack_before(tr, psn);
+            let left = tr.retry_left.get_or_insert(retry_count);
+            if *left == 0 {
+                fail_at(tr, psn, CqeSyndrome::TransportRetryExc);
+            } else {
+                *left -= 1;
+                ctx.st.counters.transport.retransmits += 1;
+                go_back(tr, psn);
+            }
+        }
+        Some(Syndrome::Nak(code)) => {
+            ack_before(tr, psn);
+            let s = match code {
+                NakCode::InvalidRequest => CqeSyndrome::RemoteInvalReq,
+                NakCode::RemoteAccessError => CqeSyndrome::RemoteAccess,
+                _ => CqeSyndrome::RemoteOp,
+            };
+            fail_at(tr, psn, s);
+        }
+        None => return false,
+    }
+    true
 }
 
 /// An ACK beyond the oldest unfinished READ / atomic means its response was lost: retry it
