@@ -12,6 +12,22 @@ use rig::net::Net;
 use rig::{Access, SIGNALED, atomic, data, op, raddr, segs};
 use rnic_hw_regs::ctx::QpSt;
 
+/// tshark with `flags` on the capture at `path`, dissecting UDP 4791 as RoCE v2 (not its
+/// heuristics, not RPC-over-RDMA).
+fn tshark(flags: &[&str], path: &std::path::Path) -> std::io::Result<std::process::Output> {
+    Command::new("tshark")
+        .args(flags)
+        .arg("-r")
+        .arg(path)
+        .args([
+            "-o",
+            "infiniband.try_heuristic_first:FALSE",
+            "--disable-protocol",
+            "rpcordma",
+        ])
+        .output()
+}
+
 #[test]
 fn capture_decodes_as_rroce_without_malformed_frames() {
     let path = std::env::temp_dir().join(format!("rnic-capture-{}.pcap", std::process::id()));
@@ -72,17 +88,7 @@ fn capture_decodes_as_rroce_without_malformed_frames() {
     }
     let frames = n.a.h.dev.stop_capture().expect("flush");
     assert!(frames >= 20, "{frames} frames captured");
-    let out = match Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(&path)
-        .args([
-            "-o",
-            "infiniband.try_heuristic_first:FALSE",
-            "--disable-protocol",
-            "rpcordma",
-        ])
-        .output()
-    {
+    let out = match tshark(&["-n"], &path) {
         Ok(o) => o,
         Err(e) => {
             println!("skipped: tshark is not installed here ({e})");
@@ -122,17 +128,7 @@ fn capture_decodes_as_rroce_without_malformed_frames() {
         assert!(text.contains(want), "tshark shows {want:?}");
     }
     // The full dissection has no malformed or error expert item either.
-    let full = Command::new("tshark")
-        .args(["-n", "-V", "-r"])
-        .arg(&path)
-        .args([
-            "-o",
-            "infiniband.try_heuristic_first:FALSE",
-            "--disable-protocol",
-            "rpcordma",
-        ])
-        .output()
-        .expect("tshark ran before");
+    let full = tshark(&["-n", "-V"], &path).expect("tshark ran before");
     let full = String::from_utf8_lossy(&full.stdout);
     assert!(!full.contains("Malformed") && !full.contains("[Severity level: Error]"));
     assert!(full.matches("InfiniBand").count() as u64 >= frames);
