@@ -175,6 +175,11 @@ pub struct Device {
 
 impl Device {
     /// Creates a device with `profile`, running as `mode` says.
+    ///
+    /// # Panics
+    ///
+    /// With [`RunMode::Threaded`], if the OS cannot start the device's thread (as
+    /// [`std::thread::spawn`] does).
     pub fn new(profile: Profile, mode: RunMode) -> Self {
         let clock = match mode {
             RunMode::Threaded => Clock::real(),
