@@ -222,47 +222,66 @@ pub fn run_client(
             "sending",
         )?;
         let now = t0.elapsed().as_secs_f64();
-        for w in &wc[..n] {
-            if !w.is_success() {
-                return Err(rdma::wc_error(w, "send queue"));
+        retire(&wc[..n], &mut ccnt, &gidx, &mut completed, now)?;
+    }
+    let mut r = client_result(cfg, size, &posted, &completed);
+    if end_at.is_none() {
+        r.iters = iters * nq as u64;
+    }
+    Ok(r)
+}
+
+/// Marks complete, at time `now`, every message up to each completion's (a signaled
+/// completion retires the unsignaled messages before it on its QP). The wr_id holds the QP
+/// index above bit 40 and the message count below.
+fn retire(
+    wc: &[WorkCompletion],
+    ccnt: &mut [u64],
+    gidx: &[Vec<usize>],
+    completed: &mut [f64],
+    now: f64,
+) -> Result<(), ToolError> {
+    for w in wc {
+        if !w.is_success() {
+            return Err(rdma::wc_error(w, "send queue"));
+        }
+        let q = (w.wr_id() >> 40) as usize;
+        let s = w.wr_id() & ((1 << 40) - 1);
+        if q >= ccnt.len() {
+            return Err(ToolError::Completion(format!(
+                "completion for unknown wr_id {:#x}",
+                w.wr_id()
+            )));
+        }
+        while ccnt[q] <= s {
+            if let Some(&g) = gidx[q].get(ccnt[q] as usize) {
+                completed[g] = now;
             }
-            let q = (w.wr_id() >> 40) as usize;
-            let s = w.wr_id() & ((1 << 40) - 1);
-            if q >= nq {
-                return Err(ToolError::Completion(format!(
-                    "completion for unknown wr_id {:#x}",
-                    w.wr_id()
-                )));
-            }
-            while ccnt[q] <= s {
-                if let Some(&g) = gidx[q].get(ccnt[q] as usize) {
-                    completed[g] = now;
-                }
-                ccnt[q] += 1;
-            }
+            ccnt[q] += 1;
         }
     }
-    // Only messages known complete count (with -D, the unsignalled tail does not).
+    Ok(())
+}
+
+/// The client's result from the post and completion time of each message, in post order.
+/// Only messages known complete count (with -D, the unsignaled tail does not).
+fn client_result(cfg: &PerfConfig, size: u64, posted: &[f64], completed: &[f64]) -> BwResult {
     let mut pairs: Vec<(f64, f64)> = posted
         .iter()
-        .zip(&completed)
+        .zip(completed)
         .filter(|(_, c)| c.is_finite())
         .map(|(p, c)| (*p, *c))
         .collect();
     pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (p, c): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
-    let mut r = BwResult::compute(
+    BwResult::compute(
         size,
         &p,
         &c,
         cfg.cq_mod as usize,
         cfg.post_list as usize,
         cfg.gbits,
-    );
-    if end_at.is_none() {
-        r.iters = iters * nq as u64;
-    }
-    Ok(r)
+    )
 }
 
 /// The SEND BW server (`run_iter_bw_server`): counts receives, re-posting them; the bandwidth
