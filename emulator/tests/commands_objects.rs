@@ -638,3 +638,23 @@ fn gen_eqe_lands_in_the_eq_with_the_device_owner_bit() {
     h.exec(&g, &[]).expect_status(CmdStatus::InternalError);
     let _ = (<cmd::QueryQpIn as CmdIn>::OPCODE, Profile::default());
 }
+
+#[test]
+fn init2rtr_to_an_empty_gid_fails_with_its_syndrome() {
+    let (mut h, b) = up();
+    set_gid(&mut h, 0);
+    let cqn = create_cq(&mut h, &b);
+    let qpn = create_qp(&mut h, &b, 0, cqn);
+    h.ok(&rst2init(qpn), &[]);
+    let mut bad = init2rtr(qpn, 0x101);
+    bad.qpc_mut()
+        .primary_address_path_mut()
+        .set_src_addr_index(1);
+    // QP_GID_EMPTY: inside the table, but never set.
+    assert_eq!(
+        h.exec(&bad, &[]).expect_status(CmdStatus::BadParam),
+        0x0C00_0013
+    );
+    h.ok(&init2rtr(qpn, 0x101), &[]);
+    assert_eq!(state(&mut h, qpn), QpState::Rtr);
+}

@@ -228,6 +228,31 @@ fn apply_optional(c: &mut Qpc, n: &Qpc, mask: u32) {
     }
 }
 
+/// The context a reset leaves: the creation attributes survive, everything the transitions
+/// set does not.
+fn reset_qpc(keep: &Qpc) -> Qpc {
+    let mut c = Qpc::default();
+    c.set_st(keep.st());
+    c.set_pd(keep.pd());
+    c.set_uar_page(keep.uar_page());
+    c.set_user_index(keep.user_index());
+    c.set_log_page_size(keep.log_page_size());
+    c.set_log_rq_size(keep.log_rq_size());
+    c.set_log_rq_stride(keep.log_rq_stride());
+    c.set_no_sq(keep.no_sq());
+    c.set_log_sq_size(keep.log_sq_size());
+    c.set_ts_format(keep.ts_format());
+    c.set_rlky(keep.rlky());
+    c.set_fre(keep.fre());
+    c.set_cqn_snd(keep.cqn_snd());
+    c.set_cqn_rcv(keep.cqn_rcv());
+    c.set_dbr_addr(keep.dbr_addr());
+    c.set_rq_type(keep.rq_type());
+    c.set_srqn_rmpn_xrqn(keep.srqn_rmpn_xrqn());
+    c.set_pm_state(keep.pm_state());
+    c
+}
+
 /// Every QP transition.
 pub(super) fn modify_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     use CmdOpcode as O;
@@ -244,7 +269,9 @@ pub(super) fn modify_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     // Every transition's output is the generic 0x10-byte one.
     cmd.output::<Rst2InitQpOut>()?;
     let max_mtu = ctx.st.profile.max_mtu;
-    let gids = ctx.st.res.gids.clone();
+    // INIT2RTR's GID: whether the path's index is inside the table, and set there.
+    let gid_idx = usize::from(n.primary_address_path().src_addr_index());
+    let gid = ctx.st.res.gids.get(gid_idx).map(Option::is_some);
     let g = *ctx.st.caps.general();
     let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
         return fail(CmdStatus::BadResource, syn::QP_UNKNOWN);
@@ -294,9 +321,8 @@ pub(super) fn modify_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
                 syn::QP_NO_REMOTE_QPN,
             )?;
             let path = *n.primary_address_path();
-            let idx = usize::from(path.src_addr_index());
-            ensure(idx < gids.len(), CmdStatus::BadParam, syn::QP_GID_INDEX)?;
-            ensure(gids[idx].is_some(), CmdStatus::BadParam, syn::QP_GID_EMPTY)?;
+            ensure(gid.is_some(), CmdStatus::BadParam, syn::QP_GID_INDEX)?;
+            ensure(gid == Some(true), CmdStatus::BadParam, syn::QP_GID_EMPTY)?;
             ensure(
                 n.log_msg_max() <= g.log_max_msg(),
                 CmdStatus::BadParam,
@@ -340,27 +366,7 @@ pub(super) fn modify_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
             c.set_next_send_psn(n.next_send_psn());
         }
         O::Qp2Rst => {
-            let keep = c;
-            c = Qpc::default();
-            // Creation attributes survive a reset; everything the transitions set does not.
-            c.set_st(keep.st());
-            c.set_pd(keep.pd());
-            c.set_uar_page(keep.uar_page());
-            c.set_user_index(keep.user_index());
-            c.set_log_page_size(keep.log_page_size());
-            c.set_log_rq_size(keep.log_rq_size());
-            c.set_log_rq_stride(keep.log_rq_stride());
-            c.set_no_sq(keep.no_sq());
-            c.set_log_sq_size(keep.log_sq_size());
-            c.set_ts_format(keep.ts_format());
-            c.set_rlky(keep.rlky());
-            c.set_fre(keep.fre());
-            c.set_cqn_snd(keep.cqn_snd());
-            c.set_cqn_rcv(keep.cqn_rcv());
-            c.set_dbr_addr(keep.dbr_addr());
-            c.set_rq_type(keep.rq_type());
-            c.set_srqn_rmpn_xrqn(keep.srqn_rmpn_xrqn());
-            c.set_pm_state(keep.pm_state());
+            c = reset_qpc(&c);
             qp.sq_ci = 0;
             qp.rq_ci = 0;
             qp.tr = Default::default();
