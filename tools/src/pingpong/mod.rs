@@ -353,10 +353,9 @@ impl Pp {
     }
 }
 
-/// Runs `rc-pingpong` or `ud-pingpong`.
-pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
-    let timeout = Duration::from_secs(a.timeout.clamp(1, 86_400));
-    let client = a.host.is_some();
+/// Checks the numeric flags (size, iterations, receive depth, timeout, MTU, port); returns the
+/// message size (the tool's default unless `-s`) and the MTU enum of `-m`.
+fn check_flags(kind: Kind, a: &PingpongArgs) -> Result<(u32, u8), ToolError> {
     let size = a.size.unwrap_or(if kind == Kind::Rc { 4096 } else { 1024 });
     if size == 0 {
         return Err(ToolError::Usage("message size must be at least 1".into()));
@@ -393,6 +392,14 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
             a.ib_port
         )));
     }
+    Ok((size, mtu))
+}
+
+/// Runs `rc-pingpong` or `ud-pingpong`.
+pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
+    let timeout = Duration::from_secs(a.timeout.clamp(1, 86_400));
+    let client = a.host.is_some();
+    let (size, mtu) = check_flags(kind, a)?;
     let emu = EmuOpts::new(a.pcap.clone(), a.emu_faults.clone())?;
     // The server takes its TCP port before anything else, so a busy port fails at once.
     let listener = if client {
