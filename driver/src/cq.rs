@@ -527,21 +527,7 @@ impl Cq {
         let mut i = DestroyCqIn::new_cmd();
         i.set_cqn(self.cqn);
         let r = self.hca.cmdq().exec(&i, &[], &mut []);
-        match &r {
-            Err(e) if !e.device_answered() => {
-                log::warn!(
-                    "DESTROY_CQ {:#x} did not complete: its buffer is leaked",
-                    self.cqn
-                );
-                let _ = self.buf.take().map(std::mem::forget);
-            }
-            _ => {
-                if let Some(buf) = self.buf.take() {
-                    self.bus.free_dma(buf)?;
-                }
-            }
-        }
-        r.map(|_| ())
+        crate::dma::release_after_destroy(&*self.bus, &mut self.buf, r, "DESTROY_CQ", self.cqn)
     }
 
     /// DESTROY_CQ and frees the ring (leaked if the device did not answer).

@@ -102,6 +102,31 @@ pub(crate) unsafe fn read_byte(p: *const u8) -> u8 {
     unsafe { p.read_volatile() }
 }
 
+/// The end of a DESTROY_* command: frees the object's ring when the device answered, and
+/// leaks it when it did not (a device that may still be running must not get the memory back
+/// for reuse). Returns the command's own result first, then a free failure.
+pub(crate) fn release_after_destroy<T>(
+    bus: &dyn rnic_hw_regs::Bus,
+    buf: &mut Option<DmaRegion>,
+    destroyed: Result<T, crate::DriverError>,
+    what: &str,
+    number: u32,
+) -> Result<(), crate::DriverError> {
+    match &destroyed {
+        Err(e) if !e.device_answered() => {
+            log::warn!("{what} {number:#x} did not complete: its buffer is leaked");
+            // Dropping the description without `free_dma` keeps the memory allocated.
+            let _leaked = buf.take();
+        }
+        _ => {
+            if let Some(region) = buf.take() {
+                bus.free_dma(region)?;
+            }
+        }
+    }
+    destroyed.map(|_| ())
+}
+
 /// A bus handle that object types can derive `Debug` with.
 #[derive(Clone)]
 pub(crate) struct BusHandle(pub(crate) std::sync::Arc<dyn rnic_hw_regs::Bus>);

@@ -939,21 +939,7 @@ impl Qp {
         if !Arc::ptr_eq(&self.send_cq, &self.recv_cq) {
             self.recv_cq.clean(self.qpn, true);
         }
-        match &r {
-            Err(e) if !e.device_answered() => {
-                log::warn!(
-                    "DESTROY_QP {:#x} did not complete: its buffer is leaked",
-                    self.qpn
-                );
-                let _ = self.buf.take().map(std::mem::forget);
-            }
-            _ => {
-                if let Some(buf) = self.buf.take() {
-                    self.bus.free_dma(buf)?;
-                }
-            }
-        }
-        r.map(|_| ())
+        crate::dma::release_after_destroy(&*self.bus, &mut self.buf, r, "DESTROY_QP", self.qpn)
     }
 
     /// DESTROY_QP, removes its completions from the CQs and frees the buffer (leaked if the

@@ -262,17 +262,7 @@ impl Srq {
         let mut i = DestroySrqIn::new_cmd();
         i.set_srqn(self.srqn);
         let r = self.pd.hca().cmdq().exec(&i, &[], &mut []);
-        match &r {
-            Err(e) if !e.device_answered() => {
-                let _ = self.buf.take().map(std::mem::forget);
-            }
-            _ => {
-                if let Some(buf) = self.buf.take() {
-                    self.bus.free_dma(buf)?;
-                }
-            }
-        }
-        r.map(|_| ())
+        crate::dma::release_after_destroy(&*self.bus, &mut self.buf, r, "DESTROY_SRQ", self.srqn)
     }
 
     /// DESTROY_SRQ and frees the ring.
