@@ -129,19 +129,19 @@ impl QpConfig {
     }
 }
 
-/// Path MTU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Path MTU (`enum ibv_mtu`, same values; also the QPC `mtu` code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Mtu {
-    /// 256 bytes.
+    /// IBV_MTU_256 (1): 256 bytes.
     Mtu256 = 1,
-    /// 512 bytes.
+    /// IBV_MTU_512 (2): 512 bytes.
     Mtu512 = 2,
-    /// 1024 bytes.
+    /// IBV_MTU_1024 (3): 1024 bytes.
     Mtu1024 = 3,
-    /// 2048 bytes.
+    /// IBV_MTU_2048 (4): 2048 bytes.
     Mtu2048 = 4,
-    /// 4096 bytes.
+    /// IBV_MTU_4096 (5): 4096 bytes.
     Mtu4096 = 5,
 }
 
@@ -149,6 +149,44 @@ impl Mtu {
     /// Payload bytes per packet.
     pub const fn bytes(self) -> u32 {
         128 << (self as u32)
+    }
+
+    /// The MTU of `bytes` (256, 512, 1024, 2048 or 4096), as the tools' `-m` takes it.
+    ///
+    /// ```
+    /// use rnic_driver::qp::Mtu;
+    /// assert_eq!(Mtu::from_bytes(1024), Some(Mtu::Mtu1024));
+    /// assert_eq!(Mtu::from_bytes(1500), None);
+    /// assert_eq!(Mtu::Mtu4096.to_string(), "4096 (5)");
+    /// ```
+    pub const fn from_bytes(bytes: u32) -> Option<Mtu> {
+        Some(match bytes {
+            256 => Mtu::Mtu256,
+            512 => Mtu::Mtu512,
+            1024 => Mtu::Mtu1024,
+            2048 => Mtu::Mtu2048,
+            4096 => Mtu::Mtu4096,
+            _ => return None,
+        })
+    }
+
+    /// The MTU of an `enum ibv_mtu` / QPC `mtu` code (1..=5).
+    pub const fn from_code(c: u8) -> Option<Mtu> {
+        Some(match c {
+            1 => Mtu::Mtu256,
+            2 => Mtu::Mtu512,
+            3 => Mtu::Mtu1024,
+            4 => Mtu::Mtu2048,
+            5 => Mtu::Mtu4096,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for Mtu {
+    /// As `ibv_devinfo` prints it: `1024 (3)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.bytes(), *self as u8)
     }
 }
 

@@ -107,74 +107,15 @@ impl fmt::Display for QpState {
     }
 }
 
-/// Path MTU (`enum ibv_mtu`, same values).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Mtu {
-    /// IBV_MTU_256 (1).
-    Mtu256 = 1,
-    /// IBV_MTU_512 (2).
-    Mtu512 = 2,
-    /// IBV_MTU_1024 (3).
-    Mtu1024 = 3,
-    /// IBV_MTU_2048 (4).
-    Mtu2048 = 4,
-    /// IBV_MTU_4096 (5).
-    Mtu4096 = 5,
-}
-
-impl Mtu {
-    /// Payload bytes per packet.
-    pub const fn bytes(self) -> u32 {
-        128 << (self as u32)
-    }
-
-    /// The MTU of `bytes` (256, 512, 1024, 2048 or 4096), as the tools' `-m` takes it.
-    ///
-    /// ```
-    /// use rnic_verbs::Mtu;
-    /// assert_eq!(Mtu::from_bytes(1024), Some(Mtu::Mtu1024));
-    /// assert_eq!(Mtu::from_bytes(1500), None);
-    /// assert_eq!(Mtu::Mtu4096.to_string(), "4096 (5)");
-    /// ```
-    pub const fn from_bytes(bytes: u32) -> Option<Mtu> {
-        Some(match bytes {
-            256 => Mtu::Mtu256,
-            512 => Mtu::Mtu512,
-            1024 => Mtu::Mtu1024,
-            2048 => Mtu::Mtu2048,
-            4096 => Mtu::Mtu4096,
-            _ => return None,
-        })
-    }
-
-    fn to_driver(self) -> dqp::Mtu {
-        match self {
-            Mtu::Mtu256 => dqp::Mtu::Mtu256,
-            Mtu::Mtu512 => dqp::Mtu::Mtu512,
-            Mtu::Mtu1024 => dqp::Mtu::Mtu1024,
-            Mtu::Mtu2048 => dqp::Mtu::Mtu2048,
-            Mtu::Mtu4096 => dqp::Mtu::Mtu4096,
-        }
-    }
-
-    fn from_code(c: u8) -> Option<Mtu> {
-        Some(match c {
-            1 => Mtu::Mtu256,
-            2 => Mtu::Mtu512,
-            3 => Mtu::Mtu1024,
-            4 => Mtu::Mtu2048,
-            5 => Mtu::Mtu4096,
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Display for Mtu {
-    /// As `ibv_devinfo` prints it: `1024 (3)`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.bytes(), *self as u8)
-    }
-}
+/// Path MTU (`enum ibv_mtu`, same values): the driver's type.
+///
+/// ```
+/// use rnic_verbs::Mtu;
+/// assert_eq!(Mtu::from_bytes(1024), Some(Mtu::Mtu1024));
+/// assert_eq!(Mtu::from_bytes(1500), None);
+/// assert_eq!(Mtu::Mtu4096.to_string(), "4096 (5)");
+/// ```
+pub use rnic_driver::qp::Mtu;
 
 /// Queue sizes (`struct ibv_qp_cap`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -664,7 +605,7 @@ impl QueuePair {
         }
         self.qp
             .to_rtr(&dqp::RtrAttr {
-                path_mtu: a.path_mtu.map(Mtu::to_driver),
+                path_mtu: a.path_mtu,
                 dest_qpn: a.dest_qp_num,
                 rq_psn: a.rq_psn,
                 av,

@@ -4,7 +4,8 @@
 use rnic_driver::wr as dwr;
 use std::fmt;
 
-/// Work completion status: `enum ibv_wc_status`, same names (`IBV_WC_*`) and values.
+/// Work completion status: `enum ibv_wc_status`, same names (`IBV_WC_*`) and values (the
+/// driver's type).
 ///
 /// ```
 /// use rnic_verbs::WcStatus;
@@ -14,153 +15,7 @@ use std::fmt;
 /// assert_eq!(WcStatus::RemAccessErr.to_string(), "remote access error"); // ibv_wc_status_str
 /// assert_eq!(WcStatus::from_u32(5), Some(WcStatus::WrFlushErr));
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u32)]
-#[allow(missing_docs)]
-pub enum WcStatus {
-    /// IBV_WC_SUCCESS.
-    Success = 0,
-    /// IBV_WC_LOC_LEN_ERR: a receive buffer too small, or a send longer than allowed.
-    LocLenErr = 1,
-    /// IBV_WC_LOC_QP_OP_ERR.
-    LocQpOpErr = 2,
-    /// IBV_WC_LOC_EEC_OP_ERR.
-    LocEecOpErr = 3,
-    /// IBV_WC_LOC_PROT_ERR: an SGE's lkey, address or rights do not match a region.
-    LocProtErr = 4,
-    /// IBV_WC_WR_FLUSH_ERR: the QP went to ERR with this work request outstanding.
-    WrFlushErr = 5,
-    /// IBV_WC_MW_BIND_ERR.
-    MwBindErr = 6,
-    /// IBV_WC_BAD_RESP_ERR.
-    BadRespErr = 7,
-    /// IBV_WC_LOC_ACCESS_ERR.
-    LocAccessErr = 8,
-    /// IBV_WC_REM_INV_REQ_ERR.
-    RemInvReqErr = 9,
-    /// IBV_WC_REM_ACCESS_ERR: the responder refused the rkey, address or rights.
-    RemAccessErr = 10,
-    /// IBV_WC_REM_OP_ERR.
-    RemOpErr = 11,
-    /// IBV_WC_RETRY_EXC_ERR: no ACK within timeout x retry_cnt.
-    RetryExcErr = 12,
-    /// IBV_WC_RNR_RETRY_EXC_ERR: the responder had no receive posted, rnr_retry times.
-    RnrRetryExcErr = 13,
-    /// IBV_WC_LOC_RDD_VIOL_ERR.
-    LocRddViolErr = 14,
-    /// IBV_WC_REM_INV_RD_REQ_ERR.
-    RemInvRdReqErr = 15,
-    /// IBV_WC_REM_ABORT_ERR.
-    RemAbortErr = 16,
-    /// IBV_WC_INV_EECN_ERR.
-    InvEecnErr = 17,
-    /// IBV_WC_INV_EEC_STATE_ERR.
-    InvEecStateErr = 18,
-    /// IBV_WC_FATAL_ERR.
-    FatalErr = 19,
-    /// IBV_WC_RESP_TIMEOUT_ERR.
-    RespTimeoutErr = 20,
-    /// IBV_WC_GENERAL_ERR.
-    GeneralErr = 21,
-}
-
-impl WcStatus {
-    const ALL: [WcStatus; 22] = [
-        WcStatus::Success,
-        WcStatus::LocLenErr,
-        WcStatus::LocQpOpErr,
-        WcStatus::LocEecOpErr,
-        WcStatus::LocProtErr,
-        WcStatus::WrFlushErr,
-        WcStatus::MwBindErr,
-        WcStatus::BadRespErr,
-        WcStatus::LocAccessErr,
-        WcStatus::RemInvReqErr,
-        WcStatus::RemAccessErr,
-        WcStatus::RemOpErr,
-        WcStatus::RetryExcErr,
-        WcStatus::RnrRetryExcErr,
-        WcStatus::LocRddViolErr,
-        WcStatus::RemInvRdReqErr,
-        WcStatus::RemAbortErr,
-        WcStatus::InvEecnErr,
-        WcStatus::InvEecStateErr,
-        WcStatus::FatalErr,
-        WcStatus::RespTimeoutErr,
-        WcStatus::GeneralErr,
-    ];
-
-    /// The status with numeric value `v`.
-    pub fn from_u32(v: u32) -> Option<WcStatus> {
-        Self::ALL.get(v as usize).copied()
-    }
-
-    /// The C name (`IBV_WC_SUCCESS`, ...).
-    pub const fn name(self) -> &'static str {
-        match self {
-            WcStatus::Success => "IBV_WC_SUCCESS",
-            WcStatus::LocLenErr => "IBV_WC_LOC_LEN_ERR",
-            WcStatus::LocQpOpErr => "IBV_WC_LOC_QP_OP_ERR",
-            WcStatus::LocEecOpErr => "IBV_WC_LOC_EEC_OP_ERR",
-            WcStatus::LocProtErr => "IBV_WC_LOC_PROT_ERR",
-            WcStatus::WrFlushErr => "IBV_WC_WR_FLUSH_ERR",
-            WcStatus::MwBindErr => "IBV_WC_MW_BIND_ERR",
-            WcStatus::BadRespErr => "IBV_WC_BAD_RESP_ERR",
-            WcStatus::LocAccessErr => "IBV_WC_LOC_ACCESS_ERR",
-            WcStatus::RemInvReqErr => "IBV_WC_REM_INV_REQ_ERR",
-            WcStatus::RemAccessErr => "IBV_WC_REM_ACCESS_ERR",
-            WcStatus::RemOpErr => "IBV_WC_REM_OP_ERR",
-            WcStatus::RetryExcErr => "IBV_WC_RETRY_EXC_ERR",
-            WcStatus::RnrRetryExcErr => "IBV_WC_RNR_RETRY_EXC_ERR",
-            WcStatus::LocRddViolErr => "IBV_WC_LOC_RDD_VIOL_ERR",
-            WcStatus::RemInvRdReqErr => "IBV_WC_REM_INV_RD_REQ_ERR",
-            WcStatus::RemAbortErr => "IBV_WC_REM_ABORT_ERR",
-            WcStatus::InvEecnErr => "IBV_WC_INV_EECN_ERR",
-            WcStatus::InvEecStateErr => "IBV_WC_INV_EEC_STATE_ERR",
-            WcStatus::FatalErr => "IBV_WC_FATAL_ERR",
-            WcStatus::RespTimeoutErr => "IBV_WC_RESP_TIMEOUT_ERR",
-            WcStatus::GeneralErr => "IBV_WC_GENERAL_ERR",
-        }
-    }
-
-    /// What `ibv_wc_status_str` says.
-    pub const fn description(self) -> &'static str {
-        match self {
-            WcStatus::Success => "success",
-            WcStatus::LocLenErr => "local length error",
-            WcStatus::LocQpOpErr => "local QP operation error",
-            WcStatus::LocEecOpErr => "local EE context operation error",
-            WcStatus::LocProtErr => "local protection error",
-            WcStatus::WrFlushErr => "Work Request Flushed Error",
-            WcStatus::MwBindErr => "memory management operation error",
-            WcStatus::BadRespErr => "bad response error",
-            WcStatus::LocAccessErr => "local access error",
-            WcStatus::RemInvReqErr => "remote invalid request error",
-            WcStatus::RemAccessErr => "remote access error",
-            WcStatus::RemOpErr => "remote operation error",
-            WcStatus::RetryExcErr => "transport retry counter exceeded",
-            WcStatus::RnrRetryExcErr => "RNR retry counter exceeded",
-            WcStatus::LocRddViolErr => "local RDD violation error",
-            WcStatus::RemInvRdReqErr => "remote invalid RD request",
-            WcStatus::RemAbortErr => "aborted error",
-            WcStatus::InvEecnErr => "invalid EE context number",
-            WcStatus::InvEecStateErr => "invalid EE context state",
-            WcStatus::FatalErr => "fatal error",
-            WcStatus::RespTimeoutErr => "response timeout error",
-            WcStatus::GeneralErr => "general error",
-        }
-    }
-
-    fn from_driver(s: dwr::WcStatus) -> WcStatus {
-        Self::from_u32(s as u32).unwrap_or(WcStatus::GeneralErr)
-    }
-}
-
-impl fmt::Display for WcStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.description())
-    }
-}
+pub use rnic_driver::wr::WcStatus;
 
 /// Work completion opcode: `enum ibv_wc_opcode` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -246,13 +101,13 @@ impl WorkCompletion {
     /// `status`.
     #[inline]
     pub fn status(&self) -> WcStatus {
-        WcStatus::from_driver(self.0.status)
+        self.0.status
     }
 
     /// Whether `status` is [`WcStatus::Success`].
     #[inline]
     pub fn is_success(&self) -> bool {
-        self.0.status == dwr::WcStatus::Success
+        self.0.status == WcStatus::Success
     }
 
     /// `opcode` (for an error, the posted operation, or [`WcOpcode::Recv`]; ibverbs leaves it
