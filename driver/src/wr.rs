@@ -296,7 +296,7 @@ impl std::error::Error for PostError {}
 /// assert_eq!(WcStatus::from_u32(5), Some(WcStatus::WrFlushErr));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u32)]
+#[repr(u8)]
 pub enum WcStatus {
     /// IBV_WC_SUCCESS.
     Success = 0,
