@@ -536,10 +536,12 @@ fn uc_send_and_write() {
             }])
             .unwrap();
             let sgl = sgl_of(&mr, 0, len);
+            // UC has no ACKs: A's WRITE completes when sent, not when placed. The
+            // responder handles a QP's packets in order, so B's SEND completion after
+            // the WRITE is what says the WRITE's data has landed (the usual idiom).
             a.post_send(&[
-                wr(1, SendOp::Send, Payload::Sgl(&sgl), SendFlags::SIGNALED),
                 wr(
-                    2,
+                    1,
                     SendOp::Write {
                         raddr: mr.addr() + 2048,
                         rkey: mr.rkey(),
@@ -547,6 +549,7 @@ fn uc_send_and_write() {
                     Payload::Sgl(&sgl),
                     SendFlags::SIGNALED,
                 ),
+                wr(2, SendOp::Send, Payload::Sgl(&sgl), SendFlags::SIGNALED),
             ])
             .unwrap();
             assert_eq!(
