@@ -30,6 +30,12 @@ const MAX_FRAMES_PER_RUN: usize = 1 << 20;
 /// Frame buffers kept for reuse.
 const POOL_MAX: usize = 256;
 
+/// The capacity every pooled buffer gets: the largest RoCE v2 frame (path MTU 4096 plus
+/// Ethernet, VLAN, IPv6, UDP, BTH, the largest extended header and ICRC) with room to
+/// spare. Buffers swapped in from a link may be smaller (an ACK); growing them once here
+/// keeps a later, larger packet from reallocating on the data path.
+const FRAME_CAPACITY: usize = 4096 + 256;
+
 /// The port: link, loopback queue, buffer pool.
 pub(crate) struct Port {
     link: Box<dyn Link>,
@@ -82,6 +88,7 @@ impl Port {
     pub(crate) fn buffer(&mut self) -> Vec<u8> {
         let mut b = self.pool.pop().unwrap_or_default();
         b.clear();
+        b.reserve(FRAME_CAPACITY);
         b
     }
 

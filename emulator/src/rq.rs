@@ -46,8 +46,20 @@ pub(crate) enum Take {
 /// Largest receive WQE (`log_rq_stride` 7: 2 KiB).
 const MAX_RQ_WQE: usize = 16 << 7;
 
+/// Scatter lists kept for reuse at most.
+const SPARE_LISTS: usize = 16;
+
+/// Gives the scatter list of a receive WQE the responder is done with back for the next
+/// [`take`].
+pub(crate) fn recycle(ctx: &mut Ctx<'_>, w: RecvWqe) {
+    if ctx.st.spare_recv_segs.len() < SPARE_LISTS {
+        ctx.st.spare_recv_segs.push(w.segs);
+    }
+}
+
 /// Parses data segments from `bytes` until the terminator or the end.
 fn parse_segs(bytes: &[u8], segs: &mut Vec<Seg>) {
+    segs.clear();
     for d in bytes.chunks_exact(16) {
         let bc = u32::from_be_bytes([d[0], d[1], d[2], d[3]]) & 0x7FFF_FFFF;
         let lkey = u32::from_be_bytes([d[4], d[5], d[6], d[7]]);
@@ -87,7 +99,8 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
             let mut w = RecvWqe {
                 counter: qp.rq_ci,
                 pd: qp.ctx.pd(),
-                ..RecvWqe::default()
+                segs: ctx.st.spare_recv_segs.pop().unwrap_or_default(),
+                srqn: None,
             };
             parse_segs(&raw[..stride], &mut w.segs);
             qp.rq_ci = qp.rq_ci.wrapping_add(1);
@@ -119,7 +132,7 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
                 counter: index,
                 pd: srq.pd,
                 srqn: Some(srqn),
-                ..RecvWqe::default()
+                segs: ctx.st.spare_recv_segs.pop().unwrap_or_default(),
             };
             parse_segs(&raw[16..stride.max(16)], &mut w.segs);
             srq.head = u16::from_be_bytes([raw[2], raw[3]]) & (size - 1) as u16;

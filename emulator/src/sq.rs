@@ -100,7 +100,8 @@ fn consume(ctx: &mut Ctx<'_>, qpn: u32, counter: u16) {
             break;
         }
         let avail = counter.wrapping_sub(ci);
-        let (wqe, nbb) = parse(ctx, qp, qpn, ci, avail, &mut raw);
+        let spare = tr.spare.pop();
+        let (wqe, nbb) = parse(ctx, qp, qpn, ci, avail, &mut raw, spare);
         let failed = wqe.error.is_some();
         tr.sq.push_back(wqe);
         if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
@@ -161,7 +162,8 @@ fn be64(b: &[u8], at: usize) -> u64 {
 }
 
 /// Parses the WQE at counter `ci` with `avail` WQEBBs posted; returns it (possibly failed)
-/// and the WQEBBs it occupies.
+/// and the WQEBBs it occupies. A `spare` (completed) WQE lends its lists, so parsing does
+/// not allocate once the QP has warmed up.
 fn parse(
     ctx: &Ctx<'_>,
     qp: &Qp,
@@ -169,6 +171,7 @@ fn parse(
     ci: u16,
     avail: u16,
     raw: &mut [u8; MAX_WQE],
+    spare: Option<SendWqe>,
 ) -> (SendWqe, u16) {
     let local_op = CqeSyndrome::LocalQpOp;
     if !read_wqebb(ctx, qp, ci, &mut raw[..WQEBB]) {
@@ -200,6 +203,9 @@ fn parse(
         _ => return (bad(ci, opcode, local_op), nbb),
     };
     let fm_ce_se = raw[11];
+    let (mut segs, mut inline) = spare.map(|s| (s.segs, s.inline)).unwrap_or_default();
+    segs.clear();
+    inline.clear();
     let mut w = SendWqe {
         wqe_index,
         opcode,
@@ -207,6 +213,8 @@ fn parse(
         solicited: fm_ce_se & 0x02 != 0,
         fence: fm_ce_se & 0xE0 != 0,
         imm: be32(&raw[..], 12),
+        segs,
+        inline,
         ..SendWqe::default()
     };
     let end = usize::from(ds) * DS_SIZE;

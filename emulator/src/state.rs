@@ -160,6 +160,9 @@ pub(crate) struct DeviceState {
     pub counters: Counters,
     /// The device's one port: loopback and link.
     pub port: crate::port::Port,
+    /// Scatter lists of completed receive WQEs, reused by the next ones
+    /// ([`crate::rq::recycle`]), so a steady stream of receives allocates nothing.
+    pub spare_recv_segs: Vec<Vec<crate::mkey::Seg>>,
 }
 
 impl DeviceState {
@@ -171,6 +174,7 @@ impl DeviceState {
             res: Resources::new(&profile),
             counters: Counters::default(),
             port: crate::port::Port::new(),
+            spare_recv_segs: Vec::new(),
             profile,
         }
     }

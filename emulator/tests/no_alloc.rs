@@ -60,32 +60,46 @@ fn parse_verify_emit_do_not_allocate() {
 }
 
 /// Two devices over the in-process link: once warmed up, a 64 KiB RDMA WRITE at path MTU 256
-/// (256 request packets, ACKs, link buffers, CQE) allocates per WQE at most a few times (the
-/// parsed WQE's segment list), never per packet.
+/// (256 request packets, ACKs, link buffers, CQE), a 64 KiB READ and a three-SGE SEND
+/// allocate nothing: frame buffers, WQE segment lists and payload scratch are all recycled.
 #[test]
-fn steady_state_transfers_do_not_allocate_per_packet() {
+fn steady_state_transfers_do_not_allocate() {
     use rig::net::Net;
     use rig::{Access, SIGNALED, data, op, raddr, segs};
     use rnic_hw_regs::ctx::QpSt;
 
     let mut n = Net::new();
-    let (mut qa, _qb, mut ca, _cb) = n.pair(QpSt::Rc, 1, 8, 8, 0);
+    let (mut qa, mut qb, mut ca, mut cb) = n.pair(QpSt::Rc, 1, 8, 8, 0);
     let src = n.a.mr(65536, Access::ALL);
     let dst = n.b.mr(65536, Access::ALL);
-    let wqe = segs(&[raddr(dst.addr, dst.key), data(src.addr, 65536, src.key)]);
+    let write = segs(&[raddr(dst.addr, dst.key), data(src.addr, 65536, src.key)]);
+    let read = segs(&[raddr(dst.addr, dst.key), data(src.addr, 65536, src.key)]);
+    let send = segs(&[
+        data(src.addr, 100, src.key),
+        data(src.addr + 1000, 2000, src.key),
+        data(src.addr + 8000, 300, src.key),
+    ]);
     n.a.h.dev.set_auto_step(false);
-    let mut per_write = Vec::new();
-    for round in 0..4 {
-        n.a.post(&mut qa, op::WRITE, SIGNALED, 0, &wqe);
+    n.b.h.dev.set_auto_step(false);
+    let mut per_round = Vec::new();
+    for round in 0..5 {
+        n.b.post_recv(&mut qb, &[(dst.addr, 4096, dst.key)]);
+        n.a.post(&mut qa, op::WRITE, SIGNALED, 0, &write);
+        n.a.post(&mut qa, op::READ, SIGNALED, 0, &read);
+        n.a.post(&mut qa, op::SEND, SIGNALED, 0, &send);
         let before = allocations();
         n.settle();
-        per_write.push(allocations() - before);
-        assert!(n.a.poll(&mut ca).is_some(), "round {round}");
+        per_round.push(allocations() - before);
+        for _ in 0..3 {
+            assert!(n.a.poll(&mut ca).is_some(), "round {round}");
+        }
+        assert_eq!(n.b.one(&mut cb).byte_cnt(), 2400, "round {round}");
     }
-    // The first rounds fill the pools; after that only the WQE's own lists remain.
-    println!("allocations per WRITE: {per_write:?}");
-    assert!(
-        per_write[3] <= 4,
-        "allocations per 256-packet WRITE: {per_write:?}"
+    // The first rounds fill the pools; after that nothing is allocated.
+    println!("allocations per round (WRITE + READ + SEND): {per_round:?}");
+    assert_eq!(
+        per_round[3..],
+        [0, 0],
+        "allocations per round: {per_round:?}"
     );
 }

@@ -413,6 +413,9 @@ pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
             c.set_srqn_uidx(uidx);
             crate::cq::push(ctx, cqn, &mut c);
         }
+        if tr.spare.len() < super::SPARE_WQES {
+            tr.spare.push(w);
+        }
     }
     if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
         qp.tr = tr;

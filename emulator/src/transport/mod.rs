@@ -290,6 +290,9 @@ pub(crate) struct RespState {
 pub(crate) struct QpTransport {
     /// Send WQEs parsed and not yet completed, oldest first.
     pub sq: VecDeque<SendWqe>,
+    /// Completed send WQEs kept for their lists' capacity: the SQ engine parses the next
+    /// WQEs into them, so a steady stream of WQEs allocates nothing.
+    pub spare: Vec<SendWqe>,
     /// Responder state.
     pub resp: RespState,
     /// An RNR NAK asked to resend from `.1` once the clock reaches `.0` (ns).
@@ -307,6 +310,9 @@ pub(crate) struct QpTransport {
     /// beyond it in flight.
     pub una: Option<u32>,
 }
+
+/// Completed WQEs kept in [`QpTransport::spare`] at most.
+pub(crate) const SPARE_WQES: usize = 16;
 
 /// PSNs the RC requester may have unacknowledged (as rxe: sending stalls beyond 128).
 pub(crate) const WINDOW: u32 = 128;

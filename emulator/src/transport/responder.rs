@@ -364,6 +364,7 @@ fn ud_receive(
         c.set_imm_inval_pkey(imm.imm);
     }
     crate::cq::push(ctx, cqn, &mut c);
+    crate::rq::recycle(ctx, recv);
     Ok(())
 }
 
@@ -753,6 +754,7 @@ impl Responder<'_> {
             c.set_imm_inval_pkey(imm);
             c.set_se(repr.bth.solicited);
             crate::cq::push(ctx, self.qpc.cqn_rcv(), &mut c);
+            crate::rq::recycle(ctx, recv);
         }
         Ok(())
     }
@@ -830,6 +832,7 @@ impl Responder<'_> {
                 c.set_imm_inval_pkey(imm.imm);
                 c.set_se(repr.bth.solicited);
                 crate::cq::push(ctx, self.qpc.cqn_rcv(), &mut c);
+                crate::rq::recycle(ctx, recv);
             }
         } else if let Some(m) = tr.resp.msg.as_mut() {
             m.off = end;
