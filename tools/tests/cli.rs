@@ -157,6 +157,76 @@ fn sweep_draws_a_plot() {
     assert_eq!(s.matches("<circle").count(), 23);
 }
 
+#[test]
+fn bidirectional_bw_in_loopback() {
+    let _g = heavy();
+    for args in [
+        &["write-bw", "-s", "4096"][..],
+        &["read-bw", "-s", "4096"],
+        &["send-bw", "-s", "4096"],
+        &["send-bw", "-s", "1024", "-c", "UD"],
+        &["send-bw", "-s", "4096", "-q", "2"],
+    ] {
+        let mut a = vec!["--loopback", "-b", "-n", "200", "--timeout", "20"];
+        a.splice(0..0, args.iter().copied());
+        let o = rnic(&a);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{args:?}: {out}\n{err}");
+        assert!(out.contains("Bidirectional BW Test"), "{args:?}: {out}");
+        let r = rows(&out);
+        assert_eq!(r.len(), 1, "{args:?}: {out}");
+        assert!(
+            r[0][2] > 0.0 && r[0][3] > 0.0 && r[0][4] > 0.0,
+            "{args:?}: {out}"
+        );
+    }
+}
+
+#[test]
+fn bidirectional_send_bw_two_processes() {
+    let _g = heavy();
+    let side = |dev: &'static str, server: Option<&'static str>| {
+        let mut a = vec![
+            "send-bw",
+            "-b",
+            "-d",
+            dev,
+            "-p",
+            "18781",
+            "-n",
+            "300",
+            "-s",
+            "8192",
+            "--timeout",
+            "20",
+        ];
+        a.extend(server);
+        a
+    };
+    let (s, c) = pair(
+        &side("emu:127.0.0.81", None),
+        &side("emu:127.0.0.82", Some("127.0.0.1")),
+    );
+    let (so, co) = both_succeed(&s, &c);
+    // Each side prints the sum of both sides' sends: the same figures.
+    let (rs, rc) = (rows(&so), rows(&co));
+    assert_eq!(rs.len(), 1, "{so}");
+    assert_eq!(rs, rc, "{so}\n{co}");
+    assert_eq!(rs[0][0], 8192.0);
+    assert!(rs[0][3] > 0.0, "{so}");
+}
+
+/// The stdout of a server and a client run, after checking that both succeeded.
+#[track_caller]
+fn both_succeed(s: &Output, c: &Output) -> (String, String) {
+    let ((so, se), (co, ce)) = (text(s), text(c));
+    assert!(
+        s.status.success() && c.status.success(),
+        "{so}{se}\n{co}{ce}"
+    );
+    (so, co)
+}
+
 /// Runs a server and then a client of the same command; returns both outputs.
 fn pair(server: &[&str], client: &[&str]) -> (Output, Output) {
     let srv = Command::new(RNIC)
@@ -257,11 +327,7 @@ fn write_bw_two_processes_and_pcap() {
             "127.0.0.1",
         ],
     );
-    let ((so, se), (co, ce)) = (text(&s), text(&c));
-    assert!(
-        s.status.success() && c.status.success(),
-        "{so}{se}\n{co}{ce}"
-    );
+    let (so, co) = both_succeed(&s, &c);
     let (rs, rc) = (rows(&so), rows(&co));
     assert_eq!(rs.len(), 1, "{so}");
     assert_eq!(rc.len(), 1, "{co}");
@@ -335,11 +401,7 @@ fn faults_are_recovered_by_rc() {
             "127.0.0.1",
         ],
     );
-    let ((so, se), (co, ce)) = (text(&s), text(&c));
-    assert!(
-        s.status.success() && c.status.success(),
-        "{so}{se}\n{co}{ce}"
-    );
+    let (_, co) = both_succeed(&s, &c);
     assert!(co.contains("100 iters in"), "{co}");
 }
 

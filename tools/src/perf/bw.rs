@@ -231,6 +231,28 @@ pub fn run_client(
     Ok(r)
 }
 
+/// `send-bw -b` (perftest's `run_iter_bi`): sends to the peer while receiving the peer's
+/// sends. The receive CQ is polled (and the receives re-posted) on a second thread, so neither
+/// direction waits on the other. Returns this side's send result.
+pub fn run_bidir_send(
+    res: &Res,
+    cfg: &PerfConfig,
+    size: u64,
+    rem: &[PerfDest],
+    timeout: Duration,
+) -> Result<BwResult, ToolError> {
+    std::thread::scope(|s| {
+        let rx = s.spawn(|| run_server_recv(res, cfg, size, timeout));
+        let tx = run_client(res, cfg, size, rem, timeout);
+        let rx = rx
+            .join()
+            .unwrap_or_else(|_| Err(ToolError::Verbs("the receive thread panicked".into())));
+        let tx = tx?;
+        rx?;
+        Ok(tx)
+    })
+}
+
 /// Marks complete, at time `now`, every message up to each completion's (a signaled
 /// completion retires the unsignaled messages before it on its QP). The wr_id holds the QP
 /// index above bit 40 and the message count below.

@@ -395,13 +395,24 @@ impl Run<'_> {
             report::bw_header(cfg.gbits)
         ));
         if send {
-            // Both sides measure: the client its sends, the server its receives.
+            // Both sides measure: the client its sends, the server its receives; with -b
+            // each side sends and receives, and prints the sum of both sides' sends.
             for &size in sizes {
-                if !client {
+                if !client || cfg.bidirectional {
                     super::bw::post_recvs(res, cfg, size)?;
                 }
                 comm.hand_shake(&mine[0], t)?;
-                let r = if client {
+                let r = if cfg.bidirectional {
+                    let r = super::bw::run_bidir_send(res, cfg, size, rem, t)?;
+                    let theirs = comm.xchg_bw_report(&to_report(&r))?;
+                    BwResult {
+                        size: r.size,
+                        iters: r.iters,
+                        bw_peak: r.bw_peak + theirs.bw_peak,
+                        bw_avg: r.bw_avg + theirs.bw_avg,
+                        msg_rate: r.msg_rate + theirs.msg_rate,
+                    }
+                } else if client {
                     super::bw::run_client(res, cfg, size, rem, t)?
                 } else {
                     super::bw::run_server_recv(res, cfg, size, t)?
@@ -584,11 +595,6 @@ fn to_report(r: &BwResult) -> BwReport {
 /// `rnic <test>`: one side, or both with `--loopback`.
 pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
     let cfg = PerfConfig::from_args(verb, kind, a)?;
-    if cfg.bidirectional && verb == Verb::Send {
-        return Err(ToolError::Usage(
-            "-b is not supported by send-bw yet".into(),
-        ));
-    }
     if a.plot.is_some() && !a.all {
         return Err(ToolError::Usage("--plot draws a sweep: it needs -a".into()));
     }
