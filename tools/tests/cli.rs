@@ -166,6 +166,7 @@ fn bidirectional_bw_in_loopback() {
         &["send-bw", "-s", "4096"],
         &["send-bw", "-s", "1024", "-c", "UD"],
         &["send-bw", "-s", "4096", "-q", "2"],
+        &["send-bw", "-s", "4096", "-e"],
     ] {
         let mut a = vec!["--loopback", "-b", "-n", "200", "--timeout", "20"];
         a.splice(0..0, args.iter().copied());

@@ -50,7 +50,7 @@ pub fn wait_poll(
                 format!("without a completion ({what}): the peer is not answering"),
             ));
         }
-        if let Some(ch) = &res.chan {
+        if let Some(ch) = res.chan_of(cq) {
             cq.req_notify(false).map_err(rdma::verr)?;
             let n = cq.poll(wc).map_err(rdma::verr)?;
             if n > 0 {

@@ -60,8 +60,11 @@ pub struct Res {
     pub send_cq: v::CompletionQueue,
     /// Receive CQ.
     pub recv_cq: v::CompletionQueue,
-    /// Completion channel with `-e`.
+    /// The send CQ's completion channel with `-e`.
     pub chan: Option<v::CompletionChannel>,
+    /// The receive CQ's completion channel with `-e`: its own, so the two threads of
+    /// `send-bw -b` never take each other's events.
+    pub recv_chan: Option<v::CompletionChannel>,
     /// QPs.
     pub qps: Vec<v::QueuePair>,
     /// UD: address handles towards the peer's QPs.
@@ -73,6 +76,15 @@ pub struct Res {
 }
 
 impl Res {
+    /// The completion channel of `cq` (one of this test's CQs), with `-e`.
+    pub fn chan_of(&self, cq: &v::CompletionQueue) -> Option<&v::CompletionChannel> {
+        if std::ptr::eq(cq, &self.recv_cq) {
+            self.recv_chan.as_ref()
+        } else {
+            self.chan.as_ref()
+        }
+    }
+
     /// Offset of QP `i`'s local area.
     pub fn local(&self, i: usize) -> usize {
         i * 2 * self.slot
@@ -107,14 +119,19 @@ impl Res {
         let mr = pd.reg_mr(total, access).map_err(rdma::verr)?;
         // perftest fills its buffers with non-zero data; a constant is enough here.
         mr.fill(0, total, 0x5a).map_err(rdma::verr)?;
-        let chan = if cfg.events {
-            Some(ctx.create_comp_channel().map_err(rdma::verr)?)
-        } else {
-            None
+        let channel = || -> Result<_, ToolError> {
+            if cfg.events {
+                Ok(Some(ctx.create_comp_channel().map_err(rdma::verr)?))
+            } else {
+                Ok(None)
+            }
         };
+        let (chan, recv_chan) = (channel()?, channel()?);
         let depth = (cfg.tx_depth.max(cfg.rx_depth) * cfg.qps).max(16);
         let send_cq = ctx.create_cq(depth, chan.as_ref()).map_err(rdma::verr)?;
-        let recv_cq = ctx.create_cq(depth, chan.as_ref()).map_err(rdma::verr)?;
+        let recv_cq = ctx
+            .create_cq(depth, recv_chan.as_ref())
+            .map_err(rdma::verr)?;
         let qt = match cfg.conn {
             Conn::Rc => v::QpType::Rc,
             Conn::Uc => v::QpType::Uc,
@@ -140,6 +157,7 @@ impl Res {
             send_cq,
             recv_cq,
             chan,
+            recv_chan,
             qps,
             ahs: Vec::new(),
             slot,
