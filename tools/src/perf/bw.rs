@@ -286,24 +286,37 @@ fn retire(
 }
 
 /// The client's result from the post and completion time of each message, in post order.
-/// Only messages known complete count (with -D, the unsignaled tail does not).
+/// Only messages known complete count (with -D, the unsignaled tail does not). With -D and a
+/// margin, only messages that completed between the margins count, and the average is over
+/// that window (perftest's SAMPLE_STATE): the ramp-up and the drain are left out.
 fn client_result(cfg: &PerfConfig, size: u64, posted: &[f64], completed: &[f64]) -> BwResult {
+    let window = match cfg.duration {
+        Some(d) if cfg.margin > 0 => Some((cfg.margin as f64, (d - cfg.margin) as f64)),
+        _ => None,
+    };
     let mut pairs: Vec<(f64, f64)> = posted
         .iter()
         .zip(completed)
         .filter(|(_, c)| c.is_finite())
+        .filter(|(_, c)| window.is_none_or(|(from, to)| (from..to).contains(*c)))
         .map(|(p, c)| (*p, *c))
         .collect();
     pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (p, c): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
-    BwResult::compute(
+    let mut r = BwResult::compute(
         size,
         &p,
         &c,
         cfg.cq_mod as usize,
         cfg.post_list as usize,
         cfg.gbits,
-    )
+    );
+    if let Some((from, to)) = window {
+        let (n, secs) = (r.iters as f64, to - from);
+        r.bw_avg = size as f64 * n / secs / super::report::unit_factor(cfg.gbits);
+        r.msg_rate = n / secs / 1e6;
+    }
+    r
 }
 
 /// The SEND BW server (`run_iter_bw_server`): counts receives, re-posting them; the bandwidth
@@ -383,4 +396,32 @@ pub fn run_server_recv(
         bw_avg: bw,
         msg_rate: got as f64 / secs / 1e6,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::{TestKind, config_from};
+
+    fn write_bw(args: &[&str]) -> PerfConfig {
+        config_from(Verb::Write, TestKind::Bw, args).unwrap()
+    }
+
+    #[test]
+    fn duration_runs_measure_between_the_margins() {
+        // A 4 s run: a message posted every millisecond, each complete 0.5 ms later.
+        let posted: Vec<f64> = (0..4000).map(|i| f64::from(i) / 1000.0).collect();
+        let completed: Vec<f64> = posted.iter().map(|p| p + 0.0005).collect();
+        // -D 4: margin 1 s, so the 2000 completions in [1 s, 3 s) count, over 2 s.
+        let r = client_result(&write_bw(&["-D", "4"]), 1000, &posted, &completed);
+        assert_eq!(r.iters, 2000);
+        assert!((r.msg_rate - 0.001).abs() < 1e-12, "{r:?}");
+        assert!((r.bw_avg - 1e6 / 1048576.0).abs() < 1e-9, "{r:?}");
+        // --margin 0 would be refused only when too large; -D 3 has margin 0: all count.
+        let r = client_result(&write_bw(&["-D", "3"]), 1000, &posted, &completed);
+        assert_eq!(r.iters, 4000);
+        // Without -D every completed message counts.
+        let r = client_result(&write_bw(&[]), 1000, &posted, &completed);
+        assert_eq!(r.iters, 4000);
+    }
 }

@@ -105,6 +105,10 @@ pub struct PerfArgs {
     /// Run for this many seconds instead of a number of iterations.
     #[arg(short = 'D', long = "duration")]
     pub duration: Option<u64>,
+    /// With -D: seconds at the start and at the end of the run left out of the measurement
+    /// (default: a quarter of the duration, as perftest).
+    #[arg(long = "margin")]
+    pub margin: Option<u64>,
     /// Connection type: RC, UC or UD.
     #[arg(short = 'c', long = "connection", default_value = "RC")]
     pub connection: String,
@@ -187,6 +191,8 @@ pub struct PerfConfig {
     pub iters: u64,
     /// `-D` seconds.
     pub duration: Option<u64>,
+    /// With `-D`: seconds not measured at each end of the run (`--margin`, default D/4).
+    pub margin: u64,
     /// QPs.
     pub qps: u32,
     /// TX depth.
@@ -300,6 +306,17 @@ impl PerfConfig {
         {
             return usage(format!("-D must be 1 .. 86400 seconds (got {d})"));
         }
+        let margin = match (a.duration, a.margin) {
+            (None, Some(_)) => return usage("--margin applies to -D runs".into()),
+            (None, None) => 0,
+            (Some(d), None) => d / 4,
+            (Some(d), Some(m)) if m.saturating_mul(2) >= d => {
+                return usage(format!(
+                    "--margin {m} leaves nothing of -D {d} to measure (2 x margin must be less)"
+                ));
+            }
+            (Some(_), Some(m)) => m,
+        };
         if a.timeout == 0 || a.timeout > 86_400 {
             return usage(format!(
                 "--timeout must be 1 .. 86400 seconds (got {})",
@@ -369,6 +386,7 @@ impl PerfConfig {
             all: a.all,
             iters,
             duration: a.duration,
+            margin,
             qps: a.qps,
             tx_depth,
             rx_depth,
@@ -413,21 +431,30 @@ impl PerfConfig {
     }
 }
 
+/// Tests' helper: the configuration `args` (perftest flags) give, as the command line would.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) fn config_from(
+    verb: Verb,
+    kind: TestKind,
+    args: &[&str],
+) -> Result<PerfConfig, ToolError> {
     use clap::Parser;
-
     #[derive(Parser)]
     struct T {
         #[command(flatten)]
         a: PerfArgs,
     }
+    let mut v = vec!["t"];
+    v.extend_from_slice(args);
+    PerfConfig::from_args(verb, kind, &T::try_parse_from(v).unwrap().a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     fn cfg(verb: Verb, kind: TestKind, args: &[&str]) -> Result<PerfConfig, ToolError> {
-        let mut v = vec!["t"];
-        v.extend_from_slice(args);
-        PerfConfig::from_args(verb, kind, &T::try_parse_from(v).unwrap().a)
+        config_from(verb, kind, args)
     }
 
     #[test]
@@ -477,5 +504,17 @@ mod tests {
             .is_err()
         );
         assert!(cfg(Verb::Write, TestKind::Bw, &["-t", "4294967295"]).is_err());
+        assert!(cfg(Verb::Write, TestKind::Bw, &["--margin", "1"]).is_err());
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-D", "4", "--margin", "2"]).is_err());
+    }
+
+    #[test]
+    fn duration_margins() {
+        let margin = |args: &[&str]| cfg(Verb::Write, TestKind::Bw, args).unwrap().margin;
+        assert_eq!(margin(&[]), 0);
+        assert_eq!(margin(&["-D", "5"]), 1);
+        assert_eq!(margin(&["-D", "3"]), 0);
+        assert_eq!(margin(&["-D", "20"]), 5);
+        assert_eq!(margin(&["-D", "5", "--margin", "2"]), 2);
     }
 }
