@@ -316,11 +316,16 @@ fn client_result(cfg: &PerfConfig, size: u64, posted: &[f64], completed: &[f64])
         r.bw_avg = size as f64 * n / secs / super::report::unit_factor(cfg.gbits);
         r.msg_rate = n / secs / 1e6;
     }
+    if cfg.duration.is_some() {
+        // perftest measures no peak in duration mode (noPeak) and prints 0.
+        r.bw_peak = 0.0;
+    }
     r
 }
 
 /// The SEND BW server (`run_iter_bw_server`): counts receives, re-posting them; the bandwidth
-/// runs from the first receive completion to the last.
+/// runs from the first receive completion to the last. Like perftest's server (noPeak), it
+/// measures no peak: the peak column is 0.
 pub fn run_server_recv(
     res: &Res,
     cfg: &PerfConfig,
@@ -392,7 +397,7 @@ pub fn run_server_recv(
     Ok(BwResult {
         size,
         iters: got,
-        bw_peak: bw,
+        bw_peak: 0.0,
         bw_avg: bw,
         msg_rate: got as f64 / secs / 1e6,
     })
@@ -415,13 +420,15 @@ mod tests {
         // -D 4: margin 1 s, so the 2000 completions in [1 s, 3 s) count, over 2 s.
         let r = client_result(&write_bw(&["-D", "4"]), 1000, &posted, &completed);
         assert_eq!(r.iters, 2000);
+        assert_eq!(r.bw_peak, 0.0, "perftest measures no peak with -D");
         assert!((r.msg_rate - 0.001).abs() < 1e-12, "{r:?}");
         assert!((r.bw_avg - 1e6 / 1048576.0).abs() < 1e-9, "{r:?}");
         // --margin 0 would be refused only when too large; -D 3 has margin 0: all count.
         let r = client_result(&write_bw(&["-D", "3"]), 1000, &posted, &completed);
         assert_eq!(r.iters, 4000);
-        // Without -D every completed message counts.
+        // Without -D every completed message counts, and the peak is measured.
         let r = client_result(&write_bw(&[]), 1000, &posted, &completed);
         assert_eq!(r.iters, 4000);
+        assert!(r.bw_peak >= r.bw_avg, "{r:?}");
     }
 }

@@ -288,6 +288,9 @@ impl PerfConfig {
         if a.all && a.duration.is_some() {
             return usage("-a and -D cannot go together".into());
         }
+        if a.events && a.duration.is_some() {
+            return usage("-D does not work with events (-e), as in perftest".into());
+        }
         let iters = a
             .iters
             .unwrap_or(if kind == TestKind::Bw && verb == Verb::Write {
@@ -505,6 +508,7 @@ mod tests {
         );
         assert!(cfg(Verb::Write, TestKind::Bw, &["-t", "4294967295"]).is_err());
         assert!(cfg(Verb::Write, TestKind::Bw, &["--margin", "1"]).is_err());
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-D", "4", "-e"]).is_err());
         assert!(cfg(Verb::Write, TestKind::Bw, &["-D", "4", "--margin", "2"]).is_err());
     }
 
