@@ -191,6 +191,9 @@ fn benches(c: &mut Criterion) {
             total
         })
     });
+    // Teardown (DESTROY_* commands) needs the device to run commands again; with auto-step
+    // off each would wait out the command timeout.
+    rig.dev.set_auto_step(true);
 }
 
 criterion_group!(datapath, benches);
