@@ -1,10 +1,13 @@
 //! Shared receive queues: CREATE_SRQ / DESTROY_SRQ / QUERY_SRQ and `post_srq_recv`.
 //!
 //! An SRQ WQE is a 16-byte next segment (`next_wqe_index` at byte 2) followed by data
-//! segments. The driver links the WQEs into a ring once (WQE i points at i + 1) and posts in
-//! ring order: the device consumes WQEs along that list in the order they were posted, and
-//! a slot is reused once its completion was polled (a slot still in use at the head makes
-//! the SRQ report full, even if later ones are free).
+//! segments. The device consumes posted WQEs along the `next_wqe_index` list, starting at
+//! index 0. As rdma-core's mlx5 provider, the driver keeps that list as a free list: it posts
+//! into the list's head and never into its tail (a sentinel whose `next_wqe_index` may still
+//! change), and a slot whose completion was polled is linked back after the tail. Slots
+//! therefore come back in whatever order their completions are polled (QPs on different CQs
+//! need not be polled in step), and one slot of the ring is never posted: an SRQ created for
+//! `max_wr` receives has a ring of at least `max_wr + 1`.
 //!
 //! One thread posts at a time ([`PostErrorKind::Busy`] otherwise); completions are taken
 //! by the CQ pollers of the QPs using the SRQ.
@@ -20,7 +23,7 @@
 //! ```
 
 use crate::cq::log2_ceil;
-use crate::dma::write_be32;
+use crate::dma::{read_be32, write_be32};
 use crate::error::DriverError;
 use crate::pd::Pd;
 use crate::post::write_recv;
@@ -30,17 +33,25 @@ use rnic_hw_regs::cmd::{CreateSrqIn, DestroySrqIn, QuerySrqIn};
 use rnic_hw_regs::ctx::Srqc;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering, fence};
 
 const PAGE: usize = 4096;
 
-/// What CQ pollers need of an SRQ: per slot the wr_id, the posted length and whether it is
-/// posted.
+/// Slot states: linked into the device's list and free to post...
+const LINKED: u8 = 0;
+/// ...posted (the device owns it until its completion is polled)...
+const POSTED: u8 = 1;
+/// ...or completed and polled, waiting for the poster to link it back.
+const FREED: u8 = 2;
+
+/// What CQ pollers need of an SRQ: per slot the wr_id, the posted length and its state.
 #[derive(Debug)]
 pub(crate) struct SrqShared {
     wr_id: Box<[AtomicU64]>,
     len: Box<[AtomicU64]>,
-    busy: Box<[AtomicBool]>,
+    state: Box<[AtomicU8]>,
+    /// Slots in state `FREED`.
+    freed: AtomicU32,
 }
 
 impl SrqShared {
@@ -48,7 +59,7 @@ impl SrqShared {
     #[inline(always)]
     pub(crate) fn peek(&self, idx: u16) -> Option<(u64, u64)> {
         let i = usize::from(idx);
-        if !self.busy.get(i)?.load(Ordering::Acquire) {
+        if self.state.get(i)?.load(Ordering::Acquire) != POSTED {
             return None;
         }
         Some((
@@ -57,11 +68,14 @@ impl SrqShared {
         ))
     }
 
-    /// Makes slot `idx` free again.
+    /// Slot `idx` completed: the poster may link it back (a slot not posted is left alone).
     #[inline(always)]
     pub(crate) fn free(&self, idx: u16) {
-        if let Some(b) = self.busy.get(usize::from(idx)) {
-            b.store(false, Ordering::Release);
+        if let Some(s) = self.state.get(usize::from(idx))
+            && s.compare_exchange(POSTED, FREED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.freed.fetch_add(1, Ordering::Release);
         }
     }
 }
@@ -78,7 +92,14 @@ pub struct Srq {
     stride: usize,
     mask: u32,
     max_sge: usize,
+    /// WQEs posted (the doorbell record's counter).
     pi: AtomicU32,
+    /// The free list's head (the next slot to post) and tail (the sentinel); only the
+    /// poster holding `claim` touches them.
+    head: AtomicU32,
+    tail: AtomicU32,
+    /// Where the next search for `FREED` slots starts.
+    scan: AtomicU32,
     claim: AtomicBool,
     shared: Arc<SrqShared>,
     done: bool,
@@ -102,7 +123,8 @@ impl Srq {
                 g.max_wqe_sz_rq()
             )));
         }
-        let log = log2_ceil(max_wr.max(2));
+        // One more than asked: the free list's tail is never posted.
+        let log = log2_ceil(max_wr.max(1).saturating_add(1));
         if log > g.log_max_srq_sz() || log > 15 {
             return Err(DriverError::InvalidArgument(format!(
                 "SRQ of {max_wr} WQEs: the device allows 2^{}",
@@ -158,11 +180,16 @@ impl Srq {
             mask: n as u32 - 1,
             max_sge: (stride - 16) / 16,
             pi: AtomicU32::new(0),
+            // The list as created: 0 -> 1 -> ... -> n - 1.
+            head: AtomicU32::new(0),
+            tail: AtomicU32::new(n as u32 - 1),
+            scan: AtomicU32::new(0),
             claim: AtomicBool::new(false),
             shared: Arc::new(SrqShared {
                 wr_id: (0..n).map(|_| AtomicU64::new(0)).collect(),
                 len: (0..n).map(|_| AtomicU64::new(0)).collect(),
-                busy: (0..n).map(|_| AtomicBool::new(false)).collect(),
+                state: (0..n).map(|_| AtomicU8::new(LINKED)).collect(),
+                freed: AtomicU32::new(0),
             }),
             done: false,
         })
@@ -173,9 +200,9 @@ impl Srq {
         self.srqn
     }
 
-    /// Number of WQEs.
+    /// How many receives can be posted at once (the ring size less the list's sentinel).
     pub fn capacity(&self) -> u32 {
-        self.mask + 1
+        self.mask
     }
 
     /// SGEs per receive.
@@ -204,8 +231,8 @@ impl Srq {
             .srq_context_entry())
     }
 
-    /// Posts receive work requests (`post_srq_recv`): WQEs in ring order, then the WQE
-    /// counter into the doorbell record.
+    /// Posts receive work requests (`post_srq_recv`): each into the free list's head, then
+    /// the WQE counter into the doorbell record.
     #[inline]
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         if self.claim.swap(true, Ordering::Acquire) {
@@ -216,23 +243,31 @@ impl Srq {
         }
         let start = self.pi.load(Ordering::Relaxed);
         let mut pi = start;
+        let mut head = self.head.load(Ordering::Relaxed) as usize;
+        let mut tail = self.tail.load(Ordering::Relaxed) as usize;
         let mut err = None;
         for (index, wr) in wrs.iter().enumerate() {
-            let slot = (pi & self.mask) as usize;
-            if self.shared.busy[slot].load(Ordering::Acquire) {
+            if head == tail {
+                self.link_freed(&mut tail);
+            }
+            if head == tail {
                 err = Some(PostError {
                     index,
                     kind: PostErrorKind::QueueFull,
                 });
                 break;
             }
+            let slot = head;
             // SAFETY: slot < size; data segments follow the 16-byte next segment.
-            let base = unsafe { self.base.as_ptr().add(slot * self.stride + 16) };
+            let base = unsafe { self.wqe(slot).add(16) };
             match write_recv(base, self.max_sge, wr.sgl) {
                 Ok(len) => {
                     self.shared.wr_id[slot].store(wr.wr_id, Ordering::Relaxed);
                     self.shared.len[slot].store(len, Ordering::Relaxed);
-                    self.shared.busy[slot].store(true, Ordering::Release);
+                    self.shared.state[slot].store(POSTED, Ordering::Release);
+                    // SAFETY: the WQE is inside the ring; its first dword holds
+                    // next_wqe_index in the low 16 bits (bytes 2..4).
+                    head = (unsafe { read_be32(self.wqe(slot)) } & self.mask) as usize;
                     pi = pi.wrapping_add(1);
                 }
                 Err(kind) => {
@@ -241,6 +276,8 @@ impl Srq {
                 }
             }
         }
+        self.head.store(head as u32, Ordering::Relaxed);
+        self.tail.store(tail as u32, Ordering::Relaxed);
         if pi != start {
             self.pi.store(pi, Ordering::Relaxed);
             fence(Ordering::Release);
@@ -252,6 +289,41 @@ impl Srq {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// The address of WQE `slot` (wrapped to the ring).
+    fn wqe(&self, slot: usize) -> *mut u8 {
+        let slot = slot & self.mask as usize;
+        // SAFETY: slot <= mask, so the offset is inside the ring of the live region.
+        unsafe { self.base.as_ptr().add(slot * self.stride) }
+    }
+
+    /// Links the slots whose completions were polled after the list's `tail`, one search of
+    /// the ring at most (only when the list has run out; the poster holds `claim`).
+    fn link_freed(&self, tail: &mut usize) {
+        let want = self.shared.freed.load(Ordering::Acquire);
+        if want == 0 {
+            return;
+        }
+        let mut cursor = self.scan.load(Ordering::Relaxed) as usize;
+        let mut linked = 0;
+        for _ in 0..=self.mask {
+            if linked == want {
+                break;
+            }
+            let i = cursor;
+            cursor = (cursor + 1) & self.mask as usize;
+            if self.shared.state[i].load(Ordering::Acquire) == FREED {
+                self.shared.state[i].store(LINKED, Ordering::Relaxed);
+                // SAFETY: inside the ring. The tail was never posted, so the device has not
+                // followed its next_wqe_index yet.
+                unsafe { write_be32(self.wqe(*tail), i as u32) };
+                *tail = i;
+                linked += 1;
+            }
+        }
+        self.shared.freed.fetch_sub(linked, Ordering::AcqRel);
+        self.scan.store(cursor as u32, Ordering::Relaxed);
     }
 
     fn teardown(&mut self) -> Result<(), DriverError> {

@@ -593,10 +593,13 @@ fn srq_receives_for_two_qps() {
             r1.post_recv(&[RecvWr { wr_id: 0, sgl: &[] }]).is_err(),
             "QPs on an SRQ have no RQ"
         );
-        let mr = Mr::alloc(&fx.pd, 8 * 512, Access::ALL).unwrap();
+        // Room for 8 receives: a ring of 16, one slot of it the free list's sentinel.
+        let n = srq.capacity() as usize;
+        assert_eq!(n, 15);
+        let mr = Mr::alloc(&fx.pd, n * 512, Access::ALL).unwrap();
         // Three laps of the SRQ ring.
         for lap in 0..3u64 {
-            let bufs: Vec<[Sge; 1]> = (0..8).map(|i| [mr.sge(i * 512, 512)]).collect();
+            let bufs: Vec<[Sge; 1]> = (0..n).map(|i| [mr.sge(i * 512, 512)]).collect();
             let recvs: Vec<RecvWr<'_>> = bufs
                 .iter()
                 .enumerate()
@@ -612,7 +615,7 @@ fn srq_receives_for_two_qps() {
                     .kind,
                 PostErrorKind::QueueFull
             );
-            for i in 0..8u8 {
+            for i in 0..n as u8 {
                 let s = if i % 2 == 0 { &s1 } else { &s2 };
                 s.post_send(&[wr(
                     u64::from(i),
@@ -622,11 +625,14 @@ fn srq_receives_for_two_qps() {
                 )])
                 .unwrap();
             }
-            poll_n(&cs, 8);
-            let got = poll_n(&cr, 8);
+            poll_n(&cs, n);
+            let got = poll_n(&cr, n);
             let mut ids: Vec<u64> = got.iter().map(|c| c.wr_id).collect();
             ids.sort_unstable();
-            assert_eq!(ids, (0..8).map(|i| lap * 100 + i).collect::<Vec<_>>());
+            assert_eq!(
+                ids,
+                (0..n as u64).map(|i| lap * 100 + i).collect::<Vec<_>>()
+            );
             // Messages take SRQ WQEs in arrival order; each buffer holds one whole message,
             // and the completion names the QP that message went to.
             let mut seen = Vec::new();
@@ -638,10 +644,85 @@ fn srq_receives_for_two_qps() {
                 seen.push(m[0]);
             }
             seen.sort_unstable();
-            assert_eq!(seen, (0..8).collect::<Vec<u8>>());
+            assert_eq!(seen, (0..n as u8).collect::<Vec<u8>>());
         }
         let ctx = srq.query().unwrap();
-        assert_eq!(ctx.log_srq_size(), 3);
+        assert_eq!(ctx.log_srq_size(), 4);
+    }
+}
+
+/// Receives of an SRQ come back in the order their completions are polled, not the order
+/// they were posted: a QP whose CQ is not polled keeps only its own slots.
+#[test]
+fn srq_slots_return_in_completion_order() {
+    for mode in MODES {
+        let fx = open(mode);
+        let srq = Arc::new(Srq::create(&fx.pd, 3, 1).unwrap());
+        assert_eq!(srq.capacity(), 3);
+        let cs = fx.cq(16);
+        let (cr1, cr2) = (fx.cq(16), fx.cq(16));
+        let on_srq = |cq: &Arc<Cq>| {
+            let mut cfg = QpConfig::new(QpType::Rc, cq.clone(), cq.clone());
+            cfg.srq = Some(srq.clone());
+            Qp::create(&fx.pd, &cfg).unwrap()
+        };
+        let (r1, r2) = (on_srq(&cr1), on_srq(&cr2));
+        let s1 = Qp::create(&fx.pd, &QpConfig::new(QpType::Rc, cs.clone(), cs.clone())).unwrap();
+        let s2 = Qp::create(&fx.pd, &QpConfig::new(QpType::Rc, cs.clone(), cs.clone())).unwrap();
+        for (s, r) in [(&s1, &r1), (&s2, &r2)] {
+            fx.connect(s, r.qpn(), Mtu::Mtu1024);
+            fx.connect(r, s.qpn(), Mtu::Mtu1024);
+        }
+        let mr = Mr::alloc(&fx.pd, 8 * 64, Access::ALL).unwrap();
+        let bufs: Vec<[Sge; 1]> = (0..8).map(|i| [mr.sge(i * 64, 64)]).collect();
+        let post = |id: usize| {
+            srq.post_recv(&[RecvWr {
+                wr_id: id as u64,
+                sgl: &bufs[id],
+            }])
+        };
+        let send = |s: &Qp, byte: u8| {
+            s.post_send(&[wr(
+                u64::from(byte),
+                SendOp::Send,
+                Payload::Inline(&[byte; 8]),
+                SendFlags::SIGNALED,
+            )])
+            .unwrap();
+            poll_one(&cs);
+        };
+        for id in 0..3 {
+            post(id).unwrap();
+        }
+        assert_eq!(post(3).unwrap_err().kind, PostErrorKind::QueueFull);
+        // Receive 0 goes to r1 (its CQ left unpolled), receive 1 to r2 (polled).
+        send(&s1, 0xA0);
+        send(&s2, 0xB0);
+        assert_eq!(poll_one(&cr2).wr_id, 1);
+        // Receive 1's slot is back although receive 0's, posted before it, is not.
+        post(3).unwrap();
+        assert_eq!(post(4).unwrap_err().kind, PostErrorKind::QueueFull);
+        // The device takes receive 2, then 3 (posted into the reused slot).
+        send(&s2, 0xB1);
+        send(&s2, 0xB2);
+        let got: Vec<u64> = poll_n(&cr2, 2).iter().map(|c| c.wr_id).collect();
+        assert_eq!(got, [2, 3]);
+        assert_eq!(read(&mr, 3 * 64, 8), [0xB2; 8]);
+        // r1's completion, polled at last, frees receive 0's slot too.
+        let c = poll_one(&cr1);
+        assert_eq!((c.wr_id, c.qp_num), (0, r1.qpn()));
+        assert_eq!(read(&mr, 0, 8), [0xA0; 8]);
+        for id in 4..7 {
+            post(id).unwrap();
+        }
+        assert_eq!(post(7).unwrap_err().kind, PostErrorKind::QueueFull);
+        for (i, s) in [&s1, &s2, &s1].into_iter().enumerate() {
+            send(s, 0xC0 + i as u8);
+        }
+        let mut ids: Vec<u64> = poll_n(&cr1, 2).iter().map(|c| c.wr_id).collect();
+        ids.extend(poll_n(&cr2, 1).iter().map(|c| c.wr_id));
+        ids.sort_unstable();
+        assert_eq!(ids, [4, 5, 6]);
     }
 }
 
