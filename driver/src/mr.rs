@@ -171,6 +171,7 @@ impl Mr {
             m.set_rr(access.contains(Access::REMOTE_READ));
             m.set_rw(access.contains(Access::REMOTE_WRITE));
             m.set_a(access.contains(Access::REMOTE_ATOMIC));
+            m.set_en_rinval(access.contains(Access::REMOTE_INVALIDATE));
             m.set_qpn(QPN_UNBOUND);
             m.set_mkey_7_0(variant);
             m.set_pd(pd.pdn());

@@ -54,17 +54,23 @@ impl Access {
     pub const REMOTE_READ: Access = Access(4);
     /// Remote atomic (CMP_SWAP / FETCH_ADD target).
     pub const REMOTE_ATOMIC: Access = Access(8);
+    /// Remote invalidation (mkc `en_rinval`): a SEND_WITH_INVALIDATE naming the region's rkey
+    /// invalidates it. An rnic extension, not an `IBV_ACCESS_*` bit: ibverbs' user MRs cannot
+    /// be invalidated remotely (ConnectX under the kernel driver, and rxe, refuse it), but
+    /// rnic runs CREATE_MKEY itself and may allow it. Meaningless for a QP.
+    pub const REMOTE_INVALIDATE: Access = Access(1 << 31);
     /// Every right above.
-    pub const ALL: Access = Access(15);
+    pub const ALL: Access = Access(15 | 1 << 31);
 
     /// The raw bits (`IBV_ACCESS_*`).
     pub const fn bits(self) -> u32 {
         self.0
     }
 
-    /// From raw `IBV_ACCESS_*` bits; unknown bits are dropped.
+    /// From raw `IBV_ACCESS_*` bits (and [`Access::REMOTE_INVALIDATE`]); unknown bits are
+    /// dropped.
     pub const fn from_bits_truncate(bits: u32) -> Access {
-        Access(bits & 15)
+        Access(bits & Access::ALL.0)
     }
 
     /// Whether every right of `other` is in `self`.

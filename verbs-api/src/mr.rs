@@ -37,6 +37,11 @@ bitflags::bitflags! {
         const REMOTE_READ = 4;
         /// IBV_ACCESS_REMOTE_ATOMIC: peers may run atomics on it.
         const REMOTE_ATOMIC = 8;
+        /// rnic's extension (not an `IBV_ACCESS_*` flag): a peer's SEND_WITH_INVALIDATE
+        /// naming this region's rkey invalidates it (mlx5 `en_rinval`). ibverbs user MRs
+        /// cannot be invalidated remotely, and without this flag neither can rnic's: such a
+        /// request completes with `RemInvReqErr`.
+        const REMOTE_INVALIDATE = 1 << 31;
     }
 }
 

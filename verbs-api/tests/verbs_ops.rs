@@ -229,25 +229,38 @@ fn atomics(d: Devs) {
 }
 
 fn send_with_invalidate(d: Devs) {
-    let (a, b) = pair_on(d, QpType::Rc);
-    let target = b.pd.reg_mr(64, rw()).unwrap();
-    let rbuf = b.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
-    let r = [rbuf.sge(0, 64).unwrap()];
-    b.qp.post_recv(&[RecvWr::new(5, &r)]).unwrap();
-    a.qp.post_send(&[SendWr::send_with_inv(1, &[], target.rkey())
-        .inline(b"inv")
-        .signaled()])
-        .unwrap();
-    let wa = poll_one(&a.cq);
-    let wb = poll_one(&b.cq);
-    assert_eq!(wa.opcode(), WcOpcode::Send);
-    if wb.status() == WcStatus::Success {
-        assert_eq!(wb.invalidated_rkey(), Some(target.rkey()));
-        assert!(wb.wc_flags().contains(WcFlags::WITH_INV));
-    } else {
-        // A plain MR's key may not be invalidatable: the responder says so with an error
-        // completion, never silence.
-        assert_ne!(wb.status(), WcStatus::Success);
+    // A plain MR's rkey cannot be invalidated remotely (as with ibverbs on ConnectX or rxe);
+    // one registered with rnic's REMOTE_INVALIDATE can. A fresh pair for each: the refusal
+    // moves the QPs to the error state.
+    for invalidatable in [false, true] {
+        let (a, b) = pair_on(d, QpType::Rc);
+        let access = if invalidatable {
+            rw() | AccessFlags::REMOTE_INVALIDATE
+        } else {
+            rw()
+        };
+        let target = b.pd.reg_mr(64, access).unwrap();
+        let rbuf = b.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+        let r = [rbuf.sge(0, 64).unwrap()];
+        b.qp.post_recv(&[RecvWr::new(5, &r)]).unwrap();
+        a.qp.post_send(&[SendWr::send_with_inv(1, &[], target.rkey())
+            .inline(b"inv")
+            .signaled()])
+            .unwrap();
+        let wa = poll_one(&a.cq);
+        let wb = poll_one(&b.cq);
+        if invalidatable {
+            assert_eq!(
+                (wa.status(), wa.opcode()),
+                (WcStatus::Success, WcOpcode::Send)
+            );
+            assert_eq!(wb.status(), WcStatus::Success);
+            assert_eq!(wb.invalidated_rkey(), Some(target.rkey()));
+            assert!(wb.wc_flags().contains(WcFlags::WITH_INV));
+        } else {
+            assert_eq!(wa.status(), WcStatus::RemInvReqErr);
+            assert_eq!(wb.status(), WcStatus::RemInvReqErr);
+        }
     }
 }
 
