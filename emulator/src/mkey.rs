@@ -119,6 +119,7 @@ static RESERVED: Mkey = Mkey {
     len: 0,
     translation: MkeyTranslation::Pa,
     free: false,
+    rinval: false,
 };
 
 /// Looks `key` up and checks PD, access and bounds for `len` bytes at `addr`. The reserved
@@ -201,13 +202,13 @@ fn pieces(
 }
 
 /// Invalidates remote key `key` of PD `pd` (SEND_WITH_INVALIDATE); false when there is no
-/// such key in that PD (or it is the reserved lkey).
+/// such key in that PD, when it was created without `en_rinval`, or for the reserved lkey.
 pub(crate) fn invalidate(mkeys: &mut Table<Mkey>, key: u32, pd: u32) -> bool {
     if key == RESD_LKEY {
         return false;
     }
     match mkeys.get_mut(key >> 8) {
-        Some(m) if m.variant == (key & 0xFF) as u8 && m.pd == pd && !m.free => {
+        Some(m) if m.variant == (key & 0xFF) as u8 && m.pd == pd && m.rinval && !m.free => {
             m.free = true;
             true
         }
@@ -364,6 +365,7 @@ mod tests {
             len,
             translation,
             free: false,
+            rinval: false,
         }
     }
 

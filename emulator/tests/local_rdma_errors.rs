@@ -97,6 +97,48 @@ fn lkey_checks_pd_bounds_and_local_write() {
     assert_err(&r.one(&mut ca), true, a.qpn, w, CqeSyndrome::LocalProt);
 }
 
+/// A SEND_WITH_INVALIDATE naming a key created without `en_rinval` (as an ordinary user MR
+/// is) is an invalid request: the receive completes in error, the key keeps working.
+#[test]
+fn send_with_invalidate_needs_en_rinval() {
+    let mut r = Rig::new();
+    let (mut a, mut b, mut ca, mut cb) = r.pair(QpSt::Rc, MTU);
+    let src = r.mr(4096, Access::ALL);
+    let dst = r.mr(4096, Access::ALL);
+    let plain = Access {
+        rinval: false,
+        ..Access::ALL
+    };
+    let victim = r.mr(4096, plain);
+    let r0 = r.post_recv(&mut b, &[(dst.addr, 64, dst.key)]);
+    let w = r.post(
+        &mut a,
+        op::SEND_INVAL,
+        SIGNALED,
+        victim.key,
+        &data(src.addr, 3, src.key),
+    );
+    assert_err(
+        &r.one(&mut cb),
+        false,
+        b.qpn,
+        r0,
+        CqeSyndrome::RemoteInvalReq,
+    );
+    assert_err(&r.one(&mut ca), true, a.qpn, w, CqeSyndrome::RemoteInvalReq);
+    // Not invalidated: on a fresh pair, a WRITE through the key still works.
+    let (mut a2, _b2, mut ca2, _cb2) = r.pair(QpSt::Rc, MTU);
+    let w = r.post(
+        &mut a2,
+        op::WRITE,
+        SIGNALED,
+        0,
+        &segs(&[raddr(victim.addr, victim.key), data(src.addr, 3, src.key)]),
+    );
+    let c = r.one(&mut ca2);
+    assert_eq!((c.wqe_counter(), c.cqe_opcode()), (w, Ok(CqeOpcode::Req)));
+}
+
 #[test]
 fn receive_buffer_too_small_is_a_local_length_error() {
     let mut r = Rig::new();

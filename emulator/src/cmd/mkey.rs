@@ -118,6 +118,7 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         len,
         translation,
         free: false,
+        rinval: c.en_rinval(),
     };
     let Ok(index) = ctx.st.res.mkeys.insert(m) else {
         return fail(CmdStatus::NoResources, syn::MKEY_TABLE_FULL);
@@ -143,6 +144,7 @@ pub(super) fn query_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     c.set_qpn(m.qpn);
     c.set_mkey_7_0(m.variant);
     c.set_length64(m.length64);
+    c.set_en_rinval(m.rinval);
     c.set_pd(m.pd);
     c.set_start_addr(m.start_addr);
     c.set_len(m.len);

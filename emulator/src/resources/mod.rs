@@ -54,6 +54,9 @@ pub(crate) struct Mkey {
     pub translation: MkeyTranslation,
     /// Invalidated (by a SEND_WITH_INVALIDATE naming it): no access until re-created.
     pub free: bool,
+    /// `en_rinval`: a SEND_WITH_INVALIDATE may invalidate it (without, the request is
+    /// refused as invalid, as ConnectX and rxe refuse it for ordinary user MRs).
+    pub rinval: bool,
 }
 
 /// An event queue created with CREATE_EQ.

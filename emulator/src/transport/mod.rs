@@ -23,7 +23,8 @@
 //! saved resource, replay of the saved original value for atomics) from a ring of
 //! `2^log_rra_max` READ / atomic resources; READ responses are generated resumably, in
 //! bursts; ACKs are coalesced per burst of received frames; SEND_WITH_INVALIDATE invalidates
-//! the named rkey. Every receive-side drop is counted per rule ([`crate::RxDrops`]).
+//! the named rkey when its MKey was created with `en_rinval` (otherwise: invalid request).
+//! Every receive-side drop is counted per rule ([`crate::RxDrops`]).
 //!
 //! Choices where rxe and the IBTA leave room, written down:
 //! - `retry_count` 7 is 7 retries, not infinite (IBTA; rxe treats it as infinite);

@@ -102,6 +102,8 @@ pub(crate) struct Access {
     pub(crate) rr: bool,
     pub(crate) rw: bool,
     pub(crate) a: bool,
+    /// `en_rinval`: SEND_WITH_INVALIDATE may invalidate the key.
+    pub(crate) rinval: bool,
 }
 
 impl Access {
@@ -110,12 +112,14 @@ impl Access {
         rr: true,
         rw: true,
         a: true,
+        rinval: true,
     };
     pub(crate) const NONE: Access = Access {
         lw: false,
         rr: false,
         rw: false,
         a: false,
+        rinval: false,
     };
 }
 
@@ -326,6 +330,7 @@ impl Rig {
             m.set_rr(access.rr);
             m.set_rw(access.rw);
             m.set_a(access.a);
+            m.set_en_rinval(access.rinval);
             m.set_qpn(0xFF_FFFF);
             m.set_mkey_7_0(variant);
             m.set_pd(pd);
