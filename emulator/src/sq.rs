@@ -234,6 +234,7 @@ fn parse(
             tclass: av.tclass(),
             sgid_index: av.sgid_index(),
             flow_label: av.flow_label(),
+            udp_sport: av.rlid(),
         });
         p += AV_LEN;
     }

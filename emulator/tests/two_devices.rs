@@ -412,18 +412,58 @@ fn uc_between_devices() {
     assert_eq!(n.b.counters().frames_tx, 0);
 }
 
-#[test]
-fn ud_between_devices() {
-    use rig::net::{IP_B, MAC_B};
-    let mut n = Net::new();
-    let mut ca = n.a.cq(6);
-    let mut cb = n.b.cq(6);
-    let mut qa = n.a.qp(QpSt::Ud, &ca, &ca, 6, 6);
-    let mut qb = n.b.qp(QpSt::Ud, &cb, &cb, 6, 6);
+/// A UD QP on each device, in RTS, each with its own CQ.
+fn ud_pair(n: &mut Net) -> (rig::Qp, rig::Qp, rig::Cq, rig::Cq) {
+    let ca = n.a.cq(6);
+    let cb = n.b.cq(6);
+    let qa = n.a.qp(QpSt::Ud, &ca, &ca, 6, 6);
+    let qb = n.b.qp(QpSt::Ud, &cb, &cb, 6, 6);
     n.a.init_qp(&qa, false, false, false);
     n.a.rtr_rts(&qa, 0, 3, 0, 0);
     n.b.init_qp(&qb, false, false, false);
     n.b.rtr_rts(&qb, 0, 3, 0, 0);
+    (qa, qb, ca, cb)
+}
+
+/// A UD send's UDP source port is the address vector's `rlid` when set, else derived from
+/// the flow label and QPNs (rxe's formula, in 0xC000..0xFFFF).
+#[test]
+fn ud_source_port_comes_from_the_address_vector() {
+    use rig::net::{IP_B, MAC_B};
+    let path = std::env::temp_dir().join(format!("rnic-ud-sport-{}.pcap", std::process::id()));
+    let mut n = Net::new();
+    let (mut qa, mut qb, mut ca, mut cb) = ud_pair(&mut n);
+    let src = n.a.mr(64, Access::ALL);
+    let dst = n.b.mr(4096, Access::ALL);
+    n.a.h.dev.capture_to(&path).expect("capture file");
+    let av = rig::datagram_to(qb.qpn, rig::QKEY, IP_B, MAC_B);
+    for av in [av.clone(), rig::with_udp_sport(&av, 0xD00D)] {
+        n.b.post_recv(&mut qb, &[(dst.addr, 2048, dst.key)]);
+        n.a.post(
+            &mut qa,
+            op::SEND,
+            SIGNALED,
+            0,
+            &segs(&[av, data(src.addr, 8, src.key)]),
+        );
+        n.settle();
+        n.a.one(&mut ca);
+        n.b.one(&mut cb);
+    }
+    assert_eq!(n.a.h.dev.stop_capture().expect("flush"), 2);
+    let frames = common::read_frames_at(&path);
+    let _ = std::fs::remove_file(&path);
+    // Ethernet (14) + IPv4 (20): the UDP source port.
+    let sport = |f: &[u8]| u16::from_be_bytes([f[34], f[35]]);
+    assert!(sport(&frames[0]) >= 0xC000, "{:#x}", sport(&frames[0]));
+    assert_eq!(sport(&frames[1]), 0xD00D);
+}
+
+#[test]
+fn ud_between_devices() {
+    use rig::net::{IP_B, MAC_B};
+    let mut n = Net::new();
+    let (mut qa, mut qb, mut ca, mut cb) = ud_pair(&mut n);
     let src = n.a.mr(4096, Access::ALL);
     let dst = n.b.mr(4096, Access::ALL);
     // The UD MTU is the port's: 1024 for the default 1500-byte vport MTU.

@@ -105,6 +105,9 @@ pub(crate) struct UdDest {
     pub sgid_index: u8,
     /// Flow label.
     pub flow_label: u32,
+    /// UDP source port: the address vector's `rlid`, which carries it for RoCE v2 (as the
+    /// mlx5 provider writes it); 0 derives it from the flow label and QPNs.
+    pub udp_sport: u16,
 }
 
 /// A send WQE as the SQ engine parsed it, with the requester's progress on it.
@@ -408,7 +411,7 @@ impl Path {
             hop_limit: ud.hop_limit,
             tclass: ud.tclass,
             flow_label: ud.flow_label,
-            udp_sport: 0,
+            udp_sport: ud.udp_sport,
             sl: 0,
             dqpn: ud.dqpn,
         }

@@ -21,8 +21,13 @@ pub(crate) fn pcap_dir() -> PathBuf {
 /// Every frame of capture `name` (gunzipped if it ends in `.gz`), as captured. Fails if a frame
 /// was cut by the snap length or the link type is not Ethernet.
 pub(crate) fn read_frames(name: &str) -> Vec<Vec<u8>> {
-    let path = pcap_dir().join(name);
-    let file = File::open(&path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    read_frames_at(&pcap_dir().join(name))
+}
+
+/// Every frame of the capture at `path` (gunzipped if it ends in `.gz`).
+pub(crate) fn read_frames_at(path: &std::path::Path) -> Vec<Vec<u8>> {
+    let name = path.display().to_string();
+    let file = File::open(path).unwrap_or_else(|e| panic!("open {name}: {e}"));
     let reader: Box<dyn Read> = if name.ends_with(".gz") {
         Box::new(flate2::read::GzDecoder::new(BufReader::new(file)))
     } else {

@@ -860,6 +860,14 @@ pub(crate) fn datagram_to(dqpn: u32, qkey: u32, ip: [u8; 4], mac: [u8; 6]) -> Ve
     av.as_bytes().to_vec()
 }
 
+/// `av` (a datagram segment) with UDP source port `sport` in its `rlid`, as the mlx5
+/// provider writes it for RoCE v2.
+pub(crate) fn with_udp_sport(av: &[u8], sport: u16) -> Vec<u8> {
+    let mut a = WqeAv::read_from_bytes(av).expect("a datagram segment");
+    a.set_rlid(sport);
+    a.as_bytes().to_vec()
+}
+
 /// `fm_ce_se` for a signaled WQE.
 pub(crate) const SIGNALED: u8 = 0x08;
 
