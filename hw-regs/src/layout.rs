@@ -157,6 +157,7 @@ macro_rules! prm_layout {
         }
     ) => {
         $(#[$meta])*
+        #[doc = prm_layout!(@example [$name, $ifc, $size] $( $get $set $ty, $kind($($arg),*); )*)]
         #[derive(
             Clone, Copy, PartialEq, Eq,
             zerocopy::FromBytes, zerocopy::IntoBytes, zerocopy::KnownLayout,
@@ -195,6 +196,56 @@ macro_rules! prm_layout {
             assert!(core::mem::size_of::<$name>() == $size);
             $( prm_layout!(@check $size, $ty, $kind($($arg),*)); )*
         };
+    };
+
+    // ---- doc example: the first `dw` field if any, else the constants only ----
+    (@example [$name:ident, $ifc:literal, $size:expr]
+        $get:ident $set:ident $ty:ty, dw($($arg:expr),*); $($rest:tt)*
+    ) => {
+        concat!(
+            "\n\n# Example\n\n",
+            "A zeroed layout, one field set and read back, and the [`PrmLayout`](",
+            "crate::layout::PrmLayout) constants:\n\n",
+            "```\n",
+            "use rnic_hw_regs::{FieldValue, PrmLayout};\n",
+            "use zerocopy::{FromBytes, FromZeros, IntoBytes};\n",
+            "# use rnic_hw_regs::{caps::*, cmd::*, cmdq::*, cqe::*, ctx::*};\n",
+            "# use rnic_hw_regs::{doorbell::*, eqe::*, init_seg::*, wqe::*};\n\n",
+            "let mut v = ", stringify!($name), "::new_zeroed();\n",
+            "let one = <", stringify!($ty), " as FieldValue>::from_raw(1);\n",
+            "v.", stringify!($set), "(one);\n",
+            "assert_eq!(v.", stringify!($get), "(), one);\n",
+            "assert_eq!(", stringify!($name), "::IFC_NAME, ", stringify!($ifc), ");\n",
+            "assert_eq!(v.as_bytes().len(), ", stringify!($name), "::SIZE);\n",
+            "assert_eq!(", stringify!($name), "::SIZE, ", stringify!($size), ");\n",
+            "let back = ", stringify!($name), "::read_from_bytes(v.as_bytes()).unwrap();\n",
+            "assert_eq!(back.", stringify!($get), "(), one);\n",
+            "```\n",
+        )
+    };
+    (@example [$($hdr:tt)*]
+        $get:ident $set:ident $ty:ty, $kind:ident($($arg:expr),*); $($rest:tt)*
+    ) => {
+        prm_layout!(@example [$($hdr)*] $($rest)*)
+    };
+    (@example [$name:ident, $ifc:literal, $size:expr]) => {
+        concat!(
+            "\n\n# Example\n\n",
+            "A zeroed layout, its [`PrmLayout`](crate::layout::PrmLayout) constants, ",
+            "and a round trip through its bytes:\n\n",
+            "```\n",
+            "use rnic_hw_regs::PrmLayout;\n",
+            "use zerocopy::{FromBytes, FromZeros, IntoBytes};\n",
+            "# use rnic_hw_regs::{caps::*, cmd::*, cmdq::*, cqe::*, ctx::*};\n",
+            "# use rnic_hw_regs::{doorbell::*, eqe::*, init_seg::*, wqe::*};\n\n",
+            "let v = ", stringify!($name), "::new_zeroed();\n",
+            "assert_eq!(", stringify!($name), "::IFC_NAME, ", stringify!($ifc), ");\n",
+            "assert_eq!(v.as_bytes().len(), ", stringify!($name), "::SIZE);\n",
+            "assert_eq!(", stringify!($name), "::SIZE, ", stringify!($size), ");\n",
+            "let back = ", stringify!($name), "::read_from_bytes(v.as_bytes()).unwrap();\n",
+            "assert_eq!(back, v);\n",
+            "```\n",
+        )
     };
 
     // ---- accessors ----
