@@ -18,6 +18,14 @@ use std::fmt;
 pub use rnic_driver::wr::WcStatus;
 
 /// Work completion opcode: `enum ibv_wc_opcode` values.
+///
+/// ```
+/// use rnic_verbs::WcOpcode;
+///
+/// assert_eq!(WcOpcode::Recv as u32, 128);
+/// assert_eq!(WcOpcode::RecvRdmaWithImm.name(), "IBV_WC_RECV_RDMA_WITH_IMM");
+/// assert_ne!(WcOpcode::Send, WcOpcode::Recv);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum WcOpcode {
@@ -51,6 +59,10 @@ impl WcOpcode {
     }
 
     /// The C name (`IBV_WC_SEND`, ...).
+    ///
+    /// ```
+    /// assert_eq!(rnic_verbs::WcOpcode::FetchAdd.name(), "IBV_WC_FETCH_ADD");
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             WcOpcode::Send => "IBV_WC_SEND",
@@ -66,6 +78,14 @@ impl WcOpcode {
 
 bitflags::bitflags! {
     /// Work completion flags (`enum ibv_wc_flags` values).
+    ///
+    /// ```
+    /// use rnic_verbs::WcFlags;
+    ///
+    /// let f = WcFlags::GRH | WcFlags::WITH_IMM;
+    /// assert_eq!(f.bits(), 3); // the C values
+    /// assert!(!f.contains(WcFlags::WITH_INV));
+    /// ```
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
     pub struct WcFlags: u32 {
         /// IBV_WC_GRH: the first 40 bytes of the receive buffer hold the GRH area (UD).
@@ -93,18 +113,61 @@ pub struct WorkCompletion(pub(crate) dwr::WorkCompletion);
 
 impl WorkCompletion {
     /// `wr_id` of the work request.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # qb.post_recv(&[RecvWr::new(9, &[])])?;
+    /// qa.post_send(&[SendWr::send(0xfeed, &[]).signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].wr_id(), 0xfeed); // the sender's own tag comes back
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn wr_id(&self) -> u64 {
         self.0.wr_id
     }
 
     /// `status`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// // A WRITE to an rkey the peer never handed out.
+    /// let bogus = RemoteAddr { addr: 0x1000, rkey: 0xdead };
+    /// qa.post_send(&[SendWr::write(1, &[], bogus).inline(b"x").signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].status(), WcStatus::RemAccessErr);
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn status(&self) -> WcStatus {
         self.0.status
     }
 
     /// Whether `status` is [`WcStatus::Success`].
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let mut wc = [WorkCompletion::default(); 1];
+    /// # qb.post_recv(&[RecvWr::new(3, &[])])?;
+    /// qa.post_send(&[SendWr::send(3, &[]).signaled()])?;
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert!(wc[0].is_success());
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn is_success(&self) -> bool {
         self.0.status == WcStatus::Success
@@ -112,12 +175,43 @@ impl WorkCompletion {
 
     /// `opcode` (for an error, the posted operation, or [`WcOpcode::Recv`]; ibverbs leaves it
     /// undefined then).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let mr = pb.reg_mr(8, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ)?;
+    /// # let local = pa.reg_mr(8, AccessFlags::LOCAL_WRITE)?;
+    /// qa.post_send(&[SendWr::read(4, &[local.sge(0, 8)?], mr.remote(0)).signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].opcode(), WcOpcode::RdmaRead);
+    /// assert_eq!(wc[0].byte_len(), 8);
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn opcode(&self) -> WcOpcode {
         WcOpcode::from_driver(self.0.opcode)
     }
 
     /// `vendor_err`: the device's syndrome of an error completion.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qb.post_recv(&[RecvWr::new(5, &[])])?;
+    /// qb.to_error()?; // flushes the receive
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].status(), WcStatus::WrFlushErr);
+    /// assert_eq!(wc[0].vendor_err(), 0xf9); // ConnectX's flush syndrome
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn vendor_err(&self) -> u32 {
         u32::from(self.0.vendor_err)
@@ -125,6 +219,21 @@ impl WorkCompletion {
 
     /// `byte_len`: bytes received (responder; UD includes the 40-byte GRH area), read (READ;
     /// 8 for atomics) or sent.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let buf = pb.reg_mr(64, AccessFlags::LOCAL_WRITE)?;
+    /// qb.post_recv(&[RecvWr::new(1, &[buf.sge(0, 64)?])])?;
+    /// qa.post_send(&[SendWr::send(1, &[]).inline(b"twelve bytes")])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!((wc[0].opcode(), wc[0].byte_len()), (WcOpcode::Recv, 12));
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn byte_len(&self) -> u32 {
         self.0.byte_len
@@ -132,6 +241,21 @@ impl WorkCompletion {
 
     /// `imm_data` as a host integer (the big-endian value the sender posted), valid with
     /// [`WcFlags::WITH_IMM`].
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qb.post_recv(&[RecvWr::new(1, &[])])?;
+    /// qa.post_send(&[SendWr::send_with_imm(1, &[], 0x1234_5678)])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].imm_data(), Some(0x1234_5678));
+    /// assert!(wc[0].wc_flags().contains(WcFlags::WITH_IMM));
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn imm_data(&self) -> Option<u32> {
         self.wc_flags()
@@ -140,6 +264,21 @@ impl WorkCompletion {
     }
 
     /// The rkey a SEND with invalidate named, valid with [`WcFlags::WITH_INV`].
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let target = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_INVALIDATE)?;
+    /// qb.post_recv(&[RecvWr::new(1, &[])])?;
+    /// qa.post_send(&[SendWr::send_with_inv(1, &[], target.rkey())])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].invalidated_rkey(), Some(target.rkey()));
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn invalidated_rkey(&self) -> Option<u32> {
         self.wc_flags()
@@ -148,18 +287,64 @@ impl WorkCompletion {
     }
 
     /// `qp_num`: the local QP.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qb.post_recv(&[RecvWr::new(1, &[])])?;
+    /// qa.post_send(&[SendWr::send(2, &[]).signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].qp_num(), qb.qp_num()); // the receiving QP
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn qp_num(&self) -> u32 {
         self.0.qp_num
     }
 
     /// `src_qp`: the sending QP (UD receives).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let (ua, ub) = (pa.create_qp(QpType::Ud, &ca, &ca).build()?, pb.create_qp(QpType::Ud, &cb, &cb).build()?);
+    /// # connect_pair(&ua, &ub, &ConnectOptions::default())?;
+    /// let ah = pa.create_ah(&AhAttr::new(b.query_gid(1, 1)?, 1))?;
+    /// let buf = pb.reg_mr(64, AccessFlags::LOCAL_WRITE)?;
+    /// ub.post_recv(&[RecvWr::new(1, &[buf.sge(0, 64)?])])?;
+    /// ua.post_send(&[SendWr::send(1, &[]).inline(b"dgram").ud(&ah, ub.qp_num(), DEFAULT_QKEY)])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].src_qp(), ua.qp_num()); // who sent the datagram
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn src_qp(&self) -> u32 {
         self.0.src_qp
     }
 
     /// `wc_flags`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qb.post_recv(&[RecvWr::new(1, &[])])?;
+    /// qa.post_send(&[SendWr::send(1, &[])])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].wc_flags(), WcFlags::empty()); // no immediate, no invalidation
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn wc_flags(&self) -> WcFlags {
         WcFlags::from_bits_truncate(u32::from(self.0.flags.bits()))

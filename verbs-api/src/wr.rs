@@ -30,6 +30,14 @@ pub use rnic_driver::wr::Sge;
 bitflags::bitflags! {
     /// Send work request flags (`enum ibv_send_flags` values; inline data is
     /// [`SendWr::inline`] instead of `IBV_SEND_INLINE`).
+    ///
+    /// ```
+    /// use rnic_verbs::SendFlags;
+    ///
+    /// let f = SendFlags::SIGNALED | SendFlags::SOLICITED;
+    /// assert_eq!(f.bits(), 6); // IBV_SEND_SIGNALED | IBV_SEND_SOLICITED
+    /// assert!(!f.contains(SendFlags::FENCE));
+    /// ```
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
     pub struct SendFlags: u32 {
         /// IBV_SEND_FENCE: wait for earlier RDMA READs and atomics first.
@@ -73,6 +81,17 @@ impl SendFlags {
 
 /// A remote buffer: its address in the peer's region and the region's rkey
 /// (`wr.rdma.remote_addr` / `rkey`, `wr.atomic.remote_addr` / `rkey`).
+///
+/// ```
+/// use rnic_verbs::{AccessFlags, Context, RemoteAddr};
+///
+/// # fn main() -> Result<(), rnic_verbs::Error> {
+/// let mr = Context::open("emu1")?.alloc_pd()?.reg_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+/// // What a peer needs to WRITE into `mr` at byte 128:
+/// let r: RemoteAddr = mr.remote(128);
+/// assert_eq!((r.addr, r.rkey), (mr.addr() + 128, mr.rkey()));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RemoteAddr {
     /// Address in the remote region's address space.
@@ -83,6 +102,13 @@ pub struct RemoteAddr {
 
 impl RemoteAddr {
     /// `offset` bytes further on.
+    ///
+    /// ```
+    /// use rnic_verbs::RemoteAddr;
+    ///
+    /// let base = RemoteAddr { addr: 0x1000, rkey: 7 };
+    /// assert_eq!(base.offset(0x20), RemoteAddr { addr: 0x1020, rkey: 7 });
+    /// ```
     pub const fn offset(self, offset: u64) -> RemoteAddr {
         RemoteAddr {
             addr: self.addr.wrapping_add(offset),
@@ -93,6 +119,15 @@ impl RemoteAddr {
 
 /// A send work request (`struct ibv_send_wr`). Build one per opcode, then add flags:
 /// `SendWr::write(id, &sgl, remote).signaled()`.
+///
+/// ```
+/// use rnic_verbs::{SendFlags, SendWr, Sge};
+///
+/// let sgl = [Sge { addr: 0x1000, len: 32, lkey: 0x10 }, Sge { addr: 0x2000, len: 16, lkey: 0x10 }];
+/// let wr = SendWr::send(1, &sgl).signaled().solicited();
+/// assert_eq!(wr.len(), 48); // the gather list's total
+/// assert_eq!(wr.send_flags(), SendFlags::SIGNALED | SendFlags::SOLICITED);
+/// ```
 #[derive(Clone, Copy, Debug)]
 #[repr(transparent)]
 pub struct SendWr<'a>(pub(crate) dwr::SendWr<'a>);
@@ -109,22 +144,83 @@ impl<'a> SendWr<'a> {
     }
 
     /// IBV_WR_SEND of the gather list `sgl` (RC, UC, UD).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let (src, dst) = (pa.reg_mr(64, AccessFlags::LOCAL_WRITE)?, pb.reg_mr(64, AccessFlags::LOCAL_WRITE)?);
+    /// src.write(0, b"ping")?;
+    /// qb.post_recv(&[RecvWr::new(1, &[dst.sge(0, 64)?])])?;
+    /// qa.post_send(&[SendWr::send(2, &[src.sge(0, 4)?])])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(dst.to_vec(0, 4)?, b"ping");
+    /// # Ok(()) }
+    /// ```
     pub const fn send(wr_id: u64, sgl: &'a [Sge]) -> SendWr<'a> {
         Self::new(wr_id, dwr::SendOp::Send, sgl)
     }
 
     /// IBV_WR_SEND_WITH_IMM: a SEND carrying 32 bits of immediate data (`imm` as a host
     /// integer; the receiver's [`crate::WorkCompletion::imm_data`] has the same value).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qb.post_recv(&[RecvWr::new(1, &[])])?;
+    /// qa.post_send(&[SendWr::send_with_imm(2, &[], 0xc0ffee)])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!((wc[0].opcode(), wc[0].imm_data()), (WcOpcode::Recv, Some(0xc0ffee)));
+    /// # Ok(()) }
+    /// ```
     pub const fn send_with_imm(wr_id: u64, sgl: &'a [Sge], imm: u32) -> SendWr<'a> {
         Self::new(wr_id, dwr::SendOp::SendImm { imm }, sgl)
     }
 
     /// IBV_WR_SEND_WITH_INV: a SEND that invalidates the responder's `rkey` (RC).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// // The responder's region must allow remote invalidation (an rnic extension).
+    /// let mr = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_INVALIDATE)?;
+    /// qb.post_recv(&[RecvWr::new(1, &[])])?;
+    /// qa.post_send(&[SendWr::send_with_inv(2, &[], mr.rkey()).signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].status(), WcStatus::Success);
+    /// # Ok(()) }
+    /// ```
     pub const fn send_with_inv(wr_id: u64, sgl: &'a [Sge], rkey: u32) -> SendWr<'a> {
         Self::new(wr_id, dwr::SendOp::SendInv { rkey }, sgl)
     }
 
     /// IBV_WR_RDMA_WRITE of `sgl` to `remote` (RC, UC).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let dst = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+    /// qa.post_send(&[SendWr::write(1, &[], dst.remote(8)).inline(b"abc").signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!((wc[0].status(), wc[0].opcode()), (WcStatus::Success, WcOpcode::RdmaWrite));
+    /// assert_eq!(dst.to_vec(8, 3)?, b"abc");
+    /// # Ok(()) }
+    /// ```
     pub const fn write(wr_id: u64, sgl: &'a [Sge], remote: RemoteAddr) -> SendWr<'a> {
         Self::new(
             wr_id,
@@ -138,6 +234,22 @@ impl<'a> SendWr<'a> {
 
     /// IBV_WR_RDMA_WRITE_WITH_IMM: a WRITE that also consumes a receive at the responder,
     /// which completes with `imm` (RC, UC).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let dst = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+    /// qb.post_recv(&[RecvWr::new(9, &[])])?; // the immediate consumes a receive
+    /// qa.post_send(&[SendWr::write_with_imm(1, &[], dst.remote(0), 77).inline(b"data")])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!((wc[0].opcode(), wc[0].imm_data()), (WcOpcode::RecvRdmaWithImm, Some(77)));
+    /// assert_eq!(dst.to_vec(0, 4)?, b"data");
+    /// # Ok(()) }
+    /// ```
     pub const fn write_with_imm(
         wr_id: u64,
         sgl: &'a [Sge],
@@ -156,6 +268,22 @@ impl<'a> SendWr<'a> {
     }
 
     /// IBV_WR_RDMA_READ of `remote` into the scatter list `sgl` (RC).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let remote = pb.reg_mr(64, AccessFlags::REMOTE_READ)?;
+    /// remote.write(0, b"far away")?;
+    /// let local = pa.reg_mr(64, AccessFlags::LOCAL_WRITE)?;
+    /// qa.post_send(&[SendWr::read(1, &[local.sge(0, 8)?], remote.remote(0)).signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(local.to_vec(0, 8)?, b"far away");
+    /// # Ok(()) }
+    /// ```
     pub const fn read(wr_id: u64, sgl: &'a [Sge], remote: RemoteAddr) -> SendWr<'a> {
         Self::new(
             wr_id,
@@ -169,6 +297,23 @@ impl<'a> SendWr<'a> {
 
     /// IBV_WR_ATOMIC_CMP_AND_SWP on the 8 bytes at `remote` (8-byte aligned): if they equal
     /// `compare` they become `swap`; the original value lands in `local` (one 8-byte SGE).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let target = pb.reg_mr(8, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC)?;
+    /// target.write_u64(0, 5)?;
+    /// let old = pa.reg_mr(8, AccessFlags::LOCAL_WRITE)?;
+    /// let sge = old.sge(0, 8)?;
+    /// qa.post_send(&[SendWr::compare_swap(1, &sge, target.remote(0), 5, 9).signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!((wc[0].opcode(), old.read_u64(0)?, target.read_u64(0)?), (WcOpcode::CompSwap, 5, 9));
+    /// # Ok(()) }
+    /// ```
     pub const fn compare_swap(
         wr_id: u64,
         local: &'a Sge,
@@ -190,6 +335,23 @@ impl<'a> SendWr<'a> {
 
     /// IBV_WR_ATOMIC_FETCH_AND_ADD: adds `add` to the 8 bytes at `remote`; the original value
     /// lands in `local` (one 8-byte SGE).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let counter = pb.reg_mr(8, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC)?;
+    /// counter.write_u64(0, 40)?;
+    /// let old = pa.reg_mr(8, AccessFlags::LOCAL_WRITE)?;
+    /// let sge = old.sge(0, 8)?;
+    /// qa.post_send(&[SendWr::fetch_add(1, &sge, counter.remote(0), 2).signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!((old.read_u64(0)?, counter.read_u64(0)?), (40, 42));
+    /// # Ok(()) }
+    /// ```
     pub const fn fetch_add(wr_id: u64, local: &'a Sge, remote: RemoteAddr, add: u64) -> SendWr<'a> {
         Self::new(
             wr_id,
@@ -205,30 +367,65 @@ impl<'a> SendWr<'a> {
     /// Sends `data` inline (copied into the work queue entry at post time: no lkey needed,
     /// the buffer can be reused as soon as the post returns) instead of the gather list.
     /// SEND and WRITE flavours only; at most the QP's `max_inline_data` bytes.
+    ///
+    /// ```
+    /// use rnic_verbs::SendWr;
+    ///
+    /// let msg = *b"no lkey needed";
+    /// let wr = SendWr::send(1, &[]).inline(&msg);
+    /// assert_eq!(wr.len(), 14);
+    /// ```
     pub const fn inline(mut self, data: &'a [u8]) -> SendWr<'a> {
         self.0.payload = dwr::Payload::Inline(data);
         self
     }
 
     /// Sets the flags (replacing those set before).
+    ///
+    /// ```
+    /// use rnic_verbs::{SendFlags, SendWr};
+    ///
+    /// let wr = SendWr::send(1, &[]).signaled().flags(SendFlags::FENCE);
+    /// assert_eq!(wr.send_flags(), SendFlags::FENCE); // replaced, not added
+    /// ```
     pub fn flags(mut self, flags: SendFlags) -> SendWr<'a> {
         self.0.flags = flags.to_driver();
         self
     }
 
     /// Adds [`SendFlags::SIGNALED`].
+    ///
+    /// ```
+    /// use rnic_verbs::{SendFlags, SendWr};
+    ///
+    /// assert!(SendWr::send(1, &[]).signaled().send_flags().contains(SendFlags::SIGNALED));
+    /// ```
     pub fn signaled(mut self) -> SendWr<'a> {
         self.0.flags = self.0.flags | dwr::SendFlags::SIGNALED;
         self
     }
 
     /// Adds [`SendFlags::FENCE`].
+    ///
+    /// ```
+    /// use rnic_verbs::{SendFlags, SendWr};
+    ///
+    /// // Wait for an earlier READ before this SEND (e.g. a READ then a SEND that reports it).
+    /// let wr = SendWr::send(2, &[]).fence().signaled();
+    /// assert_eq!(wr.send_flags(), SendFlags::FENCE | SendFlags::SIGNALED);
+    /// ```
     pub fn fence(mut self) -> SendWr<'a> {
         self.0.flags = self.0.flags | dwr::SendFlags::FENCE;
         self
     }
 
     /// Adds [`SendFlags::SOLICITED`].
+    ///
+    /// ```
+    /// use rnic_verbs::{SendFlags, SendWr};
+    ///
+    /// assert_eq!(SendWr::send(1, &[]).solicited().send_flags(), SendFlags::SOLICITED);
+    /// ```
     pub fn solicited(mut self) -> SendWr<'a> {
         self.0.flags = self.0.flags | dwr::SendFlags::SOLICITED;
         self
@@ -236,6 +433,25 @@ impl<'a> SendWr<'a> {
 
     /// The UD destination (`wr.ud`): address handle, remote QPN and remote Q_Key. Required
     /// on UD QPs, ignored on connected ones.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let (ua, ub) = (pa.create_qp(QpType::Ud, &ca, &ca).build()?, pb.create_qp(QpType::Ud, &cb, &cb).build()?);
+    /// # connect_pair(&ua, &ub, &ConnectOptions::default())?;
+    /// let ah = pa.create_ah(&AhAttr::new(b.query_gid(1, 1)?, 1))?;
+    /// let buf = pb.reg_mr(128, AccessFlags::LOCAL_WRITE)?;
+    /// ub.post_recv(&[RecvWr::new(1, &[buf.sge(0, 128)?])])?;
+    /// ua.post_send(&[SendWr::send(1, &[]).inline(b"hi").ud(&ah, ub.qp_num(), DEFAULT_QKEY)])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].byte_len(), 40 + 2); // the GRH area, then the payload
+    /// assert_eq!(buf.to_vec(40, 2)?, b"hi");
+    /// # Ok(()) }
+    /// ```
     pub fn ud(
         mut self,
         ah: &'a crate::AddressHandle,
@@ -251,21 +467,45 @@ impl<'a> SendWr<'a> {
     }
 
     /// The wr_id.
+    ///
+    /// ```
+    /// assert_eq!(rnic_verbs::SendWr::send(42, &[]).wr_id(), 42);
+    /// ```
     pub fn wr_id(&self) -> u64 {
         self.0.wr_id
     }
 
     /// The flags.
+    ///
+    /// ```
+    /// use rnic_verbs::{SendFlags, SendWr};
+    ///
+    /// assert_eq!(SendWr::send(1, &[]).send_flags(), SendFlags::empty()); // unsignaled by default
+    /// ```
     pub fn send_flags(&self) -> SendFlags {
         SendFlags::from_driver(self.0.flags)
     }
 
     /// Bytes of local data (gather list or inline).
+    ///
+    /// ```
+    /// use rnic_verbs::{SendWr, Sge};
+    ///
+    /// let sgl = [Sge { addr: 0x1000, len: 100, lkey: 1 }, Sge { addr: 0x3000, len: 28, lkey: 1 }];
+    /// assert_eq!(SendWr::send(1, &sgl).len(), 128);
+    /// ```
     pub fn len(&self) -> u64 {
         self.0.payload.len()
     }
 
     /// Whether there is no local data.
+    ///
+    /// ```
+    /// use rnic_verbs::SendWr;
+    ///
+    /// assert!(SendWr::send(1, &[]).is_empty()); // a zero-byte SEND is valid
+    /// assert!(!SendWr::send(1, &[]).inline(b"x").is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.0.payload.is_empty()
     }
@@ -273,17 +513,47 @@ impl<'a> SendWr<'a> {
 
 /// A receive work request (`struct ibv_recv_wr`): where an incoming SEND (or the immediate of
 /// a WRITE with immediate) lands. UD receives get the 40-byte GRH area first.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// let buf = pb.reg_mr(256, AccessFlags::LOCAL_WRITE)?;
+/// // Two receives, one doorbell; each SEND consumes the next.
+/// let (lo, hi) = (buf.sge(0, 128)?, buf.sge(128, 128)?);
+/// qb.post_recv(&[RecvWr::new(1, std::slice::from_ref(&lo)), RecvWr::new(2, std::slice::from_ref(&hi))])?;
+/// qa.post_send(&[SendWr::send(1, &[]).inline(b"a"), SendWr::send(2, &[]).inline(b"b")])?;
+/// let mut wc = [WorkCompletion::default(); 2];
+/// assert_eq!(cb.poll_blocking(&mut wc, t)?, 2);
+/// assert_eq!((wc[0].wr_id(), wc[1].wr_id()), (1, 2));
+/// assert_eq!(buf.to_vec(128, 1)?, b"b");
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug)]
 #[repr(transparent)]
 pub struct RecvWr<'a>(pub(crate) dwr::RecvWr<'a>);
 
 impl<'a> RecvWr<'a> {
     /// A receive of up to the total length of `sgl`.
+    ///
+    /// ```
+    /// use rnic_verbs::{RecvWr, Sge};
+    ///
+    /// let sgl = [Sge { addr: 0x1000, len: 4096, lkey: 0x42 }];
+    /// let wr = RecvWr::new(7, &sgl);
+    /// assert_eq!(wr.wr_id(), 7);
+    /// ```
     pub const fn new(wr_id: u64, sgl: &'a [Sge]) -> RecvWr<'a> {
         RecvWr(dwr::RecvWr { wr_id, sgl })
     }
 
     /// The wr_id.
+    ///
+    /// ```
+    /// assert_eq!(rnic_verbs::RecvWr::new(3, &[]).wr_id(), 3);
+    /// ```
     pub fn wr_id(&self) -> u64 {
         self.0.wr_id
     }
