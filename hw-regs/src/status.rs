@@ -45,6 +45,7 @@ macro_rules! code_enum {
         }
     ) => {
         $(#[$meta])*
+        #[doc = code_enum!(@example $name; $($variant $value $prm;)+)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr($repr)]
         $vis enum $name {
@@ -97,6 +98,22 @@ macro_rules! code_enum {
                 write!(f, "{}({:#x})", self.name(), self.raw())
             }
         }
+    };
+
+    // The doc example: the first variant's raw value, name and decoding.
+    (@example $name:ident; $variant:ident $value:literal $prm:literal; $($rest:tt)*) => {
+        concat!(
+            "\n\n# Example\n\n",
+            "```\n",
+            "# use rnic_hw_regs::{cqe::*, doorbell::*, eqe::*, init_seg::*, status::*, wqe::*};\n",
+            "let v = ", stringify!($name), "::", stringify!($variant), ";\n",
+            "assert_eq!(v.raw(), ", stringify!($value), ");\n",
+            "assert_eq!(v.name(), ", stringify!($prm), ");\n",
+            "assert_eq!(", stringify!($name), "::try_from(", stringify!($value), "), Ok(v));\n",
+            "assert!(", stringify!($name), "::ALL.contains(&v));\n",
+            "assert!(v.to_string().starts_with(", stringify!($prm), "));\n",
+            "```\n",
+        )
     };
 }
 pub(crate) use code_enum;
