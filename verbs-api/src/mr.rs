@@ -155,6 +155,23 @@ impl MemoryRegion {
     ///   region's copy methods);
     /// - a process may register the same memory more than once; each region follows these
     ///   rules on its own.
+    ///
+    /// ```
+    /// use rnic_verbs::{AccessFlags, Context, MemoryRegion};
+    ///
+    /// # fn main() -> Result<(), rnic_verbs::Error> {
+    /// let pd = Context::open("emu0")?.alloc_pd()?;
+    /// let mut buf = vec![0u8; 4096];
+    /// let ptr = buf.as_mut_ptr();
+    /// // SAFETY: `buf` stays allocated and in place until `mr` is dropped, and is not touched
+    /// // through a reference meanwhile.
+    /// let mr = unsafe { MemoryRegion::register_raw(&pd, ptr, 4096, AccessFlags::LOCAL_WRITE)? };
+    /// mr.write(0, b"raw")?;
+    /// assert_eq!(mr.addr(), ptr as u64);
+    /// drop(mr);
+    /// assert_eq!(&buf[..3], b"raw"); // the caller's memory all along
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn register_raw(
         pd: &ProtectionDomain,
         addr: *mut u8,
@@ -181,41 +198,109 @@ impl MemoryRegion {
     }
 
     /// The local key (`lkey`).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(64, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge(0, 64)?.lkey, mr.lkey()); // local work requests name the region by it
+    /// # Ok(()) }
+    /// ```
     pub fn lkey(&self) -> u32 {
         self.mr().lkey()
     }
 
     /// The remote key (`rkey`), for peers.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+    /// assert_eq!(mr.remote(0).rkey, mr.rkey()); // what a peer puts in its WRITE
+    /// # Ok(()) }
+    /// ```
     pub fn rkey(&self) -> u32 {
         self.mr().rkey()
     }
 
     /// The start address (`addr`): what SGEs and peers' remote addresses use.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(8192, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.addr() % 4096, 0); // reg_mr's buffers are page-aligned
+    /// assert_eq!(mr.sge(16, 8)?.addr, mr.addr() + 16);
+    /// # Ok(()) }
+    /// ```
     pub fn addr(&self) -> u64 {
         self.mr().addr()
     }
 
     /// Raw pointer to the first byte (for registered-from-raw-parts users and diagnostics).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(64, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.as_ptr() as u64, mr.addr());
+    /// # Ok(()) }
+    /// ```
     pub fn as_ptr(&self) -> *mut u8 {
         self.mr().addr() as *mut u8
     }
 
     /// Length in bytes.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr_from(vec![7u8; 100], AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.len(), 100);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.mr().len()
     }
 
     /// Whether the region is empty (never: registration refuses 0 bytes).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let pd = ctx.alloc_pd()?;
+    /// assert!(!pd.reg_mr(1, AccessFlags::empty())?.is_empty());
+    /// assert!(pd.reg_mr_from(Vec::new(), AccessFlags::empty()).is_err()); // no empty regions
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The access rights.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ)?;
+    /// assert!(mr.access().contains(AccessFlags::REMOTE_READ));
+    /// assert!(!mr.access().contains(AccessFlags::REMOTE_WRITE));
+    /// # Ok(()) }
+    /// ```
     pub fn access(&self) -> AccessFlags {
         self.access
     }
 
     /// The PD.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let pd = ctx.alloc_pd()?;
+    /// let mr = pd.reg_mr(64, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.pd().pdn(), pd.pdn());
+    /// # Ok(()) }
+    /// ```
     pub fn pd(&self) -> &ProtectionDomain {
         &self.pd
     }
@@ -234,12 +319,30 @@ impl MemoryRegion {
     }
 
     /// An SGE of `len` bytes at `offset`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(256, AccessFlags::LOCAL_WRITE)?;
+    /// let sge = mr.sge(64, 32)?;
+    /// assert_eq!((sge.addr, sge.len, sge.lkey), (mr.addr() + 64, 32, mr.lkey()));
+    /// assert!(matches!(mr.sge(250, 8), Err(Error::OutOfBounds { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn sge(&self, offset: usize, len: u32) -> Result<Sge> {
         self.check("MemoryRegion::sge", offset, len as usize)?;
         Ok(self.mr().sge(offset, len))
     }
 
     /// An SGE of the whole region (at most 2^31 - 1 bytes).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.sge_all()?, mr.sge(0, 4096)?);
+    /// # Ok(()) }
+    /// ```
     pub fn sge_all(&self) -> Result<Sge> {
         let len = u32::try_from(self.len())
             .ok()
@@ -249,6 +352,15 @@ impl MemoryRegion {
     }
 
     /// The region as a remote peer names it (its address and rkey), at `offset`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+    /// let r = mr.remote(100);
+    /// assert_eq!((r.addr, r.rkey), (mr.addr() + 100, mr.rkey()));
+    /// # Ok(()) }
+    /// ```
     pub fn remote(&self, offset: u64) -> RemoteAddr {
         RemoteAddr {
             addr: self.addr().wrapping_add(offset),
@@ -257,6 +369,16 @@ impl MemoryRegion {
     }
 
     /// Copies `data` into the region at `offset`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(16, AccessFlags::LOCAL_WRITE)?;
+    /// mr.write(12, b"tail")?;
+    /// assert_eq!(mr.to_vec(12, 4)?, b"tail");
+    /// assert!(mr.write(13, b"tail").is_err()); // would end past the region
+    /// # Ok(()) }
+    /// ```
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
         self.check("MemoryRegion::write", offset, data.len())?;
         self.mr().write(offset, data);
@@ -264,6 +386,16 @@ impl MemoryRegion {
     }
 
     /// Copies `out.len()` bytes at `offset` out of the region.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr_from(b"0123456789".to_vec(), AccessFlags::LOCAL_WRITE)?;
+    /// let mut out = [0u8; 3];
+    /// mr.read(4, &mut out)?;
+    /// assert_eq!(&out, b"456");
+    /// # Ok(()) }
+    /// ```
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         self.check("MemoryRegion::read", offset, out.len())?;
         self.mr().read(offset, out);
@@ -271,6 +403,15 @@ impl MemoryRegion {
     }
 
     /// Sets `len` bytes at `offset` to `byte`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(8, AccessFlags::LOCAL_WRITE)?;
+    /// mr.fill(2, 4, 0xab)?;
+    /// assert_eq!(mr.to_vec(0, 8)?, [0, 0, 0xab, 0xab, 0xab, 0xab, 0, 0]);
+    /// # Ok(()) }
+    /// ```
     pub fn fill(&self, offset: usize, len: usize, byte: u8) -> Result<()> {
         self.check("MemoryRegion::fill", offset, len)?;
         let base = self.as_ptr();
@@ -282,6 +423,14 @@ impl MemoryRegion {
     }
 
     /// The 8 bytes at `offset` as a host-order integer (atomic results and targets).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr_from(7u64.to_ne_bytes().to_vec(), AccessFlags::LOCAL_WRITE)?;
+    /// assert_eq!(mr.read_u64(0)?, 7);
+    /// # Ok(()) }
+    /// ```
     pub fn read_u64(&self, offset: usize) -> Result<u64> {
         let mut b = [0u8; 8];
         self.read(offset, &mut b)?;
@@ -289,11 +438,29 @@ impl MemoryRegion {
     }
 
     /// Writes `v` in host order at `offset`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(16, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC)?;
+    /// mr.write_u64(8, 0x1122_3344_5566_7788)?; // e.g. an atomic's initial value
+    /// assert_eq!(mr.read_u64(8)?, 0x1122_3344_5566_7788);
+    /// # Ok(()) }
+    /// ```
     pub fn write_u64(&self, offset: usize, v: u64) -> Result<()> {
         self.write(offset, &v.to_ne_bytes())
     }
 
     /// A copy of `len` bytes at `offset`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mr = ctx.alloc_pd()?.reg_mr(32, AccessFlags::LOCAL_WRITE)?;
+    /// mr.write(0, b"copy me")?;
+    /// assert_eq!(mr.to_vec(0, 7)?, b"copy me".to_vec());
+    /// # Ok(()) }
+    /// ```
     pub fn to_vec(&self, offset: usize, len: usize) -> Result<Vec<u8>> {
         self.check("MemoryRegion::to_vec", offset, len)?;
         let mut v = vec![0u8; len];
@@ -304,6 +471,17 @@ impl MemoryRegion {
     /// `ibv_dereg_mr`: deregisters now, reporting errors. Gives back the buffer of a region
     /// from [`ProtectionDomain::reg_mr_from`] (`None` for the other kinds). If the device
     /// did not confirm, the memory is leaked rather than freed under it.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let pd = ctx.alloc_pd()?;
+    /// let mr = pd.reg_mr_from(vec![0u8; 8], AccessFlags::LOCAL_WRITE)?;
+    /// mr.write(0, b"returned")?;
+    /// assert_eq!(mr.dereg()?, Some(b"returned".to_vec())); // the Vec comes back
+    /// assert_eq!(pd.reg_mr(8, AccessFlags::LOCAL_WRITE)?.dereg()?, None);
+    /// # Ok(()) }
+    /// ```
     pub fn dereg(mut self) -> Result<Option<Vec<u8>>> {
         self.teardown()
     }
