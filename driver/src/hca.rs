@@ -115,6 +115,13 @@ impl fmt::Debug for HcaConfig {
 
 impl HcaConfig {
     /// Checks every value is in range.
+    ///
+    /// ```
+    /// use rnic_driver::HcaConfig;
+    ///
+    /// assert!(HcaConfig::default().validate().is_ok());
+    /// assert!(HcaConfig { log_max_qp: 25, ..HcaConfig::default() }.validate().is_err());
+    /// ```
     pub fn validate(&self) -> Result<(), DriverError> {
         let bad = |s: String| Err(DriverError::InvalidArgument(s));
         if self.cmd_timeout.is_zero() {
@@ -142,6 +149,17 @@ impl HcaConfig {
 }
 
 /// The capabilities read during bring-up (current values are those after SET_HCA_CAP).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+/// let caps = hca.caps();
+/// // SET_HCA_CAP asked for log_max_qp 17, capped by the device's maximum.
+/// assert_eq!(caps.general.log_max_qp(), caps.general_max.log_max_qp().min(17));
+/// assert!(caps.roce.is_some());
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Caps {
     /// General capabilities, maximum.
@@ -155,6 +173,21 @@ pub struct Caps {
 }
 
 /// One GID table entry the driver programmed.
+///
+/// ```
+/// use rnic_driver::hca::gid_ipv4;
+/// use rnic_driver::{Hca, HcaConfig};
+/// use std::net::Ipv4Addr;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+///
+/// let ip = Ipv4Addr::new(192, 0, 2, 1);
+/// let cfg = HcaConfig { ipv4: Some(ip), ..HcaConfig::default() };
+/// let hca = Hca::open(std::sync::Arc::new(dev.bus()), cfg)?;
+/// let g1 = hca.gids().iter().find(|g| g.index == 1).ok_or("no GID 1")?;
+/// assert_eq!((g1.gid, g1.l3_type, g1.version), (gid_ipv4(ip), 0, 2));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GidEntry {
     /// GID table index.
@@ -213,6 +246,16 @@ pub fn gid_ipv4(ip: Ipv4Addr) -> [u8; 16] {
 /// pages). A pure function.
 ///
 /// On the ConnectX-4 of the real trace this changes only `log_max_qp` (14 to 17).
+///
+/// ```
+/// use rnic_driver::hca::general_caps_to_set;
+/// use rnic_hw_regs::caps::CmdHcaCap;
+///
+/// let mut max = CmdHcaCap::default();
+/// max.set_log_max_qp(14);
+/// let set = general_caps_to_set(&max, &CmdHcaCap::default(), 17);
+/// assert_eq!(set.log_max_qp(), 14); // capped by the maximum
+/// ```
 pub fn general_caps_to_set(max: &CmdHcaCap, cur: &CmdHcaCap, log_max_qp: u8) -> CmdHcaCap {
     let mut set = *cur;
     set.set_log_max_qp(log_max_qp.min(max.log_max_qp()));
@@ -223,6 +266,12 @@ pub fn general_caps_to_set(max: &CmdHcaCap, cur: &CmdHcaCap, log_max_qp: u8) -> 
 }
 
 /// The HOST_ENDIANNESS register value for this host (`he` = 1 on big-endian hosts).
+///
+/// ```
+/// use rnic_driver::hca::host_endianness_register;
+///
+/// assert_eq!(host_endianness_register().he(), cfg!(target_endian = "big"));
+/// ```
 pub fn host_endianness_register() -> RegisterHostEndianness {
     let mut he = RegisterHostEndianness::default();
     he.set_he(cfg!(target_endian = "big"));
@@ -230,6 +279,15 @@ pub fn host_endianness_register() -> RegisterHostEndianness {
 }
 
 /// Special mkeys from QUERY_SPECIAL_CONTEXTS.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+/// let sc = hca.special_contexts();
+/// assert_ne!(sc.resd_lkey, 0); // the reserved lkey (physical addressing)
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SpecialContexts {
     /// Reserved lkey (physical addressing).
@@ -257,6 +315,24 @@ struct Resources {
 }
 
 /// An open ConnectX function: bring-up done, ready for objects.
+///
+/// Bringing up an emulated ConnectX (the same code drives a real one through
+/// [`VfioBus`](crate::vfio::VfioBus)):
+///
+/// ```
+/// use rnic_driver::{Hca, HcaConfig};
+/// use rnic_emulator::{Device, Profile, RunMode};
+/// use std::sync::Arc;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+/// let hca = Hca::open(Arc::new(dev.bus()), HcaConfig::default())?;
+/// assert_eq!(hca.mac(), Profile::default().mac);
+/// assert!(hca.pages_held() > 0);
+/// hca.check_health()?;
+/// hca.close()?; // every firmware page comes back
+/// # Ok(()) }
+/// ```
 pub struct Hca {
     bus: Arc<dyn Bus>,
     cmdq: CmdQueue,
@@ -327,6 +403,21 @@ fn wait_firmware(bus: &dyn Bus, timeout: Duration, phase: &'static str) -> Resul
 impl Hca {
     /// Brings the device behind `bus` up (PRM section 3). On failure, what was created is torn
     /// down again (best effort; nothing more is sent to a device that stopped answering).
+    ///
+    /// ```
+    /// use rnic_driver::{DriverError, Hca, HcaConfig};
+    /// use std::sync::Arc;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    ///
+    /// let hca = Hca::open(Arc::new(dev.bus()), HcaConfig::default())?;
+    /// assert_eq!(hca.gids().len(), 1); // link-local only: no IPv4 configured
+    /// // A bad configuration is refused before anything is sent.
+    /// let bad = HcaConfig { eq_log_size: 0, ..HcaConfig::default() };
+    /// let err = Hca::open(hca.bus().clone(), bad).unwrap_err();
+    /// assert!(matches!(err, DriverError::InvalidArgument(_)));
+    /// # Ok(()) }
+    /// ```
     pub fn open(bus: Arc<dyn Bus>, config: HcaConfig) -> Result<Self, DriverError> {
         config.validate()?;
         if !config.pre_init_timeout.is_zero() {
@@ -634,6 +725,15 @@ impl Hca {
     ///
     /// Page requests are also served while the driver waits for a command (firmware may hold
     /// a command until it gets pages); events seen then are returned by the next call.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// let events = hca.process_events()?; // page requests are served inside
+    /// assert!(events.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn process_events(&self) -> Result<Vec<EqeEvent>, DriverError> {
         let mut res = self.res();
         if res.closed || res.dead {
@@ -646,6 +746,14 @@ impl Hca {
     /// Checks the device's health: `fw_ver`, `nic_interface`, the health syndrome, and the
     /// health counter (sampled at most every [`HcaConfig::health_interval`]; three unchanged
     /// samples are a failure). Returns [`DriverError::DeviceFatal`] naming the reason.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert!(hca.check_health().is_ok());
+    /// # Ok(()) }
+    /// ```
     pub fn check_health(&self) -> Result<(), DriverError> {
         let mut m = self.health.lock().unwrap_or_else(|e| e.into_inner());
         match m.check(&*self.bus) {
@@ -658,63 +766,165 @@ impl Hca {
     }
 
     /// The command queue (for object commands).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert!(hca.cmdq().slots() >= 2);
+    /// # Ok(()) }
+    /// ```
     pub fn cmdq(&self) -> &CmdQueue {
         &self.cmdq
     }
 
     /// The bus.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// use rnic_hw_regs::Bus;
+    /// assert_eq!(hca.bus().bar_len(), dev.bus().bar_len());
+    /// # Ok(()) }
+    /// ```
     pub fn bus(&self) -> &Arc<dyn Bus> {
         &self.bus
     }
 
     /// Capabilities (max and current).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert!(hca.caps().general.log_max_cq_sz() > 0);
+    /// # Ok(()) }
+    /// ```
     pub fn caps(&self) -> &Caps {
         // Set before `open` returns Ok.
         self.caps.as_ref().unwrap_or_else(|| unreachable_caps())
     }
 
     /// Firmware version.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// let (major, minor, sub) = rnic_emulator::Profile::default().fw_version;
+    /// assert_eq!(hca.fw_version().to_string(), format!("{major}.{minor}.{sub}"));
+    /// # Ok(()) }
+    /// ```
     pub fn fw_version(&self) -> FwVersion {
         self.fw
     }
 
     /// The port's permanent MAC address.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert_eq!(hca.mac(), rnic_emulator::Profile::default().mac);
+    /// # Ok(()) }
+    /// ```
     pub fn mac(&self) -> [u8; 6] {
         self.mac
     }
 
     /// The GID entries programmed (index 0 link-local, index 1 the IPv4 address if
     /// configured).
+    ///
+    /// ```
+    /// use rnic_driver::hca::gid_link_local;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert_eq!(hca.gids()[0].gid, gid_link_local(hca.mac()));
+    /// # Ok(()) }
+    /// ```
     pub fn gids(&self) -> &[GidEntry] {
         &self.gids
     }
 
     /// The default protection domain.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// assert_eq!(rnic_driver::pd::Pd::default_of(&hca).pdn(), hca.pd());
+    /// # Ok(()) }
+    /// ```
     pub fn pd(&self) -> u32 {
         self.pd
     }
 
     /// The driver's UAR page.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// let uar = hca.uar().ok_or("closed")?;
+    /// assert_eq!(uar.bar_offset(), uar.index() as usize * 4096);
+    /// # Ok(()) }
+    /// ```
     pub fn uar(&self) -> Option<Uar> {
         self.uar
     }
 
     /// The event queue number.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// // A CQ without a completion channel reports to the HCA's event queue.
+    /// let cq = rnic_driver::cq::Cq::create(&hca, 16, None)?;
+    /// assert_eq!(cq.query()?.c_eqn(), u32::from(hca.eqn()));
+    /// # Ok(()) }
+    /// ```
     pub fn eqn(&self) -> u8 {
         self.eqn
     }
 
     /// Special mkeys (reserved lkey, ...).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert_ne!(hca.special_contexts(), rnic_driver::hca::SpecialContexts::default());
+    /// # Ok(()) }
+    /// ```
     pub fn special_contexts(&self) -> SpecialContexts {
         self.special
     }
 
     /// Number of firmware pages the device holds.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert!(hca.pages_held() > 0); // boot and init pages
+    /// # Ok(()) }
+    /// ```
     pub fn pages_held(&self) -> usize {
         self.res().pages.held()
     }
 
     /// Tears the device down and takes every firmware page back.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert!(hca.close().is_ok()); // TEARDOWN_HCA, all pages back, DISABLE_HCA
+    /// # Ok(()) }
+    /// ```
     pub fn close(self) -> Result<(), DriverError> {
         self.teardown()
     }
