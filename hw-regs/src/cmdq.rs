@@ -95,34 +95,97 @@ prm_layout! {
 
 impl CmdqEntry {
     /// The typed delivery status; an unknown code is an error, never a panic.
+    ///
+    /// ```
+    /// use rnic_hw_regs::{cmdq::CmdqEntry, status::DeliveryStatus};
+    ///
+    /// let mut e = CmdqEntry::default();
+    /// e.set_status(0x02); // status_own bits 7:1
+    /// assert_eq!(e.delivery_status(), Ok(DeliveryStatus::TokenError));
+    /// e.set_status(0x7F);
+    /// assert!(e.delivery_status().is_err());
+    /// ```
     pub fn delivery_status(&self) -> Result<DeliveryStatus, crate::status::UnknownCode> {
         DeliveryStatus::try_from(self.status())
     }
 
     /// Sets the delivery status (device side).
+    ///
+    /// ```
+    /// use rnic_hw_regs::{cmdq::CmdqEntry, status::DeliveryStatus};
+    ///
+    /// let mut e = CmdqEntry::default();
+    /// e.set_ownership(true);
+    /// e.set_delivery_status(DeliveryStatus::BadBlockNumber);
+    /// assert_eq!(e.status(), 0x03);
+    /// assert!(e.ownership()); // the ownership bit is untouched
+    /// ```
     pub fn set_delivery_status(&mut self, st: DeliveryStatus) {
         self.set_status(st.raw());
     }
 
     /// The signature that makes the XOR of all 64 bytes 0xFF: NOT of the XOR of every byte
     /// but the signature byte itself.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmdq::CmdqEntry;
+    ///
+    /// let mut e = CmdqEntry::default();
+    /// e.set_token(0x0F);
+    /// assert_eq!(e.compute_signature(), !0x0F);
+    /// e.set_signature(0xAA); // the signature byte itself does not count
+    /// assert_eq!(e.compute_signature(), !0x0F);
+    /// ```
     pub fn compute_signature(&self) -> u8 {
         !xor8(&self.0) ^ self.signature()
     }
 
     /// Writes [`Self::compute_signature`] (call after every other field, ownership included).
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmdq::CmdqEntry;
+    ///
+    /// let mut e = CmdqEntry::default();
+    /// e.set_input_length(0x10);
+    /// e.set_token(0x42);
+    /// e.sign();
+    /// assert!(e.signature_ok());
+    /// assert_eq!(e.0.iter().fold(0, |a, b| a ^ b), 0xFF);
+    /// ```
     pub fn sign(&mut self) {
         let s = self.compute_signature();
         self.set_signature(s);
     }
 
     /// Whether the signature matches the entry's bytes.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmdq::CmdqEntry;
+    ///
+    /// let mut e = CmdqEntry::default();
+    /// e.set_token(7);
+    /// e.sign();
+    /// assert!(e.signature_ok());
+    /// e.set_output_length(8); // changed after signing
+    /// assert!(!e.signature_ok());
+    /// ```
     pub fn signature_ok(&self) -> bool {
         xor8(&self.0) == 0xFF
     }
 }
 
 /// The 512 data bytes of a mailbox block.
+///
+/// ```
+/// use rnic_hw_regs::cmdq::{CmdMailbox, MailboxData, MAILBOX_DATA_LEN};
+/// use rnic_hw_regs::PrmLayout;
+///
+/// let mut block = CmdMailbox::default();
+/// block.data_mut().0[..3].copy_from_slice(&[1, 2, 3]);
+/// assert_eq!(&block.0[..3], &[1, 2, 3]); // the data is the block's first 512 bytes
+/// assert_eq!(MailboxData::SIZE, MAILBOX_DATA_LEN);
+/// assert_eq!(format!("{:?}", block.data()), "MailboxData(3 bytes up to the last non-zero)");
+/// ```
 #[derive(
     Clone,
     Copy,
@@ -170,16 +233,47 @@ prm_layout! {
 
 impl CmdMailbox {
     /// NOT of the XOR of bytes 0x200..=0x23D.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmdq::CmdMailbox;
+    ///
+    /// let mut b = CmdMailbox::default();
+    /// b.set_block_number(1);
+    /// b.set_token(0x10);
+    /// assert_eq!(b.compute_ctrl_signature(), !(1 ^ 0x10));
+    /// b.data_mut().0[0] = 0xFF; // data bytes are outside the control signature
+    /// assert_eq!(b.compute_ctrl_signature(), !(1 ^ 0x10));
+    /// ```
     pub fn compute_ctrl_signature(&self) -> u8 {
         !xor8(&self.0[0x200..0x23E])
     }
 
     /// NOT of the XOR of bytes 0x000..=0x23E (so compute it after the control signature).
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmdq::CmdMailbox;
+    ///
+    /// let mut b = CmdMailbox::default();
+    /// b.data_mut().0[0] = 0x0F;
+    /// b.set_ctrl_signature(0xF0);
+    /// assert_eq!(b.compute_signature(), !(0x0F ^ 0xF0));
+    /// ```
     pub fn compute_signature(&self) -> u8 {
         !xor8(&self.0[..0x23F])
     }
 
     /// Writes both signatures (control first).
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmdq::CmdMailbox;
+    ///
+    /// let mut b = CmdMailbox::default();
+    /// b.data_mut().0[..4].copy_from_slice(b"mlx5");
+    /// b.set_token(0x42);
+    /// b.sign();
+    /// assert!(b.signatures_ok());
+    /// assert_eq!(b.ctrl_signature(), b.compute_ctrl_signature());
+    /// ```
     pub fn sign(&mut self) {
         let c = self.compute_ctrl_signature();
         self.set_ctrl_signature(c);
@@ -188,6 +282,16 @@ impl CmdMailbox {
     }
 
     /// Whether both signatures match the block's bytes.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmdq::CmdMailbox;
+    ///
+    /// let mut b = CmdMailbox::default();
+    /// b.sign();
+    /// assert!(b.signatures_ok());
+    /// b.data_mut().0[100] ^= 1; // a flipped payload bit breaks the block signature
+    /// assert!(!b.signatures_ok());
+    /// ```
     pub fn signatures_ok(&self) -> bool {
         self.ctrl_signature() == self.compute_ctrl_signature()
             && self.signature() == self.compute_signature()
@@ -200,11 +304,29 @@ fn xor8(bytes: &[u8]) -> u8 {
 
 /// How many mailbox blocks a payload of `len` bytes needs: `ceil((len - 16) / 512)`, 0 when
 /// it fits inline.
+///
+/// ```
+/// use rnic_hw_regs::cmdq::blocks_for;
+///
+/// assert_eq!(blocks_for(16), 0); // fits inline
+/// assert_eq!(blocks_for(17), 1);
+/// assert_eq!(blocks_for(16 + 512), 1);
+/// assert_eq!(blocks_for(16 + 513), 2);
+/// ```
 pub const fn blocks_for(len: usize) -> usize {
     len.saturating_sub(INLINE_LEN).div_ceil(MAILBOX_DATA_LEN)
 }
 
 /// Which half of a command a chain carries; selects the length delivery status.
+///
+/// ```
+/// use rnic_hw_regs::cmdq::{ChainError, Direction};
+/// use rnic_hw_regs::status::DeliveryStatus;
+///
+/// let e = ChainError::TooFewBlocks { needed: 2, available: 1 };
+/// assert_eq!(e.delivery_status(Direction::Input), DeliveryStatus::InputLengthError);
+/// assert_eq!(e.delivery_status(Direction::Output), DeliveryStatus::OutputLengthError);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
     /// The command input (entry 0x10 + input mailboxes).
@@ -215,6 +337,17 @@ pub enum Direction {
 
 /// Why a chain could not be packed or gathered. Each maps to the PRM delivery status a device
 /// reports for it ([`ChainError::delivery_status`]).
+///
+/// ```
+/// use rnic_hw_regs::cmdq::{gather, ChainError, CmdMailbox};
+///
+/// let blocks = [CmdMailbox::default(); 1]; // block 0 with token 0
+/// let mut out = [0u8; 100];
+/// assert_eq!(
+///     gather(&[0; 16], &blocks, 0x42, &mut out),
+///     Err(ChainError::BadToken { index: 0, expected: 0x42, found: 0 })
+/// );
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChainError {
     /// The chain has fewer blocks than the length needs (or the caller gave too few).
@@ -251,6 +384,16 @@ pub enum ChainError {
 
 impl ChainError {
     /// The delivery status a device reports for this error in the given direction.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmdq::{ChainError, Direction};
+    /// use rnic_hw_regs::status::DeliveryStatus;
+    ///
+    /// let e = ChainError::BadBlockNumber { index: 1, found: 7 };
+    /// assert_eq!(e.delivery_status(Direction::Input), DeliveryStatus::BadBlockNumber);
+    /// let e = ChainError::IndexOutOfRange { index: 3, needed: 1 };
+    /// assert_eq!(e.delivery_status(Direction::Output), DeliveryStatus::OutputLengthError);
+    /// ```
     pub const fn delivery_status(&self, dir: Direction) -> DeliveryStatus {
         match self {
             Self::BadBlockNumber { .. } => DeliveryStatus::BadBlockNumber,
@@ -303,6 +446,16 @@ fn block_chunk(payload: &[u8], index: usize) -> &[u8] {
 }
 
 /// Copies `payload`'s first 16 bytes into `inline`, zero-padded.
+///
+/// ```
+/// use rnic_hw_regs::cmdq::fill_inline;
+///
+/// let mut inline = [0xEE; 16];
+/// fill_inline(&[1, 2, 3], &mut inline);
+/// assert_eq!(inline[..4], [1, 2, 3, 0]); // zero-padded
+/// fill_inline(&[9; 40], &mut inline);
+/// assert_eq!(inline, [9; 16]); // only the first 16 bytes
+/// ```
 pub fn fill_inline(payload: &[u8], inline: &mut [u8; INLINE_LEN]) {
     let n = payload.len().min(INLINE_LEN);
     inline[..n].copy_from_slice(&payload[..n]);
@@ -311,6 +464,20 @@ pub fn fill_inline(payload: &[u8], inline: &mut [u8; INLINE_LEN]) {
 
 /// Fills block `index` of `payload`'s chain: its 512 data bytes (zero-padded), block number
 /// and token. `next_pointer` and the signatures are left alone.
+///
+/// ```
+/// use rnic_hw_regs::cmdq::{fill_block, ChainError, CmdMailbox};
+///
+/// let payload = [0xAB; 16 + 512 + 10]; // two blocks
+/// let mut block = CmdMailbox::default();
+/// fill_block(&payload, 1, 0x42, &mut block).unwrap();
+/// assert_eq!((block.block_number(), block.token()), (1, 0x42));
+/// assert_eq!(block.data().0[9..11], [0xAB, 0]); // the last 10 bytes, then zeros
+/// assert_eq!(
+///     fill_block(&payload, 2, 0x42, &mut block),
+///     Err(ChainError::IndexOutOfRange { index: 2, needed: 2 })
+/// );
+/// ```
 pub fn fill_block(
     payload: &[u8],
     index: usize,
@@ -335,6 +502,20 @@ pub fn fill_block(
 /// (each filled by [`fill_block`]). Returns the number of blocks used; blocks past it are
 /// untouched. The caller sets the entry's length and pointers and each block's
 /// `next_pointer`.
+///
+/// ```
+/// use rnic_hw_regs::cmdq::{pack, ChainError, CmdMailbox};
+///
+/// let payload = [7u8; 100];
+/// let mut inline = [0u8; 16];
+/// let mut blocks = [CmdMailbox::default(); 2];
+/// assert_eq!(pack(&payload, &mut inline, &mut blocks, 1), Ok(1));
+/// assert_eq!(blocks[0].data().0[83..85], [7, 0]); // 84 bytes in block 0
+/// assert_eq!(
+///     pack(&[0; 600], &mut inline, &mut blocks[..1], 1),
+///     Err(ChainError::TooFewBlocks { needed: 2, available: 1 })
+/// );
+/// ```
 pub fn pack(
     payload: &[u8],
     inline: &mut [u8; INLINE_LEN],
@@ -357,6 +538,18 @@ pub fn pack(
 
 /// Checks block `index` of a chain (block number and token) and copies its share of the
 /// payload into `out` (whose length is the payload length).
+///
+/// ```
+/// use rnic_hw_regs::cmdq::{fill_block, gather_block, ChainError, CmdMailbox};
+///
+/// let payload: [u8; 100] = core::array::from_fn(|i| i as u8);
+/// let mut block = CmdMailbox::default();
+/// fill_block(&payload, 0, 5, &mut block).unwrap();
+/// let mut out = [0u8; 100];
+/// gather_block(&block, 0, 5, &mut out).unwrap();
+/// assert_eq!(out[16..], payload[16..]); // the block carries bytes 16..
+/// assert!(matches!(gather_block(&block, 0, 6, &mut out), Err(ChainError::BadToken { .. })));
+/// ```
 pub fn gather_block(
     block: &CmdMailbox,
     index: usize,
@@ -388,6 +581,17 @@ pub fn gather_block(
 /// Gathers a payload of `out.len()` bytes from `inline` and the chain `blocks` (in chain
 /// order), validating every block it uses ([`gather_block`]). Blocks beyond what the length
 /// needs are ignored, as a device ignores the rest of a chain.
+///
+/// ```
+/// use rnic_hw_regs::cmdq::{gather, pack, CmdMailbox};
+///
+/// let payload: [u8; 40] = core::array::from_fn(|i| i as u8);
+/// let (mut inline, mut blocks) = ([0u8; 16], [CmdMailbox::default(); 3]);
+/// pack(&payload, &mut inline, &mut blocks, 9).unwrap();
+/// let mut out = [0u8; 40];
+/// gather(&inline, &blocks, 9, &mut out).unwrap(); // blocks 1 and 2 are not needed
+/// assert_eq!(out, payload);
+/// ```
 pub fn gather(
     inline: &[u8; INLINE_LEN],
     blocks: &[CmdMailbox],

@@ -30,7 +30,13 @@ macro_rules! cmd_pair {
 
         impl $in {
             #[doc = concat!(
-                "A zeroed input with `opcode` = ", stringify!($op), " (the rest is for the caller)."
+                "A zeroed input with `opcode` = ", stringify!($op), " (the rest is for the caller).",
+                "\n\n```\n",
+                "use rnic_hw_regs::cmd::{CmdIn, CmdOpcode, ", stringify!($in), "};\n\n",
+                "let cmd = ", stringify!($in), "::new_cmd();\n",
+                "assert_eq!(cmd.opcode(), CmdOpcode::", stringify!($op), ".code());\n",
+                "assert_eq!(", stringify!($in), "::OPCODE, CmdOpcode::", stringify!($op), ");\n",
+                "```\n",
             )]
             pub fn new_cmd() -> Self {
                 let mut cmd = Self::default();
