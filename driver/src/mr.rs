@@ -52,6 +52,22 @@ struct Owned {
 }
 
 /// A registered memory region.
+///
+/// ```
+/// use rnic_driver::mr::Mr;
+/// use rnic_driver::wr::Access;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+///
+/// let mr = Mr::alloc(&pd, 8192, Access::LOCAL_WRITE | Access::REMOTE_READ)?;
+/// assert_eq!((mr.len(), mr.lkey()), (8192, mr.rkey()));
+/// assert!(mr.access().contains(Access::REMOTE_READ));
+/// mr.write(4096, b"abc");
+/// let sge = mr.sge(4096, 3);
+/// assert_eq!((sge.addr, sge.lkey), (mr.addr() + 4096, mr.lkey()));
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Mr {
     pd: Arc<Pd>,
@@ -97,6 +113,18 @@ pub fn mtt_entries(iova: u64, len: usize) -> Vec<u8> {
 
 impl Mr {
     /// Allocates `len` zeroed bytes (4 KiB aligned) and registers them with `access`.
+    ///
+    /// ```
+    /// use rnic_driver::{DriverError, mr::Mr, wr::Access};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let mr = Mr::alloc(&pd, 100, Access::LOCAL_WRITE)?;
+    /// assert_eq!(mr.addr() % 4096, 0); // page aligned, zeroed
+    /// let err = Mr::alloc(&pd, 0, Access::LOCAL_WRITE).unwrap_err();
+    /// assert!(matches!(err, DriverError::InvalidArgument(_)));
+    /// # Ok(()) }
+    /// ```
     pub fn alloc(pd: &Arc<Pd>, len: usize, access: Access) -> Result<Mr, DriverError> {
         if len == 0 {
             return Err(DriverError::InvalidArgument(
@@ -131,6 +159,22 @@ impl Mr {
     /// until the region is destroyed (dropped or [`Mr::destroy`]ed); the device and remote
     /// peers (as `access` allows) may read and write it at any time until then, so the
     /// caller must not hold Rust references into it while work requests use it.
+    ///
+    /// ```
+    /// use rnic_driver::{mr::Mr, wr::Access};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let mut buf = vec![0u8; 4096];
+    /// // SAFETY: `buf` stays allocated and unmoved until the region is destroyed, and no
+    /// // reference into it is used meanwhile.
+    /// let mr = unsafe { Mr::register_raw(&pd, buf.as_mut_ptr(), buf.len(), Access::LOCAL_WRITE)? };
+    /// assert_eq!(mr.addr(), buf.as_ptr() as u64);
+    /// mr.write(0, b"hi");
+    /// mr.destroy()?;
+    /// assert_eq!(&buf[..2], b"hi");
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn register_raw(
         pd: &Arc<Pd>,
         addr: *mut u8,
@@ -202,46 +246,129 @@ impl Mr {
     }
 
     /// The local key.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::NONE)?;
+    /// let other = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::NONE)?;
+    /// assert_ne!(mr.lkey(), other.lkey());
+    /// # Ok(()) }
+    /// ```
     pub fn lkey(&self) -> u32 {
         self.key
     }
 
     /// The remote key (equal to the local key).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::REMOTE_WRITE)?;
+    /// assert_eq!(mr.rkey(), mr.lkey());
+    /// # Ok(()) }
+    /// ```
     pub fn rkey(&self) -> u32 {
         self.key
     }
 
     /// The start address (the host virtual address; what SGEs and peers use).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::NONE)?;
+    /// assert_eq!(mr.sge(8, 4).addr, mr.addr() + 8);
+    /// # Ok(()) }
+    /// ```
     pub fn addr(&self) -> u64 {
         self.addr
     }
 
     /// Length in bytes.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::NONE)?;
+    /// assert_eq!(mr.len(), 64); // as asked, though a whole page was allocated
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the region is empty (never: registration refuses 0 bytes).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::NONE)?;
+    /// assert!(!mr.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The IOVA the bus mapped the memory at.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::NONE)?;
+    /// assert_eq!(mr.iova() % 4096, 0); // the bus maps whole pages
+    /// # Ok(()) }
+    /// ```
     pub fn iova(&self) -> u64 {
         self.iova
     }
 
     /// The access rights.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::REMOTE_READ)?;
+    /// assert_eq!(mr.access(), rnic_driver::wr::Access::REMOTE_READ);
+    /// # Ok(()) }
+    /// ```
     pub fn access(&self) -> Access {
         self.access
     }
 
     /// The PD.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::NONE)?;
+    /// assert_eq!(mr.pd().pdn(), pd.pdn());
+    /// # Ok(()) }
+    /// ```
     pub fn pd(&self) -> &Arc<Pd> {
         &self.pd
     }
 
     /// An SGE of `len` bytes at `offset` into the region.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::NONE)?;
+    /// let sge = mr.sge(16, 32);
+    /// assert_eq!((sge.addr, sge.len, sge.lkey), (mr.addr() + 16, 32, mr.lkey()));
+    /// # Ok(()) }
+    /// ```
     pub fn sge(&self, offset: usize, len: u32) -> crate::wr::Sge {
         crate::wr::Sge {
             addr: self.addr + offset as u64,
@@ -252,6 +379,18 @@ impl Mr {
 
     /// Copies `data` into the region at `offset` (volatile writes). Panics if the range is
     /// outside the region.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::LOCAL_WRITE)?;
+    /// mr.write(60, b"tail");
+    /// let mut out = [0u8; 4];
+    /// mr.read(60, &mut out);
+    /// assert_eq!(&out, b"tail");
+    /// # Ok(()) }
+    /// ```
     pub fn write(&self, offset: usize, data: &[u8]) {
         assert!(
             offset
@@ -271,6 +410,17 @@ impl Mr {
 
     /// Copies `out.len()` bytes at `offset` out of the region (volatile reads). Panics if
     /// the range is outside the region.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 64, rnic_driver::wr::Access::LOCAL_WRITE)?;
+    /// let mut out = [0xffu8; 8];
+    /// mr.read(0, &mut out);
+    /// assert_eq!(out, [0; 8]); // an owned region starts zeroed
+    /// # Ok(()) }
+    /// ```
     pub fn read(&self, offset: usize, out: &mut [u8]) {
         assert!(
             offset.checked_add(out.len()).is_some_and(|e| e <= self.len),
@@ -320,6 +470,15 @@ impl Mr {
     }
 
     /// DESTROY_MKEY, then unmaps (and frees an owned buffer).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let mr = rnic_driver::mr::Mr::alloc(&pd, 4096, rnic_driver::wr::Access::LOCAL_WRITE)?;
+    /// assert!(mr.destroy().is_ok()); // DESTROY_MKEY, unmap, free
+    /// # Ok(()) }
+    /// ```
     pub fn destroy(mut self) -> Result<(), DriverError> {
         self.teardown()
     }

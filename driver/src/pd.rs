@@ -20,6 +20,18 @@ use rnic_hw_regs::cmd::{AllocPdIn, DeallocPdIn};
 use std::sync::Arc;
 
 /// A protection domain.
+///
+/// ```
+/// use rnic_driver::pd::Pd;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+///
+/// let pd = Pd::alloc(&hca)?;
+/// assert_ne!(pd.pdn(), hca.pd()); // not the default PD bring-up allocated
+/// pd.destroy()?; // DEALLOC_PD (dropping does it too)
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Pd {
     hca: Arc<Hca>,
@@ -31,6 +43,16 @@ pub struct Pd {
 
 impl Pd {
     /// ALLOC_PD.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let a = rnic_driver::pd::Pd::alloc(&hca)?;
+    /// let b = rnic_driver::pd::Pd::alloc(&hca)?;
+    /// assert_ne!(a.pdn(), b.pdn());
+    /// # Ok(()) }
+    /// ```
     pub fn alloc(hca: &Arc<Hca>) -> Result<Pd, DriverError> {
         let out = hca.cmdq().exec(&AllocPdIn::new_cmd(), &[], &mut [])?;
         Ok(Pd {
@@ -42,6 +64,16 @@ impl Pd {
     }
 
     /// The PD bring-up allocated (owned by the HCA: destroying this handle frees nothing).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let pd = rnic_driver::pd::Pd::default_of(&hca);
+    /// assert_eq!(pd.pdn(), hca.pd());
+    /// pd.destroy()?; // frees nothing: the HCA owns it
+    /// # Ok(()) }
+    /// ```
     pub fn default_of(hca: &Arc<Hca>) -> Pd {
         Pd {
             hca: hca.clone(),
@@ -52,11 +84,27 @@ impl Pd {
     }
 
     /// The PD number.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// assert_ne!(pd.pdn(), pd.hca().pd());
+    /// # Ok(()) }
+    /// ```
     pub fn pdn(&self) -> u32 {
         self.pdn
     }
 
     /// The HCA.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// assert!(pd.hca().check_health().is_ok());
+    /// # Ok(()) }
+    /// ```
     pub fn hca(&self) -> &Arc<Hca> {
         &self.hca
     }
@@ -74,6 +122,15 @@ impl Pd {
     }
 
     /// DEALLOC_PD (nothing for the default PD).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let pd = std::sync::Arc::try_unwrap(pd).map_err(|_| "PD still shared")?;
+    /// assert!(pd.destroy().is_ok());
+    /// # Ok(()) }
+    /// ```
     pub fn destroy(mut self) -> Result<(), DriverError> {
         self.dealloc()
     }
