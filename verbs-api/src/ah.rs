@@ -39,6 +39,14 @@ pub struct AhAttr {
 impl AhAttr {
     /// An address of `dgid` from local GID `sgid_index`, hop limit 1 (as the pingpong tools
     /// set it), everything else 0 / derived.
+    ///
+    /// ```
+    /// use rnic_verbs::{AhAttr, Gid};
+    ///
+    /// let a = AhAttr { traffic_class: 0x68, ..AhAttr::new(Gid::from_ipv4([10, 0, 0, 2].into()), 1) };
+    /// assert_eq!((a.sgid_index, a.hop_limit, a.traffic_class), (1, 1, 0x68));
+    /// assert_eq!(a.udp_sport, None); // derived per QP, as rxe does
+    /// ```
     pub fn new(dgid: Gid, sgid_index: u8) -> AhAttr {
         AhAttr {
             dgid,
@@ -86,6 +94,26 @@ impl AhAttr {
 
 /// A UD address handle (`ibv_create_ah`): where a UD send goes
 /// ([`crate::SendWr::ud`]). Keeps its PD alive.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let (ua, ub) = (pa.create_qp(QpType::Ud, &ca, &ca).build()?, pb.create_qp(QpType::Ud, &cb, &cb).build()?);
+/// # connect_pair(&ua, &ub, &ConnectOptions::default())?;
+/// // emu1's IPv4 GID, from emu0's GID 1: where UD sends go.
+/// let ah = pa.create_ah(&AhAttr::new(b.query_gid(1, 1)?, 1))?;
+/// assert_eq!(ah.dmac(), b.mac()); // resolved without ARP
+/// let grh = pb.reg_mr(40, AccessFlags::LOCAL_WRITE)?; // a UD receive starts with the GRH area
+/// ub.post_recv(&[RecvWr::new(1, &[grh.sge(0, 40)?])])?;
+/// ua.post_send(&[SendWr::send(1, &[]).ud(&ah, ub.qp_num(), DEFAULT_QKEY)])?;
+/// let mut wc = [WorkCompletion::default(); 1];
+/// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+/// assert!(wc[0].is_success());
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct AddressHandle {
     // Dropped before the PD.
@@ -106,16 +134,46 @@ impl AddressHandle {
     }
 
     /// The attributes it was created with.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let attr = AhAttr { sl: 3, ..AhAttr::new(Gid::from_ipv4([192, 0, 2, 2].into()), 1) };
+    /// let ah = ctx.alloc_pd()?.create_ah(&attr)?;
+    /// assert_eq!(*ah.attr(), attr);
+    /// # Ok(()) }
+    /// ```
     pub fn attr(&self) -> &AhAttr {
         &self.attr
     }
 
     /// The destination MAC it uses.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let pd = ctx.alloc_pd()?;
+    /// let gid = Gid::from_ipv4([192, 0, 2, 9].into());
+    /// // Explicit MAC wins; otherwise the context resolves one.
+    /// let fixed = pd.create_ah(&AhAttr { dmac: Some([2, 0, 0, 0, 0, 1]), ..AhAttr::new(gid, 1) })?;
+    /// assert_eq!(fixed.dmac(), [2, 0, 0, 0, 0, 1]);
+    /// assert_eq!(pd.create_ah(&AhAttr::new(gid, 1))?.dmac(), ctx.resolve_mac(&gid)?);
+    /// # Ok(()) }
+    /// ```
     pub fn dmac(&self) -> [u8; 6] {
         self.ah.av().dmac
     }
 
     /// The PD.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let pd = ctx.alloc_pd()?;
+    /// let ah = pd.create_ah(&AhAttr::new(ctx.query_gid(1, 1)?, 1))?;
+    /// assert_eq!(ah.pd().pdn(), pd.pdn());
+    /// # Ok(()) }
+    /// ```
     pub fn pd(&self) -> &ProtectionDomain {
         &self.pd
     }

@@ -116,6 +116,13 @@ impl AsyncEvent {
     }
 
     /// The C name (`IBV_EVENT_CQ_ERR`, ...).
+    ///
+    /// ```
+    /// use rnic_verbs::AsyncEvent;
+    ///
+    /// assert_eq!(AsyncEvent::QpFatal { qpn: 3 }.name(), "IBV_EVENT_QP_FATAL");
+    /// assert_eq!(AsyncEvent::DeviceFatal.name(), "IBV_EVENT_DEVICE_FATAL");
+    /// ```
     pub const fn name(&self) -> &'static str {
         match self {
             AsyncEvent::CqErr { .. } => "IBV_EVENT_CQ_ERR",
