@@ -4,6 +4,13 @@
 use crate::layout::{FieldDesc, PrmLayout};
 
 /// One layout as the catalog lists it.
+///
+/// ```
+/// use rnic_hw_regs::catalog::{self, LayoutInfo};
+/// use rnic_hw_regs::ctx::Qpc;
+///
+/// assert_eq!(catalog::find("qpc"), Some(&LayoutInfo::of::<Qpc>()));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LayoutInfo {
     /// The structure's `mlx5_ifc.h` name without `mlx5_ifc_` and `_bits`.
@@ -16,6 +23,15 @@ pub struct LayoutInfo {
 
 impl LayoutInfo {
     /// The catalog entry of layout `T`.
+    ///
+    /// ```
+    /// use rnic_hw_regs::catalog::LayoutInfo;
+    /// use rnic_hw_regs::ctx::Cqc;
+    ///
+    /// let info = LayoutInfo::of::<Cqc>();
+    /// assert_eq!((info.ifc_name, info.size), ("cqc", 0x40));
+    /// assert!(info.fields.iter().any(|f| f.name == "log_cq_size"));
+    /// ```
     pub const fn of<T: PrmLayout>() -> Self {
         LayoutInfo {
             ifc_name: T::IFC_NAME,
@@ -26,6 +42,14 @@ impl LayoutInfo {
 }
 
 /// Looks up a layout by its `mlx5_ifc.h` name.
+///
+/// ```
+/// use rnic_hw_regs::catalog;
+///
+/// let mkc = catalog::find("mkc").unwrap();
+/// assert_eq!(mkc.size, 0x40);
+/// assert!(catalog::find("no_such_layout").is_none());
+/// ```
 pub fn find(ifc_name: &str) -> Option<&'static LayoutInfo> {
     IFC_LAYOUTS.iter().find(|l| l.ifc_name == ifc_name)
 }

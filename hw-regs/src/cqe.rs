@@ -51,6 +51,14 @@ code_enum! {
 
 impl CqeOpcode {
     /// Whether the opcode reports an error (the syndrome fields are valid).
+    ///
+    /// ```
+    /// use rnic_hw_regs::cqe::CqeOpcode;
+    ///
+    /// assert!(CqeOpcode::ReqErr.is_error());
+    /// assert!(CqeOpcode::RespErr.is_error());
+    /// assert!(!CqeOpcode::RespSend.is_error());
+    /// ```
     pub const fn is_error(self) -> bool {
         matches!(self, Self::ReqErr | Self::RespErr)
     }
@@ -134,16 +142,46 @@ prm_layout! {
 
 impl Cqe64 {
     /// The typed CQE opcode.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cqe::{Cqe64, CqeOpcode};
+    ///
+    /// let mut cqe = Cqe64::default();
+    /// cqe.set_opcode(0x2);
+    /// assert_eq!(cqe.cqe_opcode(), Ok(CqeOpcode::RespSend));
+    /// cqe.set_opcode(0x9); // not a CQE opcode
+    /// assert!(cqe.cqe_opcode().is_err());
+    /// ```
     pub fn cqe_opcode(&self) -> Result<CqeOpcode, UnknownCode> {
         CqeOpcode::try_from(self.opcode())
     }
 
     /// The typed error syndrome.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
+    ///
+    /// let mut cqe = Cqe64::default();
+    /// cqe.set_opcode(CqeOpcode::ReqErr.raw());
+    /// cqe.set_syndrome(0x05);
+    /// assert_eq!(cqe.error_syndrome(), Ok(CqeSyndrome::WrFlush));
+    /// ```
     pub fn error_syndrome(&self) -> Result<CqeSyndrome, UnknownCode> {
         CqeSyndrome::try_from(self.syndrome())
     }
 
     /// The last byte: opcode, format, solicited and owner.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cqe::{Cqe64, CqeOpcode};
+    ///
+    /// let mut cqe = Cqe64::default();
+    /// cqe.set_opcode(CqeOpcode::Req.raw());
+    /// cqe.set_owner(true);
+    /// assert_eq!(cqe.op_own(), 0x01);
+    /// cqe.set_opcode(CqeOpcode::Invalid.raw());
+    /// assert_eq!(cqe.op_own(), 0xF1);
+    /// ```
     pub fn op_own(&self) -> u8 {
         self.0[0x3F]
     }
@@ -152,6 +190,16 @@ impl Cqe64 {
 /// Whether the CQE with `op_own` at consumer index `ci` of a CQ of `2^log_size` entries
 /// belongs to software: its opcode is not INVALID and its owner bit equals the pass parity
 /// `(ci >> log_size) & 1`.
+///
+/// ```
+/// use rnic_hw_regs::cqe::cqe_is_sw_owned;
+///
+/// // A 16-entry CQ (log_size 4): owner 0 on the first pass, 1 on the second.
+/// assert!(cqe_is_sw_owned(0x20, 3, 4));
+/// assert!(!cqe_is_sw_owned(0x20, 16 + 3, 4));
+/// assert!(cqe_is_sw_owned(0x21, 16 + 3, 4));
+/// assert!(!cqe_is_sw_owned(0xF0, 3, 4)); // opcode INVALID never is
+/// ```
 pub const fn cqe_is_sw_owned(op_own: u8, ci: u32, log_size: u8) -> bool {
     let parity = match ci.checked_shr(log_size as u32) {
         Some(v) => (v & 1) as u8,

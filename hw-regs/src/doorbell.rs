@@ -31,12 +31,27 @@ pub const UAR_SEND_DB_1: usize = 0x900;
 pub const CQ_ARM_WORD_INIT: u32 = 2 << 28;
 
 /// BAR0 offset of UAR page `index`.
+///
+/// ```
+/// use rnic_hw_regs::doorbell::{uar_bar_offset, UAR_SEND_DB_0};
+///
+/// assert_eq!(uar_bar_offset(0), 0);
+/// assert_eq!(uar_bar_offset(3) + UAR_SEND_DB_0, 0x3800);
+/// ```
 pub const fn uar_bar_offset(index: u32) -> usize {
     index as usize * UAR_PAGE_SIZE
 }
 
 /// UAR offset of the send doorbell for the `n`th doorbell rung on a QP (0x800, 0x900, 0x800,
 /// ...): consecutive doorbells alternate BlueFlame halves.
+///
+/// ```
+/// use rnic_hw_regs::doorbell::{send_doorbell_offset, UAR_SEND_DB_0, UAR_SEND_DB_1};
+///
+/// assert_eq!(send_doorbell_offset(0), UAR_SEND_DB_0);
+/// assert_eq!(send_doorbell_offset(1), UAR_SEND_DB_1);
+/// assert_eq!(send_doorbell_offset(2), 0x800);
+/// ```
 pub const fn send_doorbell_offset(n: u64) -> usize {
     if n % 2 == 0 {
         UAR_SEND_DB_0
@@ -57,11 +72,29 @@ prm_layout! {
 
 impl QpDoorbellRecord {
     /// Sets the receive counter to `counter & 0xFFFF`, as the device reads it.
+    ///
+    /// ```
+    /// use rnic_hw_regs::doorbell::QpDoorbellRecord;
+    ///
+    /// let mut db = QpDoorbellRecord::default();
+    /// db.set_recv_head(0x1_0005); // the counter wrapped past 16 bits
+    /// assert_eq!(db.recv_counter(), 5);
+    /// assert_eq!(db.0[..4], [0, 0, 0, 5]);
+    /// ```
     pub fn set_recv_head(&mut self, counter: u32) {
         self.set_recv_counter(counter & 0xFFFF);
     }
 
     /// Sets the send counter to `counter & 0xFFFF`, as the device reads it.
+    ///
+    /// ```
+    /// use rnic_hw_regs::doorbell::QpDoorbellRecord;
+    ///
+    /// let mut db = QpDoorbellRecord::default();
+    /// db.set_send_head(0x2_0102);
+    /// assert_eq!(db.send_counter(), 0x102);
+    /// assert_eq!(db.0[4..], [0, 0, 1, 2]);
+    /// ```
     pub fn set_send_head(&mut self, counter: u32) {
         self.set_send_counter(counter & 0xFFFF);
     }
@@ -88,11 +121,25 @@ code_enum! {
 }
 
 /// The CQ arm word: `(sn & 3) << 28 | cmd << 24 | (ci & 0xFFFFFF)`.
+///
+/// ```
+/// use rnic_hw_regs::doorbell::{cq_arm_word, CqArmCmd};
+///
+/// assert_eq!(cq_arm_word(2, CqArmCmd::Solicited, 0x10), 0x2100_0010);
+/// assert_eq!(cq_arm_word(5, CqArmCmd::NextCompletion, 0x100_0001), 0x1000_0001); // masked
+/// ```
 pub const fn cq_arm_word(sn: u32, cmd: CqArmCmd, ci: u32) -> u32 {
     (sn & 3) << 28 | (cmd as u32) << 24 | (ci & 0xFF_FFFF)
 }
 
 /// A decoded CQ arm word.
+///
+/// ```
+/// use rnic_hw_regs::doorbell::{cq_arm_word, CqArm, CqArmCmd};
+///
+/// let arm = CqArm::decode(cq_arm_word(3, CqArmCmd::Solicited, 77));
+/// assert_eq!(arm, CqArm { sn: 3, cmd: CqArmCmd::Solicited.raw(), ci: 77 });
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CqArm {
     /// Arm sequence number (2 bits).
@@ -105,6 +152,13 @@ pub struct CqArm {
 
 impl CqArm {
     /// Decodes an arm word (device side).
+    ///
+    /// ```
+    /// use rnic_hw_regs::doorbell::CqArm;
+    ///
+    /// let arm = CqArm::decode(0x2100_0010);
+    /// assert_eq!((arm.sn, arm.cmd, arm.ci), (2, 1, 0x10));
+    /// ```
     pub const fn decode(word: u32) -> Self {
         Self {
             sn: ((word >> 28) & 3) as u8,
@@ -115,16 +169,37 @@ impl CqArm {
 }
 
 /// The 64-bit value written to UAR + [`UAR_CQ_ARM`]: the arm word, then the CQ number.
+///
+/// ```
+/// use rnic_hw_regs::doorbell::{cq_arm_doorbell, cq_arm_word, CqArmCmd};
+///
+/// let word = cq_arm_word(1, CqArmCmd::NextCompletion, 5);
+/// assert_eq!(cq_arm_doorbell(word, 0x42), 0x1000_0005_0000_0042);
+/// ```
 pub const fn cq_arm_doorbell(arm_word: u32, cqn: u32) -> u64 {
     (arm_word as u64) << 32 | (cqn & 0xFF_FFFF) as u64
 }
 
 /// The EQ doorbell value: `eqn << 24 | (ci & 0xFFFFFF)`.
+///
+/// ```
+/// use rnic_hw_regs::doorbell::{eq_doorbell, eq_doorbell_decode};
+///
+/// let v = eq_doorbell(7, 0x1234);
+/// assert_eq!(v, 0x0700_1234);
+/// assert_eq!(eq_doorbell_decode(v), (7, 0x1234));
+/// ```
 pub const fn eq_doorbell(eqn: u8, ci: u32) -> u32 {
     (eqn as u32) << 24 | (ci & 0xFF_FFFF)
 }
 
 /// Decodes an EQ doorbell value into `(eqn, ci)` (device side).
+///
+/// ```
+/// use rnic_hw_regs::doorbell::eq_doorbell_decode;
+///
+/// assert_eq!(eq_doorbell_decode(0x0300_00FF), (3, 0xFF));
+/// ```
 pub const fn eq_doorbell_decode(value: u32) -> (u8, u32) {
     ((value >> 24) as u8, value & 0xFF_FFFF)
 }

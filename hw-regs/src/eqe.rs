@@ -60,6 +60,15 @@ code_enum! {
 
 impl EventType {
     /// Whether the event is about a QP (its QPN is at 0x38).
+    ///
+    /// ```
+    /// use rnic_hw_regs::eqe::EventType;
+    ///
+    /// assert!(EventType::WqCatasError.is_qp_event());
+    /// assert!(EventType::SrqLastWqe.is_qp_event());
+    /// assert!(!EventType::Completion.is_qp_event());
+    /// assert!(!EventType::PortChange.is_qp_event());
+    /// ```
     pub const fn is_qp_event(self) -> bool {
         matches!(
             self,
@@ -109,6 +118,15 @@ prm_layout! {
 }
 
 /// The event an EQE reports, with the data fields that event defines.
+///
+/// ```
+/// use rnic_hw_regs::eqe::{Eqe, EqeEvent, EventType};
+///
+/// let mut e = Eqe::default();
+/// e.set_event_type(EventType::Completion.raw());
+/// e.set_comp_cqn(0x42);
+/// assert_eq!(e.event(), Ok(EqeEvent::Completion { cqn: 0x42 }));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EqeEvent {
     /// A CQ has a new completion (and was armed).
@@ -155,21 +173,59 @@ pub enum EqeEvent {
 
 impl Eqe {
     /// The typed event type.
+    ///
+    /// ```
+    /// use rnic_hw_regs::eqe::{Eqe, EventType};
+    ///
+    /// let mut e = Eqe::default();
+    /// e.set_event_type(0x09);
+    /// assert_eq!(e.typed_event_type(), Ok(EventType::PortChange));
+    /// e.set_event_type(0xEE);
+    /// assert!(e.typed_event_type().is_err());
+    /// ```
     pub fn typed_event_type(&self) -> Result<EventType, UnknownCode> {
         EventType::try_from(self.event_type())
     }
 
     /// `num_pages` as the signed count it is.
+    ///
+    /// ```
+    /// use rnic_hw_regs::eqe::Eqe;
+    ///
+    /// let mut e = Eqe::default();
+    /// e.set_num_pages(0xFFFF_FFFE);
+    /// assert_eq!(e.num_pages_signed(), -2); // firmware gives 2 pages back
+    /// ```
     pub fn num_pages_signed(&self) -> i32 {
         i32::from_be_bytes(self.num_pages().to_be_bytes())
     }
 
     /// Sets `num_pages` from a signed count.
+    ///
+    /// ```
+    /// use rnic_hw_regs::eqe::Eqe;
+    ///
+    /// let mut e = Eqe::default();
+    /// e.set_num_pages_signed(-1);
+    /// assert_eq!(e.num_pages(), 0xFFFF_FFFF);
+    /// assert_eq!(e.num_pages_signed(), -1);
+    /// ```
     pub fn set_num_pages_signed(&mut self, n: i32) {
         self.set_num_pages(u32::from_be_bytes(n.to_be_bytes()));
     }
 
     /// Decodes the event and its data; an unknown event type is an error.
+    ///
+    /// ```
+    /// use rnic_hw_regs::eqe::{Eqe, EqeEvent, EventType};
+    ///
+    /// let mut e = Eqe::default();
+    /// e.set_event_type(EventType::WqAccessError.raw());
+    /// e.set_qp_srq_n(0x123);
+    /// assert_eq!(e.event(), Ok(EqeEvent::Qp { kind: EventType::WqAccessError, qpn: 0x123 }));
+    /// e.set_event_type(EventType::InternalError.raw());
+    /// assert_eq!(e.event(), Ok(EqeEvent::Other(EventType::InternalError)));
+    /// ```
     pub fn event(&self) -> Result<EqeEvent, UnknownCode> {
         let t = self.typed_event_type()?;
         Ok(match t {
@@ -203,6 +259,15 @@ impl Eqe {
 /// Whether the EQE with owner byte `owner_byte` at consumer index `ci` of an EQ of
 /// `2^log_size` entries belongs to software: its owner bit equals `(ci >> log_size) & 1`.
 /// (The driver initializes every owner bit to 1, so the first pass sees 0 on new entries.)
+///
+/// ```
+/// use rnic_hw_regs::eqe::{eqe_is_sw_owned, EQE_OWNER_INIT};
+///
+/// // An 8-entry EQ (log_size 3) the driver initialized with owner 1.
+/// assert!(!eqe_is_sw_owned(EQE_OWNER_INIT, 0, 3));
+/// assert!(eqe_is_sw_owned(0x00, 0, 3)); // the device wrote it on the first pass
+/// assert!(eqe_is_sw_owned(0x01, 8, 3)); // second pass
+/// ```
 pub const fn eqe_is_sw_owned(owner_byte: u8, ci: u32, log_size: u8) -> bool {
     let parity = match ci.checked_shr(log_size as u32) {
         Some(v) => (v & 1) as u8,

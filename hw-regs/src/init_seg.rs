@@ -60,6 +60,15 @@ pub const HEALTH_COUNTER_MISSES: u32 = 3;
 pub const MAX_CMDQ_SLOTS: u32 = 32;
 
 /// Firmware version, from [`FW_REV`] and [`CMDIF_REV_FW_SUB`].
+///
+/// ```
+/// use rnic_hw_regs::init_seg::FwVersion;
+///
+/// let v = FwVersion { major: 22, minor: 39, subminor: 1002 };
+/// assert_eq!(v.to_string(), "22.39.1002");
+/// let (fw_rev, cmdif) = v.encode(5);
+/// assert_eq!(FwVersion::decode(fw_rev, cmdif), v);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FwVersion {
     /// Major (e.g. 14 on a ConnectX-4).
@@ -72,6 +81,13 @@ pub struct FwVersion {
 
 impl FwVersion {
     /// Decodes the two registers.
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::FwVersion;
+    ///
+    /// let v = FwVersion::decode(0x0027_0016, 0x0005_03EA);
+    /// assert_eq!((v.major, v.minor, v.subminor), (22, 39, 1002));
+    /// ```
     pub const fn decode(fw_rev: u32, cmdif_rev_fw_sub: u32) -> Self {
         Self {
             major: fw_rev as u16,
@@ -81,6 +97,15 @@ impl FwVersion {
     }
 
     /// The two register values that decode to this version, with `cmdif_rev`.
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::{cmdif_rev, FwVersion};
+    ///
+    /// let v = FwVersion { major: 22, minor: 39, subminor: 1002 };
+    /// let (fw_rev, sub) = v.encode(5);
+    /// assert_eq!((fw_rev, sub), (0x0027_0016, 0x0005_03EA));
+    /// assert_eq!(cmdif_rev(sub), 5);
+    /// ```
     pub const fn encode(self, cmdif_rev: u16) -> (u32, u32) {
         (
             (self.minor as u32) << 16 | self.major as u32,
@@ -96,6 +121,12 @@ impl core::fmt::Display for FwVersion {
 }
 
 /// The command interface revision from a [`CMDIF_REV_FW_SUB`] reading.
+///
+/// ```
+/// use rnic_hw_regs::init_seg::cmdif_rev;
+///
+/// assert_eq!(cmdif_rev(0x0005_03EA), 5);
+/// ```
 pub const fn cmdif_rev(cmdif_rev_fw_sub: u32) -> u16 {
     (cmdif_rev_fw_sub >> 16) as u16
 }
@@ -115,42 +146,96 @@ code_enum! {
 }
 
 /// A [`CMDQ_ADDR_L_SZ`] register value.
+///
+/// ```
+/// use rnic_hw_regs::init_seg::{CmdqAddrLSz, NicInterface};
+///
+/// let v = CmdqAddrLSz::device_value(0xABCD_E000, NicInterface::FullDriver, 5, 6);
+/// assert_eq!(v.addr_low(), 0xABCD_E000);
+/// assert_eq!((v.log_cmdq_size(), v.log_cmdq_stride()), (5, 6));
+/// assert!(v.geometry_ok());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CmdqAddrLSz(pub u32);
 
 impl CmdqAddrLSz {
     /// Low 32 bits of the command queue address (bits 11:0 are zero).
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::CmdqAddrLSz;
+    ///
+    /// assert_eq!(CmdqAddrLSz(0x1234_5756).addr_low(), 0x1234_5000);
+    /// ```
     pub const fn addr_low(self) -> u32 {
         self.0 & 0xFFFF_F000
     }
 
     /// `nic_interface`, raw.
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::CmdqAddrLSz;
+    ///
+    /// assert_eq!(CmdqAddrLSz(0x0000_0756).nic_interface_raw(), 7);
+    /// ```
     pub const fn nic_interface_raw(self) -> u8 {
         ((self.0 >> 8) & 7) as u8
     }
 
     /// `nic_interface`, typed.
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::{CmdqAddrLSz, NicInterface};
+    ///
+    /// assert_eq!(CmdqAddrLSz(0x0000_0156).nic_interface(), Ok(NicInterface::Disabled));
+    /// assert!(CmdqAddrLSz(0x0000_0356).nic_interface().is_err()); // 3 is not defined
+    /// ```
     pub fn nic_interface(self) -> Result<NicInterface, UnknownCode> {
         NicInterface::try_from(self.nic_interface_raw())
     }
 
     /// log2 of the number of command slots (read only).
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::CmdqAddrLSz;
+    ///
+    /// assert_eq!(CmdqAddrLSz(0x0000_0056).log_cmdq_size(), 5); // 32 entries
+    /// ```
     pub const fn log_cmdq_size(self) -> u8 {
         ((self.0 >> 4) & 0xF) as u8
     }
 
     /// log2 of the entry stride in bytes (read only).
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::CmdqAddrLSz;
+    ///
+    /// assert_eq!(CmdqAddrLSz(0x0000_0056).log_cmdq_stride(), 6); // 64-byte entries
+    /// ```
     pub const fn log_cmdq_stride(self) -> u8 {
         (self.0 & 0xF) as u8
     }
 
     /// The value the driver writes: the low address bits and `nic_interface` (sizes are
     /// read-only, written as 0).
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::{CmdqAddrLSz, NicInterface};
+    ///
+    /// let v = CmdqAddrLSz::for_write(0xABCD_E123, NicInterface::FullDriver);
+    /// assert_eq!(v, CmdqAddrLSz(0xABCD_E000)); // low 12 bits dropped, size/stride left 0
+    /// ```
     pub const fn for_write(addr_low: u32, nic: NicInterface) -> Self {
         Self((addr_low & 0xFFFF_F000) | (nic as u32) << 8)
     }
 
     /// The value a device reads back: address, interface and its queue geometry.
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::{CmdqAddrLSz, NicInterface};
+    ///
+    /// let v = CmdqAddrLSz::device_value(0x1000, NicInterface::SwReset, 5, 6);
+    /// assert_eq!(v, CmdqAddrLSz(0x0000_1756));
+    /// ```
     pub const fn device_value(
         addr_low: u32,
         nic: NicInterface,
@@ -167,6 +252,14 @@ impl CmdqAddrLSz {
 
     /// Whether the geometry is one the PRM allows: at most 32 slots, all in one 4 KiB page,
     /// and entries at least 64 bytes apart.
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::CmdqAddrLSz;
+    ///
+    /// assert!(CmdqAddrLSz(0x56).geometry_ok()); // 32 entries of 64 bytes
+    /// assert!(!CmdqAddrLSz(0x66).geometry_ok()); // 64 entries: too many
+    /// assert!(!CmdqAddrLSz(0x55).geometry_ok()); // 32-byte stride: too small
+    /// ```
     pub const fn geometry_ok(self) -> bool {
         let (s, t) = (self.log_cmdq_size(), self.log_cmdq_stride());
         s <= 5 && s + t <= 12 && t >= 6
@@ -174,11 +267,24 @@ impl CmdqAddrLSz {
 }
 
 /// Error of [`cmdq_addr_words`]: the command queue address is not 4 KiB aligned.
+///
+/// ```
+/// use rnic_hw_regs::init_seg::{cmdq_addr_words, MisalignedCmdq};
+///
+/// assert_eq!(cmdq_addr_words(0x1_0000_0800), Err(MisalignedCmdq(0x1_0000_0800)));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MisalignedCmdq(pub u64);
 
 /// Splits a command queue bus address into the [`CMDQ_ADDR_H`] and [`CMDQ_ADDR_L_SZ`] values
 /// (nic_interface 0); write the high word first.
+///
+/// ```
+/// use rnic_hw_regs::init_seg::cmdq_addr_words;
+///
+/// assert_eq!(cmdq_addr_words(0x2_0000_3000), Ok((0x2, 0x3000)));
+/// assert!(cmdq_addr_words(0x2_0000_3010).is_err());
+/// ```
 pub const fn cmdq_addr_words(iova: u64) -> Result<(u32, u32), MisalignedCmdq> {
     if iova & 0xFFF != 0 {
         return Err(MisalignedCmdq(iova));
@@ -187,21 +293,48 @@ pub const fn cmdq_addr_words(iova: u64) -> Result<(u32, u32), MisalignedCmdq> {
 }
 
 /// The [`CMD_DBELL`] value that starts command slot `slot`, or `None` past slot 31.
+///
+/// ```
+/// use rnic_hw_regs::init_seg::cmd_doorbell_value;
+///
+/// assert_eq!(cmd_doorbell_value(0), Some(1));
+/// assert_eq!(cmd_doorbell_value(31), Some(0x8000_0000));
+/// assert_eq!(cmd_doorbell_value(32), None);
+/// ```
 pub const fn cmd_doorbell_value(slot: u8) -> Option<u32> {
     if slot < 32 { Some(1 << slot) } else { None }
 }
 
 /// Whether an [`INITIALIZING`] reading says firmware is still initializing (bit 31).
+///
+/// ```
+/// use rnic_hw_regs::init_seg::is_initializing;
+///
+/// assert!(is_initializing(0x8000_0000));
+/// assert!(!is_initializing(0x0000_0001));
+/// ```
 pub const fn is_initializing(value: u32) -> bool {
     value & 0x8000_0000 != 0
 }
 
 /// The live part of a [`HEALTH_COUNTER`] reading (low 24 bits).
+///
+/// ```
+/// use rnic_hw_regs::init_seg::health_counter;
+///
+/// assert_eq!(health_counter(0xAB00_0102), 0x102);
+/// ```
 pub const fn health_counter(value: u32) -> u32 {
     value & 0xFF_FFFF
 }
 
 /// The internal timer from its two dwords.
+///
+/// ```
+/// use rnic_hw_regs::init_seg::internal_timer;
+///
+/// assert_eq!(internal_timer(0x1, 0x2), 0x1_0000_0002);
+/// ```
 pub const fn internal_timer(high: u32, low: u32) -> u64 {
     (high as u64) << 32 | low as u64
 }
@@ -274,6 +407,15 @@ prm_layout! {
 
 impl HealthBuffer {
     /// The typed syndrome; `Ok(None)` when healthy (0).
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::{HealthBuffer, HealthSyndrome};
+    ///
+    /// let mut h = HealthBuffer::default();
+    /// assert_eq!(h.syndrome(), Ok(None)); // healthy
+    /// h.set_synd(0x0B);
+    /// assert_eq!(h.syndrome(), Ok(Some(HealthSyndrome::HwFatal)));
+    /// ```
     pub fn syndrome(&self) -> Result<Option<HealthSyndrome>, UnknownCode> {
         match self.synd() {
             0 => Ok(None),
@@ -285,6 +427,16 @@ impl HealthBuffer {
 /// Whether the registers say the device is in a fatal state: the PCI link is dead
 /// (`fw_ver` all ones), `nic_interface` reads disabled or software reset, or recovery is
 /// required with a syndrome set.
+///
+/// ```
+/// use rnic_hw_regs::init_seg::{is_fatal, FW_VER_PCI_DEAD};
+///
+/// let cmdq = 0x0000_0056; // nic_interface FULL_DRIVER
+/// assert!(!is_fatal(0x0027_0016, cmdq, 0, 0));
+/// assert!(is_fatal(FW_VER_PCI_DEAD, cmdq, 0, 0)); // link down: all ones
+/// assert!(is_fatal(0x0027_0016, 0x0000_0756, 0, 0)); // SW_RESET
+/// assert!(is_fatal(0x0027_0016, cmdq, 0x8000_0000, 0x0001_0000)); // rfr + syndrome
+/// ```
 pub const fn is_fatal(
     fw_ver: u32,
     cmdq_addr_l_sz: u32,

@@ -16,6 +16,14 @@
 use core::fmt;
 
 /// A raw code that no variant of the named enum carries.
+///
+/// ```
+/// use rnic_hw_regs::status::{CmdStatus, UnknownCode};
+///
+/// let err = CmdStatus::try_from(0x07).unwrap_err();
+/// assert_eq!(err, UnknownCode { kind: "CmdStatus", value: 7 });
+/// assert_eq!(err.to_string(), "unknown CmdStatus 0x7");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct UnknownCode {
     /// The enum the value was decoded as (e.g. `"DeliveryStatus"`).
@@ -189,6 +197,14 @@ code_enum! {
 
 impl DeliveryStatus {
     /// Decodes the `status_own` byte of a command queue entry (bits 7:1).
+    ///
+    /// ```
+    /// use rnic_hw_regs::status::DeliveryStatus;
+    ///
+    /// // status_own 0x05: delivery status 2 (bits 7:1), ownership 1 (bit 0).
+    /// assert_eq!(DeliveryStatus::from_status_own(0x05), Ok(DeliveryStatus::TokenError));
+    /// assert_eq!(DeliveryStatus::from_status_own(0x00), Ok(DeliveryStatus::Ok));
+    /// ```
     pub fn from_status_own(status_own: u8) -> Result<Self, UnknownCode> {
         Self::try_from(status_own >> 1)
     }

@@ -50,6 +50,14 @@ pub const CE_CQE_ON_FIRST_ERROR: u8 = 1;
 pub const CE_CQ_UPDATE: u8 = 2;
 
 /// The number of WQEBBs a WQE of `ds` 16-byte units occupies.
+///
+/// ```
+/// use rnic_hw_regs::wqe::ds_to_wqebbs;
+///
+/// assert_eq!(ds_to_wqebbs(2), 1); // SEND: ctrl + data
+/// assert_eq!(ds_to_wqebbs(4), 1);
+/// assert_eq!(ds_to_wqebbs(5), 2); // UD SEND: 80 bytes
+/// ```
 pub const fn ds_to_wqebbs(ds: u8) -> usize {
     (ds as usize * DS_SIZE).div_ceil(WQEBB)
 }
@@ -134,21 +142,61 @@ prm_layout! {
 
 impl CtrlSeg {
     /// The typed send opcode.
+    ///
+    /// ```
+    /// use rnic_hw_regs::wqe::{CtrlSeg, SendOpcode};
+    ///
+    /// let mut c = CtrlSeg::default();
+    /// c.set_opcode(0x10);
+    /// assert_eq!(c.send_opcode(), Ok(SendOpcode::RdmaRead));
+    /// c.set_opcode(0xFF);
+    /// assert!(c.send_opcode().is_err());
+    /// ```
     pub fn send_opcode(&self) -> Result<SendOpcode, UnknownCode> {
         SendOpcode::try_from(self.opcode())
     }
 
     /// Sets the send opcode.
+    ///
+    /// ```
+    /// use rnic_hw_regs::wqe::{CtrlSeg, SendOpcode};
+    ///
+    /// let mut c = CtrlSeg::default();
+    /// c.set_send_opcode(SendOpcode::AtomicFa);
+    /// assert_eq!(c.opcode(), 0x12);
+    /// assert_eq!(c.0[3], 0x12); // byte 3 of the segment
+    /// ```
     pub fn set_send_opcode(&mut self, op: SendOpcode) {
         self.set_opcode(op.raw());
     }
 
     /// The `fm_ce_se` byte as a whole (byte 11).
+    ///
+    /// ```
+    /// use rnic_hw_regs::wqe::{CtrlSeg, FenceMode, CE_CQ_UPDATE};
+    ///
+    /// let mut c = CtrlSeg::default();
+    /// c.set_fence_mode(FenceMode::SmallAndFence.raw());
+    /// c.set_ce(CE_CQ_UPDATE);
+    /// c.set_se(true);
+    /// assert_eq!(c.fm_ce_se(), 0x80 | 0x08 | 0x02);
+    /// ```
     pub fn fm_ce_se(&self) -> u8 {
         self.0[11]
     }
 
     /// The first 8 bytes as the big-endian 64-bit value the send doorbell writes to the UAR.
+    ///
+    /// ```
+    /// use rnic_hw_regs::wqe::{CtrlSeg, SendOpcode};
+    ///
+    /// let mut c = CtrlSeg::default();
+    /// c.set_wqe_index(1);
+    /// c.set_send_opcode(SendOpcode::Send);
+    /// c.set_qpn(0x42);
+    /// c.set_ds(2);
+    /// assert_eq!(c.doorbell_qword(), 0x0000_010A_0000_4202);
+    /// ```
     pub fn doorbell_qword(&self) -> u64 {
         u64::from_be_bytes([
             self.0[0], self.0[1], self.0[2], self.0[3], self.0[4], self.0[5], self.0[6], self.0[7],
@@ -190,6 +238,14 @@ prm_layout! {
 
 impl DataSeg {
     /// A data segment pointing at `len` bytes at `addr` under `lkey`.
+    ///
+    /// ```
+    /// use rnic_hw_regs::wqe::DataSeg;
+    ///
+    /// let d = DataSeg::new(0x1000, 256, 0x77);
+    /// assert_eq!((d.addr(), d.byte_count(), d.lkey()), (0x1000, 256, 0x77));
+    /// assert_eq!(d.0[..8], [0, 0, 1, 0, 0, 0, 0, 0x77]);
+    /// ```
     pub fn new(addr: u64, len: u32, lkey: u32) -> Self {
         let mut s = Self::default();
         s.set_byte_count(len & 0x7FFF_FFFF);
@@ -199,11 +255,25 @@ impl DataSeg {
     }
 
     /// The entry that ends a short receive scatter list: byte count 0, lkey 0x100, addr 0.
+    ///
+    /// ```
+    /// use rnic_hw_regs::wqe::{DataSeg, INVALID_LKEY};
+    ///
+    /// let t = DataSeg::terminator();
+    /// assert_eq!((t.byte_count(), t.lkey(), t.addr()), (0, INVALID_LKEY, 0));
+    /// ```
     pub fn terminator() -> Self {
         Self::new(0, 0, INVALID_LKEY)
     }
 
     /// Whether this is the receive-list terminator.
+    ///
+    /// ```
+    /// use rnic_hw_regs::wqe::DataSeg;
+    ///
+    /// assert!(DataSeg::terminator().is_terminator());
+    /// assert!(!DataSeg::new(0x2000, 64, 5).is_terminator());
+    /// ```
     pub fn is_terminator(&self) -> bool {
         self.lkey() == INVALID_LKEY
     }
@@ -221,6 +291,14 @@ prm_layout! {
 }
 
 /// DS units an inline segment with `len` data bytes takes: header and data, padded to 16.
+///
+/// ```
+/// use rnic_hw_regs::wqe::inline_seg_ds;
+///
+/// assert_eq!(inline_seg_ds(0), 1);
+/// assert_eq!(inline_seg_ds(12), 1); // 4-byte header + 12 bytes
+/// assert_eq!(inline_seg_ds(13), 2);
+/// ```
 pub const fn inline_seg_ds(len: usize) -> usize {
     (4 + len).div_ceil(DS_SIZE)
 }
@@ -266,6 +344,14 @@ prm_layout! {
 }
 
 /// The datagram segment of a UD send WQE is exactly an address vector.
+///
+/// ```
+/// use rnic_hw_regs::wqe::{DatagramSeg, WqeAv, DS_SIZE};
+/// use rnic_hw_regs::PrmLayout;
+///
+/// assert_eq!(DatagramSeg::SIZE, 3 * DS_SIZE); // the 3 DS of a UD send
+/// let _: WqeAv = DatagramSeg::default();
+/// ```
 pub type DatagramSeg = WqeAv;
 
 #[cfg(test)]
