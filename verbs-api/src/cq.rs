@@ -139,11 +139,29 @@ impl CompletionChannel {
 
     /// The file descriptor (`ibv_comp_channel.fd`): readable when an event may be waiting.
     /// Owned by the channel: valid while it lives.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// use std::os::fd::AsRawFd;
+    /// let chan = ctx.create_comp_channel()?;
+    /// assert!(chan.fd() >= 0); // hand it to epoll / poll(2) / an async runtime
+    /// assert_eq!(chan.fd(), chan.as_raw_fd());
+    /// # Ok(()) }
+    /// ```
     pub fn fd(&self) -> RawFd {
         self.inner.raw_fd
     }
 
     /// The context.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let chan = ctx.create_comp_channel()?;
+    /// assert!(chan.context().same_device(&ctx));
+    /// # Ok(()) }
+    /// ```
     pub fn context(&self) -> &Context {
         &self.inner.ctx
     }
@@ -152,6 +170,28 @@ impl CompletionChannel {
     /// (`None`: without limit; `Some(Duration::ZERO)`: just look). `Ok(None)` when the
     /// time ran out. Each event needs a new [`CompletionQueue::req_notify`] for the next.
     /// Events of CQs dropped since are skipped.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let chan = b.create_comp_channel()?;
+    /// let cq = b.create_cq(8, Some(&chan))?;
+    /// # let qr = pb.create_qp(QpType::Rc, &cq, &cq).build()?;
+    /// # let qs = pa.create_qp(QpType::Rc, &ca, &ca).build()?;
+    /// # connect_pair(&qs, &qr, &ConnectOptions::default())?;
+    /// cq.req_notify(false)?; // arm, then wait for the event
+    /// qr.post_recv(&[RecvWr::new(1, &[])])?;
+    /// qs.post_send(&[SendWr::send(1, &[])])?;
+    /// let ev = chan.get_cq_event(Some(t))?.expect("a completion event");
+    /// assert_eq!(ev.cqn(), cq.cqn());
+    /// ev.req_notify(false)?; // re-arm before draining
+    /// let mut wc = [WorkCompletion::default(); 4];
+    /// assert_eq!(ev.poll(&mut wc)?, 1);
+    /// # Ok(()) }
+    /// ```
     pub fn get_cq_event(&self, timeout: Option<Duration>) -> Result<Option<CompletionQueue>> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut cqns = [0u32; 16];
@@ -317,6 +357,22 @@ pub(crate) struct CqInner {
 
 /// A completion queue (`ibv_create_cq`): a cheap handle (an `Arc` inside). QPs keep their
 /// CQs alive, so a CQ cannot go away under a QP that uses it.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// let cq = a.create_cq(64, None)?;
+/// let qp = pa.create_qp(QpType::Rc, &cq, &cq).build()?;
+/// // The QP holds a handle: destroying the CQ under it is refused.
+/// let err = cq.clone().destroy().unwrap_err();
+/// assert!(matches!(err, Error::InUse { verb: "ibv_destroy_cq", .. }));
+/// drop(qp);
+/// cq.destroy()?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 pub struct CompletionQueue {
     pub(crate) inner: Arc<CqInner>,
@@ -366,21 +422,56 @@ impl CompletionQueue {
     }
 
     /// The CQ number.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let (cq1, cq2) = (ctx.create_cq(8, None)?, ctx.create_cq(8, None)?);
+    /// assert_ne!(cq1.cqn(), cq2.cqn());
+    /// # Ok(()) }
+    /// ```
     pub fn cqn(&self) -> u32 {
         self.inner.cq.cqn()
     }
 
     /// Entries (`cqe`; at least what was asked for).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let cq = ctx.create_cq(100, None)?;
+    /// assert!(cq.capacity() >= 100);
+    /// assert!(ctx.create_cq(ctx.query_device().max_cqe + 1, None).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn capacity(&self) -> u32 {
         self.inner.cq.capacity() - 1
     }
 
     /// The context.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let cq = ctx.create_cq(8, None)?;
+    /// assert_eq!(cq.context().name(), "emu0");
+    /// # Ok(()) }
+    /// ```
     pub fn context(&self) -> &Context {
         &self.inner.ctx
     }
 
     /// The completion channel, if any.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let chan = ctx.create_comp_channel()?;
+    /// let cq = ctx.create_cq(8, Some(&chan))?;
+    /// assert_eq!(cq.channel().map(|c| c.fd()), Some(chan.fd()));
+    /// assert!(ctx.create_cq(8, None)?.channel().is_none());
+    /// # Ok(()) }
+    /// ```
     pub fn channel(&self) -> Option<&CompletionChannel> {
         self.inner.channel.as_ref()
     }
@@ -394,6 +485,25 @@ impl CompletionQueue {
     /// [`CompletionQueue::poll_blocking`] does), or wait on a completion channel. Spinning
     /// without yielding on a machine with few cores starves the device threads and turns
     /// microseconds per operation into milliseconds.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qa.post_send(&[SendWr::write(1, &[], RemoteAddr::default()).signaled()])?; // 0 bytes: no buffer needed
+    /// let mut wc = [WorkCompletion::default(); 8];
+    /// let deadline = std::time::Instant::now() + t;
+    /// let n = loop {
+    ///     match ca.poll(&mut wc)? {
+    ///         0 if std::time::Instant::now() < deadline => std::thread::yield_now(),
+    ///         n => break n,
+    ///     }
+    /// };
+    /// assert_eq!((n, wc[0].wr_id(), wc[0].status()), (1, 1, WcStatus::Success));
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
         self.inner
@@ -407,6 +517,16 @@ impl CompletionQueue {
 
     /// `ibv_req_notify_cq`: one completion event for the next completion (or, with
     /// `solicited_only`, the next solicited or error one) on the CQ's channel.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let chan = ctx.create_comp_channel()?;
+    /// ctx.create_cq(8, Some(&chan))?.req_notify(true)?; // solicited (and error) completions only
+    /// // Without a channel there is nothing to notify.
+    /// assert!(ctx.create_cq(8, None)?.req_notify(false).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         if self.inner.channel.is_none() {
             return Err(Error::invalid(
@@ -420,6 +540,21 @@ impl CompletionQueue {
 
     /// Polls until `wc` holds `n` completions or `timeout` passes (a convenience for
     /// examples and tests; spins with `yield_now`). Returns how many were polled.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qb.post_recv(&[RecvWr::new(1, &[]), RecvWr::new(2, &[])])?;
+    /// qa.post_send(&[SendWr::send(1, &[]), SendWr::send(2, &[])])?;
+    /// let mut wc = [WorkCompletion::default(); 2];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 2);
+    /// // Nothing more comes: the wait ends at the timeout with 0.
+    /// assert_eq!(cb.poll_blocking(&mut wc[..1], std::time::Duration::from_millis(10))?, 0);
+    /// # Ok(()) }
+    /// ```
     pub fn poll_blocking(&self, wc: &mut [WorkCompletion], timeout: Duration) -> Result<usize> {
         let deadline = Instant::now() + timeout;
         let mut got = 0;
@@ -437,6 +572,16 @@ impl CompletionQueue {
 
     /// `ibv_destroy_cq`: fails with [`Error::InUse`] while QPs (or clones) hold it; dropping
     /// the last handle destroys it too.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let cq = ctx.create_cq(8, None)?;
+    /// let other = cq.clone();
+    /// assert!(matches!(cq.destroy(), Err(Error::InUse { users: 1, .. })));
+    /// other.destroy()?; // the last handle
+    /// # Ok(()) }
+    /// ```
     pub fn destroy(self) -> Result<()> {
         let users = Arc::strong_count(&self.inner) - 1;
         let inner = Arc::try_unwrap(self.inner).map_err(|_| Error::InUse {
