@@ -14,6 +14,20 @@ use core::time::Duration;
 /// through raw pointers with volatile or atomic accesses, never through `&`/`&mut`
 /// references (DESIGN principle 4). A region stays valid until it is handed back to
 /// [`Bus::free_dma`].
+///
+/// A region is a plain description; a [`Bus`] hands it out and takes it back.
+///
+/// ```
+/// use core::ptr::NonNull;
+/// use rnic_hw_regs::DmaRegion;
+///
+/// let mut page = [0u8; 4096];
+/// let r = DmaRegion { vaddr: NonNull::from(&mut page).cast(), iova: 0x1000, len: 4096 };
+/// // Only raw, volatile accesses: the device may write it at any time.
+/// // SAFETY: `page` outlives `r`, and byte 8 is inside it.
+/// unsafe { r.vaddr.as_ptr().add(8).write_volatile(0x5A) };
+/// assert_eq!(page[8], 0x5A);
+/// ```
 #[derive(Debug, PartialEq, Eq)]
 pub struct DmaRegion {
     /// Host virtual address of the first byte.
@@ -32,6 +46,14 @@ unsafe impl Send for DmaRegion {}
 unsafe impl Sync for DmaRegion {}
 
 /// What can go wrong on the bus.
+///
+/// ```
+/// use rnic_hw_regs::BusError;
+///
+/// assert_eq!(BusError::MapFailed(12).to_string(), "IOMMU mapping failed (errno 12)");
+/// let e: &dyn core::error::Error = &BusError::DeviceLost;
+/// assert_eq!(e.to_string(), "device lost");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BusError {

@@ -8,6 +8,14 @@
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// How a field is stored inside its layout.
+///
+/// ```
+/// use rnic_hw_regs::{ctx::Qpc, FieldKind, PrmLayout};
+///
+/// let kind = |name: &str| Qpc::FIELDS.iter().find(|f| f.name == name).unwrap().kind;
+/// assert_eq!(kind("mtu"), FieldKind::Bits);
+/// assert_eq!(kind("primary_address_path"), FieldKind::Nested("ads"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldKind {
     /// An unsigned integer of up to 64 bits, big-endian, possibly not byte aligned.
@@ -19,6 +27,14 @@ pub enum FieldKind {
 }
 
 /// One named field of a PRM layout, as `mlx5_ifc.h` places it.
+///
+/// ```
+/// use rnic_hw_regs::{ctx::Qpc, PrmLayout};
+///
+/// // qpc.state is DW@0x00 [31:28]: the top 4 bits of byte 0.
+/// let state = Qpc::FIELDS.iter().find(|f| f.name == "state").unwrap();
+/// assert_eq!((state.bit_offset, state.bit_width), (0, 4));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FieldDesc {
     /// The field's name in `mlx5_ifc.h` (and so in the PRM).
@@ -32,6 +48,19 @@ pub struct FieldDesc {
 }
 
 /// A fixed-size structure that crosses the PCI bus, declared with `prm_layout!`.
+///
+/// Code generic over layouts can size buffers and walk fields:
+///
+/// ```
+/// use rnic_hw_regs::{ctx::Cqc, PrmLayout};
+///
+/// fn widest_field<T: PrmLayout>() -> &'static str {
+///     T::FIELDS.iter().max_by_key(|f| f.bit_width).map_or("", |f| f.name)
+/// }
+/// assert_eq!(Cqc::IFC_NAME, "cqc");
+/// assert_eq!(Cqc::SIZE, 0x40);
+/// assert_eq!(widest_field::<Cqc>(), "dbr_addr");
+/// ```
 pub trait PrmLayout: FromBytes + IntoBytes + KnownLayout + Immutable + Unaligned + Sized {
     /// The structure's name in `mlx5_ifc.h` without `mlx5_ifc_` and `_bits` (e.g. `"qpc"`),
     /// or `""` for structures that header does not define (WQE segments, CQEs, EQEs).
@@ -43,6 +72,15 @@ pub trait PrmLayout: FromBytes + IntoBytes + KnownLayout + Immutable + Unaligned
 }
 
 /// A Rust type a bit field can be read as.
+///
+/// ```
+/// use rnic_hw_regs::FieldValue;
+///
+/// assert_eq!(<u16 as FieldValue>::BITS, 16);
+/// assert!(bool::from_raw(1));
+/// assert_eq!(true.into_raw(), 1);
+/// assert_eq!(u8::from_raw(0xAB), 0xAB);
+/// ```
 pub trait FieldValue: Copy {
     /// How many bits the type holds.
     const BITS: usize;

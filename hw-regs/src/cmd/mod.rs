@@ -74,6 +74,19 @@ pub use srq::*;
 pub use vport::*;
 
 /// A command input layout: its opcode and the layout of its output.
+///
+/// A generic helper that builds any command input and names its output type.
+///
+/// ```
+/// use rnic_hw_regs::cmd::{CmdIn, CmdOpcode, QueryIssiIn};
+/// use rnic_hw_regs::PrmLayout;
+///
+/// fn output_len<C: CmdIn>() -> usize {
+///     <C::Out as PrmLayout>::SIZE
+/// }
+/// assert_eq!(QueryIssiIn::OPCODE, CmdOpcode::QueryIssi);
+/// assert_eq!(output_len::<QueryIssiIn>(), 0x70);
+/// ```
 pub trait CmdIn: crate::PrmLayout + Default {
     /// The command's opcode.
     const OPCODE: CmdOpcode;
@@ -107,6 +120,13 @@ prm_layout! {
 }
 
 /// An opcode that is not in the PRM table this crate knows.
+///
+/// ```
+/// use rnic_hw_regs::cmd::{CmdOpcode, UnknownOpcode};
+///
+/// assert_eq!(CmdOpcode::try_from(0xFFFF), Err(UnknownOpcode(0xFFFF)));
+/// assert_eq!(UnknownOpcode(0x999).to_string(), "unknown command opcode 0x999");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnknownOpcode(pub u16);
 
@@ -121,6 +141,16 @@ impl core::error::Error for UnknownOpcode {}
 macro_rules! opcodes {
     ($($(#[$m:meta])* $v:ident = $code:literal, $name:literal;)*) => {
         /// Command opcodes of the PRM table (input `DW@0x00 [31:16]`).
+        ///
+        /// ```
+        /// use rnic_hw_regs::cmd::CmdOpcode;
+        ///
+        /// let op = CmdOpcode::try_from(0x301).unwrap();
+        /// assert_eq!(op, CmdOpcode::CreateEq);
+        /// assert_eq!(op.to_string(), "CREATE_EQ");
+        /// assert_eq!(u16::from(op), 0x301);
+        /// assert!(CmdOpcode::ALL.contains(&op));
+        /// ```
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(u16)]
         pub enum CmdOpcode {
@@ -132,6 +162,12 @@ macro_rules! opcodes {
             pub const ALL: &'static [CmdOpcode] = &[$(CmdOpcode::$v,)*];
 
             /// The name the Linux driver prints for this command (e.g. `"ENABLE_HCA"`).
+            ///
+            /// ```
+            /// use rnic_hw_regs::cmd::CmdOpcode;
+            ///
+            /// assert_eq!(CmdOpcode::EnableHca.name(), "ENABLE_HCA");
+            /// ```
             pub const fn name(self) -> &'static str {
                 match self {
                     $(CmdOpcode::$v => $name,)*
@@ -259,6 +295,12 @@ opcodes! {
 
 impl CmdOpcode {
     /// The opcode value (input `DW@0x00 [31:16]`).
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmd::CmdOpcode;
+    ///
+    /// assert_eq!(CmdOpcode::QueryHcaCap.code(), 0x100);
+    /// ```
     pub const fn code(self) -> u16 {
         self as u16
     }
@@ -306,11 +348,23 @@ pub mod op_mod {
     pub const HCA_CAP_CURRENT: u16 = 1;
 
     /// QUERY_HCA_CAP `op_mod` for a cap type and mode: `(cap_type << 1) | mode`.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmd::op_mod::{query_hca_cap, HCA_CAP_CURRENT, HCA_CAP_ROCE};
+    ///
+    /// assert_eq!(query_hca_cap(HCA_CAP_ROCE, HCA_CAP_CURRENT), 0x9);
+    /// ```
     pub const fn query_hca_cap(cap_type: u16, mode: u16) -> u16 {
         (cap_type << 1) | (mode & 1)
     }
 
     /// SET_HCA_CAP `op_mod` for a cap type: `cap_type << 1`.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmd::op_mod::{set_hca_cap, HCA_CAP_ATOMIC};
+    ///
+    /// assert_eq!(set_hca_cap(HCA_CAP_ATOMIC), 0x6);
+    /// ```
     pub const fn set_hca_cap(cap_type: u16) -> u16 {
         cap_type << 1
     }

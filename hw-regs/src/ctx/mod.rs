@@ -21,6 +21,13 @@ pub use roce_addr_layout::*;
 pub use srqc::*;
 
 /// Error for a context field value outside its PRM encoding.
+///
+/// ```
+/// use rnic_hw_regs::ctx::{InvalidValue, QpState};
+///
+/// assert_eq!(QpState::try_from(5), Err(InvalidValue(5)));
+/// assert_eq!(InvalidValue(5).to_string(), "invalid context field value 0x5");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InvalidValue(pub u8);
 
@@ -33,6 +40,14 @@ impl core::fmt::Display for InvalidValue {
 impl core::error::Error for InvalidValue {}
 
 /// QP state (`qpc.state`).
+///
+/// ```
+/// use rnic_hw_regs::ctx::{Qpc, QpState};
+///
+/// let mut qpc = Qpc::default();
+/// qpc.set_state(QpState::Rts.into());
+/// assert_eq!(QpState::try_from(qpc.state()), Ok(QpState::Rts));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum QpState {
@@ -76,6 +91,15 @@ impl From<QpState> for u8 {
 }
 
 /// QP service type (`qpc.st`).
+///
+/// ```
+/// use rnic_hw_regs::ctx::{Qpc, QpSt};
+///
+/// let mut qpc = Qpc::default();
+/// qpc.set_st(QpSt::Ud.into());
+/// assert_eq!(qpc.st(), 3);
+/// assert_eq!(QpSt::try_from(2).unwrap_err().0, 2);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum QpSt {
@@ -108,6 +132,14 @@ impl From<QpSt> for u8 {
 
 /// Bits of `opt_param_mask` (CREATE_QP and the QP modify commands, DW@0x10): which optional
 /// QP context fields the command carries.
+///
+/// ```
+/// use rnic_hw_regs::ctx::opt_param;
+///
+/// // RTR -> RTS carrying the retry counts and the ACK timeout.
+/// let mask = opt_param::RETRY_COUNT | opt_param::RNR_RETRY | opt_param::ACK_TIMEOUT;
+/// assert_eq!(mask, 0x7000);
+/// ```
 pub mod opt_param {
     /// Alternate address path.
     pub const ALT_ADDR_PATH: u32 = 1 << 0;
