@@ -62,6 +62,28 @@ const CONTROL: u8 = 2;
 
 /// A completion channel: an EQ that receives the completion events of the CQs created on it
 /// and raises interrupt vector `vector` ([`Bus::wait_irq`], [`Bus::irq_fd`]).
+///
+/// ```
+/// use rnic_driver::cq::CompChannel;
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # drop((qp, mr));
+///
+/// let chan = Arc::new(CompChannel::create(&hca, 1)?);
+/// let cq = Cq::create(&hca, 16, Some(&chan))?;
+/// assert_eq!(cq.query()?.c_eqn(), u32::from(chan.eqn()));
+/// assert_eq!(chan.vector(), 1);
+/// let mut cqns = [0u32; 4];
+/// assert_eq!(chan.wait(Duration::from_millis(1), &mut cqns)?, 0); // CQ not armed
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct CompChannel {
     hca: Arc<Hca>,
@@ -73,6 +95,15 @@ pub struct CompChannel {
 impl CompChannel {
     /// CREATE_EQ with no asynchronous events (completion events go to the EQ a CQ names),
     /// 256 entries, raising `vector`, armed.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let chan = rnic_driver::cq::CompChannel::create(&hca, 2)?;
+    /// assert_eq!(chan.vector(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn create(hca: &Arc<Hca>, vector: u16) -> Result<CompChannel, DriverError> {
         let uar = hca.uar().ok_or(DriverError::Closed)?;
         let eq = EventQueue::create_on_vector(hca.cmdq(), &**hca.bus(), uar, 8, &[], vector)?;
@@ -85,16 +116,43 @@ impl CompChannel {
     }
 
     /// The EQ number.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let chan = rnic_driver::cq::CompChannel::create(&hca, 1)?;
+    /// assert_ne!(chan.eqn(), hca.eqn()); // an EQ of its own
+    /// # Ok(()) }
+    /// ```
     pub fn eqn(&self) -> u8 {
         self.eqn
     }
 
     /// The interrupt vector.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let chan = rnic_driver::cq::CompChannel::create(&hca, 3)?;
+    /// assert_eq!(chan.vector(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn vector(&self) -> u16 {
         self.vector
     }
 
     /// An eventfd that becomes readable when the vector fires, if the bus has one.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let chan = rnic_driver::cq::CompChannel::create(&hca, 1)?;
+    /// assert_eq!(chan.fd(), None); // the emulated bus has no eventfd (a VfioBus has)
+    /// # Ok(()) }
+    /// ```
     pub fn fd(&self) -> Option<i32> {
         self.hca.bus().irq_fd(self.vector)
     }
@@ -102,6 +160,38 @@ impl CompChannel {
     /// Takes pending completion events into `cqns` (CQ numbers, one per event) and re-arms
     /// the EQ; waits up to `timeout` for the interrupt when none is pending. Returns how
     /// many CQ numbers were written (events beyond `cqns.len()` stay queued).
+    ///
+    /// ```
+    /// use rnic_driver::cq::CompChannel;
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// # drop(cq);
+    /// let chan = Arc::new(CompChannel::create(&hca, 1)?);
+    /// let cq = Arc::new(Cq::create(&hca, 16, Some(&chan))?);
+    /// let qp = Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?;
+    /// # qp.to_init(&InitAttr::default())?;
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), ..RtrAttr::default() })?;
+    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, ..RtsAttr::default() })?;
+    /// cq.req_notify(false);
+    /// let wr = SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None };
+    /// qp.post_send(&[wr])?;
+    /// let mut cqns = [0u32; 4];
+    /// assert_eq!(chan.wait(Duration::from_secs(10), &mut cqns)?, 1);
+    /// assert_eq!(cqns[0], cq.cqn());
+    /// cq.note_event();
+    /// # Ok(()) }
+    /// ```
     pub fn wait(&self, timeout: Duration, cqns: &mut [u32]) -> Result<usize, DriverError> {
         let deadline = std::time::Instant::now() + timeout;
         loop {
@@ -169,6 +259,39 @@ struct PollState {
 }
 
 /// A completion queue.
+///
+/// A loopback RC QP writes into its own memory region; the requester completion is polled:
+///
+/// ```
+///
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// let data = mr.sge(0, 5);
+/// mr.write(0, b"hello");
+/// let wr = SendWr {
+///     wr_id: 7,
+///     op: SendOp::Write { raddr: mr.addr() + 100, rkey: mr.rkey() },
+///     payload: Payload::Sgl(&[data]),
+///     flags: SendFlags::SIGNALED,
+///     ud: None,
+/// };
+/// qp.post_send(&[wr])?;
+/// let wc = wait(&cq); // polls `cq.poll` with a deadline
+/// assert_eq!((wc.wr_id, wc.status, wc.opcode), (7, WcStatus::Success, WcOpcode::RdmaWrite));
+/// assert_eq!(cq.consumer_index(), 1);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Cq {
     hca: Arc<Hca>,
@@ -204,6 +327,18 @@ impl Cq {
     /// Creates a CQ of at least `min_cqes` entries (a power of two), its completion events
     /// going to `channel` (else to the HCA's asynchronous EQ, where an armed CQ's events come
     /// out of [`Hca::process_events`]).
+    ///
+    /// ```
+    /// use rnic_driver::{DriverError, cq::Cq};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let cq = Cq::create(&hca, 100, None)?;
+    /// assert_eq!(cq.capacity(), 128); // rounded up to a power of two
+    /// let too_big = Cq::create(&hca, 1 << 30, None).unwrap_err();
+    /// assert!(matches!(too_big, DriverError::InvalidArgument(_)));
+    /// # Ok(()) }
+    /// ```
     pub fn create(
         hca: &Arc<Hca>,
         min_cqes: u32,
@@ -285,22 +420,59 @@ impl Cq {
     }
 
     /// The CQ number.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let a = rnic_driver::cq::Cq::create(&hca, 16, None)?;
+    /// let b = rnic_driver::cq::Cq::create(&hca, 16, None)?;
+    /// assert_ne!(a.cqn(), b.cqn());
+    /// # Ok(()) }
+    /// ```
     pub fn cqn(&self) -> u32 {
         self.cqn
     }
 
     /// Number of entries.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let cq = rnic_driver::cq::Cq::create(&hca, 1, None)?;
+    /// assert_eq!(cq.capacity(), 2); // at least two entries
+    /// # Ok(()) }
+    /// ```
     pub fn capacity(&self) -> u32 {
         1 << self.log_size
     }
 
     /// The consumer index: CQEs consumed so far (a wrapping 32-bit counter; the doorbell
     /// record's `set_ci` carries its low 24 bits).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let cq = rnic_driver::cq::Cq::create(&hca, 16, None)?;
+    /// assert_eq!(cq.consumer_index(), 0); // nothing consumed yet
+    /// # Ok(()) }
+    /// ```
     pub fn consumer_index(&self) -> u32 {
         self.ci_mirror.load(Ordering::Relaxed)
     }
 
     /// The completion channel, if any.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let cq = rnic_driver::cq::Cq::create(&hca, 16, None)?;
+    /// assert!(cq.channel().is_none());
+    /// # Ok(()) }
+    /// ```
     pub fn channel(&self) -> Option<&Arc<CompChannel>> {
         self.channel.as_ref()
     }
@@ -308,11 +480,32 @@ impl Cq {
     /// The CQE ring in host memory (`capacity() * 64` bytes): for diagnostics and
     /// fault-injection tests. The device writes it at any time; touch it only with volatile
     /// accesses, and only while the CQ exists.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let cq = rnic_driver::cq::Cq::create(&hca, 16, None)?;
+    /// let (ring, bytes) = cq.cqe_ring();
+    /// assert_eq!(bytes, 16 * 64);
+    /// // SAFETY: inside the live ring; volatile. Every entry starts as INVALID, owner 1.
+    /// assert_eq!(unsafe { ring.as_ptr().add(63).read_volatile() }, 0xF1);
+    /// # Ok(()) }
+    /// ```
     pub fn cqe_ring(&self) -> (NonNull<u8>, usize) {
         (self.cqes, CQE_SIZE << self.log_size)
     }
 
     /// QUERY_CQ: the CQ context as the device reports it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let cq = rnic_driver::cq::Cq::create(&hca, 64, None)?;
+    /// assert_eq!(cq.query()?.log_cq_size(), 6);
+    /// # Ok(()) }
+    /// ```
     pub fn query(&self) -> Result<Cqc, DriverError> {
         let mut i = QueryCqIn::new_cmd();
         i.set_cqn(self.cqn);
@@ -323,6 +516,33 @@ impl Cq {
     /// next solicited or error completion): the arm word (sequence number, command, consumer
     /// index) into the doorbell record, then the 64-bit `{arm word, cqn}` doorbell at
     /// UAR + 0x20. The event arrives on the CQ's [`CompChannel`].
+    ///
+    /// A CQ without a channel reports its completion event to the HCA's event queue:
+    ///
+    /// ```
+    ///
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// cq.req_notify(false);
+    /// let wr = SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None };
+    /// qp.post_send(&[wr])?;
+    /// assert_eq!(wait(&cq).status, WcStatus::Success);
+    /// let events = hca.process_events()?;
+    /// assert_eq!(events.len(), 1); // the completion event of `cq`
+    /// cq.note_event();
+    /// # Ok(()) }
+    /// ```
     pub fn req_notify(&self, solicited_only: bool) {
         let cmd = if solicited_only {
             CqArmCmd::Solicited
@@ -341,6 +561,31 @@ impl Cq {
 
     /// Counts a completion event delivered for this CQ (the arm sequence number moves on,
     /// as `ibv_get_cq_event` does through the provider).
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// # let wr = SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None };
+    /// for _ in 0..2 {
+    ///     cq.req_notify(false);
+    ///     qp.post_send(&[wr])?;
+    ///     wait(&cq);
+    ///     assert_eq!(hca.process_events()?.len(), 1); // one event per arming
+    ///     cq.note_event(); // taken: the next arm carries the next sequence number
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn note_event(&self) {
         self.arm_sn.fetch_add(1, Ordering::Relaxed);
     }
@@ -455,6 +700,33 @@ impl Cq {
     /// Polls up to `wc.len()` completions into `wc`; returns how many. An impossible CQE
     /// is returned as [`PollError::BadCqe`] (consumed, so the next poll goes on), after the
     /// good completions before it were returned by an earlier call.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// qp.post_send(&[SendWr { wr_id: 3, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"abc"), flags: SendFlags::SIGNALED, ud: None }])?;
+    /// let mut wc = [WorkCompletion::default(); 16];
+    /// let deadline = Instant::now() + Duration::from_secs(10);
+    /// let n = loop {
+    ///     match cq.poll(&mut wc)? {
+    ///         0 if Instant::now() < deadline => std::thread::yield_now(),
+    ///         n => break n,
+    ///     }
+    /// };
+    /// assert_eq!((n, wc[0].wr_id, wc[0].status), (1, 3, WcStatus::Success));
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize, PollError> {
         match self
@@ -531,6 +803,15 @@ impl Cq {
     }
 
     /// DESTROY_CQ and frees the ring (leaked if the device did not answer).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let cq = rnic_driver::cq::Cq::create(&hca, 16, None)?;
+    /// assert!(cq.destroy().is_ok()); // DESTROY_CQ, ring freed
+    /// # Ok(()) }
+    /// ```
     pub fn destroy(mut self) -> Result<(), DriverError> {
         self.teardown()
     }
