@@ -28,6 +28,16 @@ use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// QP transport type (`enum ibv_qp_type`).
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+/// for t in [QpType::Rc, QpType::Uc, QpType::Ud] {
+///     assert_eq!(pd.create_qp(t, &cq, &cq).build()?.qp_type(), t);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QpType {
     /// IBV_QPT_RC: reliable connected (every opcode).
@@ -49,6 +59,13 @@ impl QpType {
 }
 
 /// QP state (`enum ibv_qp_state`, same values).
+///
+/// ```
+/// use rnic_verbs::QpState;
+///
+/// assert_eq!(QpState::Rts as u32, 3); // IBV_QPS_RTS
+/// assert_eq!(QpState::Err.to_string(), "ERR");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QpState {
     /// IBV_QPS_RESET (0).
@@ -118,6 +135,17 @@ impl fmt::Display for QpState {
 pub use rnic_driver::qp::Mtu;
 
 /// Queue sizes (`struct ibv_qp_cap`).
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+/// let want = QpCap { max_send_wr: 16, max_inline_data: 0, ..QpCap::default() };
+/// let qp = pd.create_qp(QpType::Rc, &cq, &cq).cap(want).build()?;
+/// let got = qp.cap(); // at least what was asked for
+/// assert!(got.max_send_wr >= 16 && got.max_recv_wr >= 64 && got.max_send_sge >= 4);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct QpCap {
     /// Outstanding send work requests.
@@ -196,54 +224,153 @@ impl QueuePairBuilder {
     }
 
     /// Outstanding send work requests (`cap.max_send_wr`).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).max_send_wr(200).build()?;
+    /// assert!(qp.cap().max_send_wr >= 200);
+    /// assert!(pd.create_qp(QpType::Rc, &cq, &cq).max_send_wr(0).build().is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn max_send_wr(mut self, n: u32) -> Self {
         self.cap.max_send_wr = n;
         self
     }
 
     /// Outstanding receive work requests (`cap.max_recv_wr`).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).max_recv_wr(10).build()?;
+    /// assert!(qp.cap().max_recv_wr >= 10);
+    /// # Ok(()) }
+    /// ```
     pub fn max_recv_wr(mut self, n: u32) -> Self {
         self.cap.max_recv_wr = n;
         self
     }
 
     /// SGEs per send work request (`cap.max_send_sge`).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).max_send_sge(2).build()?;
+    /// assert!(qp.cap().max_send_sge >= 2);
+    /// let too_many = ctx.query_device().max_sge + 1;
+    /// assert!(pd.create_qp(QpType::Rc, &cq, &cq).max_send_sge(too_many).build().is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn max_send_sge(mut self, n: u32) -> Self {
         self.cap.max_send_sge = n;
         self
     }
 
     /// SGEs per receive work request (`cap.max_recv_sge`).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Ud, &cq, &cq).max_recv_sge(2).build()?; // GRH + payload
+    /// assert!(qp.cap().max_recv_sge >= 2);
+    /// # Ok(()) }
+    /// ```
     pub fn max_recv_sge(mut self, n: u32) -> Self {
         self.cap.max_recv_sge = n;
         self
     }
 
     /// Inline bytes per send work request (`cap.max_inline_data`).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).max_inline_data(200).build()?;
+    /// assert!(qp.cap().max_inline_data >= 200);
+    /// # Ok(()) }
+    /// ```
     pub fn max_inline_data(mut self, n: u32) -> Self {
         self.cap.max_inline_data = n;
         self
     }
 
     /// All sizes at once.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let cap = QpCap { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 16 };
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).cap(cap).build()?;
+    /// assert!(qp.cap().max_send_wr >= 8 && qp.cap().max_inline_data >= 16);
+    /// # Ok(()) }
+    /// ```
     pub fn cap(mut self, cap: QpCap) -> Self {
         self.cap = cap;
         self
     }
 
     /// `sq_sig_all`: every send work request completes, signaled or not.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let qs = pa.create_qp(QpType::Rc, &ca, &ca).sq_sig_all(true).build()?;
+    /// # let qr = pb.create_qp(QpType::Rc, &cb, &cb).build()?;
+    /// # connect_pair(&qs, &qr, &ConnectOptions::default())?;
+    /// # qr.post_recv(&[RecvWr::new(0, &[])])?;
+    /// qs.post_send(&[SendWr::send(5, &[])])?; // not marked signaled...
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1); // ...completes anyway
+    /// assert!(qs.query()?.sq_sig_all);
+    /// # Ok(()) }
+    /// ```
     pub fn sq_sig_all(mut self, on: bool) -> Self {
         self.sq_sig_all = on;
         self
     }
 
     /// Receive from `srq` instead of an own receive queue.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let srq = pd.create_srq(32, 1)?;
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).srq(&srq).build()?;
+    /// assert_eq!(qp.srq().map(|s| s.srq_num()), Some(srq.srq_num()));
+    /// // An SRQ of another PD cannot be used.
+    /// assert!(ctx.alloc_pd()?.create_qp(QpType::Rc, &cq, &cq).srq(&srq).build().is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn srq(mut self, srq: &SharedReceiveQueue) -> Self {
         self.srq = Some(srq.clone());
         self
     }
 
     /// `ibv_create_qp`. The QP starts in RESET.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+    /// assert_eq!(qp.state(), QpState::Reset);
+    /// // CQs must be of the PD's device.
+    /// let other = Context::open("emu1")?.create_cq(8, None)?;
+    /// assert!(pd.create_qp(QpType::Rc, &other, &other).build().is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn build(self) -> Result<QueuePair> {
         const V: &str = "ibv_create_qp";
         let ctx = self.pd.context();
@@ -312,6 +439,16 @@ impl QueuePairBuilder {
 }
 
 /// RESET -> INIT attributes.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+/// let ud = pd.create_qp(QpType::Ud, &cq, &cq).build()?;
+/// ud.to_init(&InitAttr { qkey: Some(DEFAULT_QKEY), ..InitAttr::default() })?;
+/// assert_eq!(ud.query()?.qkey, DEFAULT_QKEY);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InitAttr {
     /// `port_num` (1).
@@ -338,6 +475,18 @@ impl Default for InitAttr {
 
 /// INIT -> RTR attributes. [`Default`] has rc_pingpong's `max_dest_rd_atomic` 1 and
 /// `min_rnr_timer` 12, and no path: RC and UC need `path_mtu`, `dest_qp_num` and `ah_attr`.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+/// let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+/// qp.to_init(&InitAttr::default())?;
+/// // RC needs a path: the default has none, and the error names the first missing attribute.
+/// let err = qp.to_rtr(&RtrAttr::default()).unwrap_err();
+/// assert!(matches!(err, Error::QpAttr { transition: "INIT2RTR", .. }), "{err}");
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtrAttr {
     /// `path_mtu` (RC, UC).
@@ -369,6 +518,19 @@ impl Default for RtrAttr {
 
 /// RTR -> RTS attributes. [`Default`] has rc_pingpong's values: timeout 14, retry_cnt 7,
 /// rnr_retry 7, max_rd_atomic 1, sq_psn 0.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+/// # let qp = pd.create_qp(QpType::Ud, &cq, &cq).build()?;
+/// # qp.to_init(&InitAttr { qkey: Some(1), ..InitAttr::default() })?;
+/// # qp.to_rtr(&RtrAttr::default())?;
+/// qp.to_rts(&RtsAttr { sq_psn: 0x100, ..RtsAttr::default() })?;
+/// assert_eq!(qp.query()?.sq_psn, 0x100);
+/// assert_eq!(RtsAttr::default().retry_cnt, 7); // rc_pingpong's
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtsAttr {
     /// `sq_psn`: the first PSN sent (24 bits).
@@ -396,6 +558,18 @@ impl Default for RtsAttr {
 }
 
 /// RTS -> RTS attributes: each `Some` is changed.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// qa.modify_rts(&RtsModifyAttr { timeout: Some(18), rnr_retry: Some(3), ..Default::default() })?;
+/// let attr = qa.query()?;
+/// assert_eq!((attr.timeout, attr.rnr_retry), (18, 3));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RtsModifyAttr {
     /// `qp_access_flags`.
@@ -413,6 +587,22 @@ pub struct RtsModifyAttr {
 }
 
 /// One `ibv_modify_qp` call: the target state with its attributes.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+/// let qp = pd.create_qp(QpType::Ud, &cq, &cq).build()?;
+/// for m in [
+///     ModifyQp::Init(InitAttr { qkey: Some(7), ..InitAttr::default() }),
+///     ModifyQp::Rtr(RtrAttr::default()),
+///     ModifyQp::Rts(RtsAttr::default()),
+/// ] {
+///     qp.modify_qp(&m)?;
+/// }
+/// assert_eq!(qp.state(), QpState::Rts);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModifyQp {
     /// RESET -> INIT.
@@ -430,6 +620,20 @@ pub enum ModifyQp {
 }
 
 /// What `ibv_query_qp` answers (`struct ibv_qp_attr` and the init attributes).
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// let attr: QpAttr = qa.query()?;
+/// assert_eq!((attr.qp_state, attr.qp_type), (QpState::Rts, QpType::Rc));
+/// assert_eq!(attr.dest_qp_num, qb.qp_num());
+/// assert_eq!(attr.dgid, b.query_gid(1, 1)?); // the peer's address
+/// assert_eq!(attr.path_mtu, Some(a.query_port(1)?.active_mtu));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpAttr {
     /// `qp_state` as the device reports it.
@@ -472,6 +676,18 @@ pub struct QpAttr {
 /// `Send + Sync`: one thread may post sends while another posts receives and others poll
 /// the CQs (a second concurrent poster on the same queue gets [`Error::Post`] with kind
 /// `Busy`).
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// use std::sync::Arc;
+/// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+/// let qp = Arc::new(pd.create_qp(QpType::Rc, &cq, &cq).build()?);
+/// let q = Arc::clone(&qp); // Send + Sync: share it between threads
+/// let qpn = std::thread::spawn(move || q.qp_num()).join().unwrap();
+/// assert_eq!(qpn, qp.qp_num());
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct QueuePair {
     // Field order: the driver QP is destroyed first.
@@ -487,22 +703,62 @@ pub struct QueuePair {
 
 impl QueuePair {
     /// `qp_num`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// assert_ne!(qa.qp_num(), 0); // QP 0 and 1 are special
+    /// assert_eq!(qb.query()?.dest_qp_num, qa.qp_num()); // what the peer sends to
+    /// # Ok(()) }
+    /// ```
     pub fn qp_num(&self) -> u32 {
         self.qp.qpn()
     }
 
     /// The transport.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// assert_eq!(pd.create_qp(QpType::Ud, &cq, &cq).build()?.qp_type(), QpType::Ud);
+    /// # Ok(()) }
+    /// ```
     pub fn qp_type(&self) -> QpType {
         self.qp_type
     }
 
     /// The state as last set (or queried) through this handle. The device may move a QP to
     /// ERR on its own (a fatal error completion); [`QueuePair::query`] tells.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+    /// assert_eq!(qp.state(), QpState::Reset);
+    /// qp.to_init(&InitAttr::default())?;
+    /// assert_eq!(qp.state(), QpState::Init);
+    /// # Ok(()) }
+    /// ```
     pub fn state(&self) -> QpState {
         QpState::from_u8(self.state.load(Ordering::Acquire))
     }
 
     /// Queue sizes as created (at least what was asked for).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).max_send_wr(100).build()?;
+    /// assert!(qp.cap().max_send_wr >= 100);
+    /// assert_eq!(qp.query()?.cap, qp.cap());
+    /// # Ok(()) }
+    /// ```
     pub fn cap(&self) -> QpCap {
         let c = self.qp.caps();
         QpCap {
@@ -515,21 +771,56 @@ impl QueuePair {
     }
 
     /// The PD.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+    /// assert_eq!(qp.pd().pdn(), pd.pdn());
+    /// # Ok(()) }
+    /// ```
     pub fn pd(&self) -> &ProtectionDomain {
         &self.pd
     }
 
     /// The send CQ.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let (pd, scq, rcq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &scq, &rcq).build()?;
+    /// assert_eq!(qp.send_cq().cqn(), scq.cqn());
+    /// # Ok(()) }
+    /// ```
     pub fn send_cq(&self) -> &CompletionQueue {
         &self.send_cq
     }
 
     /// The receive CQ.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let (pd, scq, rcq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &scq, &rcq).build()?;
+    /// assert_eq!(qp.recv_cq().cqn(), rcq.cqn());
+    /// # Ok(()) }
+    /// ```
     pub fn recv_cq(&self) -> &CompletionQueue {
         &self.recv_cq
     }
 
     /// The SRQ, if the QP receives from one.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// assert!(pd.create_qp(QpType::Rc, &cq, &cq).build()?.srq().is_none());
+    /// # Ok(()) }
+    /// ```
     pub fn srq(&self) -> Option<&SharedReceiveQueue> {
         self.srq.as_ref()
     }
@@ -561,6 +852,19 @@ impl QueuePair {
     }
 
     /// `ibv_modify_qp` to INIT.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Uc, &cq, &cq).build()?;
+    /// // UC allows remote writes, never reads: the attribute is named in the error.
+    /// let read = InitAttr { access: AccessFlags::REMOTE_READ, ..InitAttr::default() };
+    /// assert!(matches!(qp.to_init(&read), Err(Error::QpAttr { attr: "qp_access_flags", .. })));
+    /// qp.to_init(&InitAttr { access: AccessFlags::REMOTE_WRITE, ..InitAttr::default() })?;
+    /// assert!(matches!(qp.to_init(&InitAttr::default()), Err(Error::InvalidTransition { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn to_init(&self, a: &InitAttr) -> Result<()> {
         self.expect(&[QpState::Reset], QpState::Init)?;
         if self.qp_type == QpType::Uc && a.access.contains(AccessFlags::REMOTE_READ) {
@@ -583,6 +887,24 @@ impl QueuePair {
     }
 
     /// `ibv_modify_qp` to RTR.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+    /// qp.to_init(&InitAttr::default())?;
+    /// let peer = Context::open("emu1")?.query_gid(1, 1)?;
+    /// qp.to_rtr(&RtrAttr {
+    ///     path_mtu: Some(Mtu::Mtu1024),
+    ///     dest_qp_num: Some(0x123),
+    ///     rq_psn: 0x42,
+    ///     ah_attr: Some(AhAttr::new(peer, 1)),
+    ///     ..RtrAttr::default()
+    /// })?;
+    /// assert_eq!((qp.state(), qp.query()?.rq_psn), (QpState::Rtr, 0x42));
+    /// # Ok(()) }
+    /// ```
     pub fn to_rtr(&self, a: &RtrAttr) -> Result<()> {
         const T: &str = "INIT2RTR";
         self.expect(&[QpState::Init], QpState::Rtr)?;
@@ -618,6 +940,20 @@ impl QueuePair {
     }
 
     /// `ibv_modify_qp` to RTS.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Ud, &cq, &cq).build()?;
+    /// // RTS is reached through RTR only.
+    /// assert!(matches!(qp.to_rts(&RtsAttr::default()), Err(Error::InvalidTransition { .. })));
+    /// qp.to_init(&InitAttr { qkey: Some(DEFAULT_QKEY), ..InitAttr::default() })?;
+    /// qp.to_rtr(&RtrAttr::default())?;
+    /// qp.to_rts(&RtsAttr::default())?;
+    /// assert_eq!(qp.query()?.qp_state, QpState::Rts);
+    /// # Ok(()) }
+    /// ```
     pub fn to_rts(&self, a: &RtsAttr) -> Result<()> {
         self.expect(&[QpState::Rtr], QpState::Rts)?;
         self.qp
@@ -634,6 +970,17 @@ impl QueuePair {
     }
 
     /// `ibv_modify_qp` RTS -> RTS.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qa.modify_rts(&RtsModifyAttr { min_rnr_timer: Some(20), ..Default::default() })?;
+    /// assert_eq!(qa.query()?.min_rnr_timer, 20);
+    /// # Ok(()) }
+    /// ```
     pub fn modify_rts(&self, a: &RtsModifyAttr) -> Result<()> {
         self.expect(&[QpState::Rts], QpState::Rts)?;
         self.qp
@@ -650,6 +997,21 @@ impl QueuePair {
 
     /// `ibv_modify_qp` to ERR: outstanding work requests complete with
     /// [`crate::WcStatus::WrFlushErr`].
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qb.post_recv(&[RecvWr::new(1, &[]), RecvWr::new(2, &[])])?;
+    /// qb.to_error()?;
+    /// let mut wc = [WorkCompletion::default(); 2];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 2);
+    /// assert!(wc.iter().all(|w| w.status() == WcStatus::WrFlushErr));
+    /// assert_eq!(qb.query()?.qp_state, QpState::Err);
+    /// # Ok(()) }
+    /// ```
     pub fn to_error(&self) -> Result<()> {
         self.qp.to_err().map_err(Error::driver("ibv_modify_qp"))?;
         self.set_state(QpState::Err);
@@ -658,6 +1020,22 @@ impl QueuePair {
 
     /// `ibv_modify_qp` to RESET: queues emptied (their completions still in the CQs are
     /// removed); the QP can be taken through INIT, RTR, RTS again.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qa.to_error()?;
+    /// qa.reset()?;
+    /// qb.reset()?;
+    /// assert_eq!(qa.state(), QpState::Reset);
+    /// // Both can be connected again.
+    /// connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// assert_eq!(qa.query()?.qp_state, QpState::Rts);
+    /// # Ok(()) }
+    /// ```
     pub fn reset(&self) -> Result<()> {
         self.qp.to_reset().map_err(Error::driver("ibv_modify_qp"))?;
         self.set_state(QpState::Reset);
@@ -665,6 +1043,19 @@ impl QueuePair {
     }
 
     /// `ibv_modify_qp` with the transition as a value.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// qa.modify_qp(&ModifyQp::RtsToRts(RtsModifyAttr { retry_cnt: Some(2), ..Default::default() }))?;
+    /// assert_eq!(qa.query()?.retry_cnt, 2);
+    /// qa.modify_qp(&ModifyQp::Error)?;
+    /// assert_eq!(qa.state(), QpState::Err);
+    /// # Ok(()) }
+    /// ```
     pub fn modify_qp(&self, m: &ModifyQp) -> Result<()> {
         match m {
             ModifyQp::Init(a) => self.to_init(a),
@@ -677,6 +1068,18 @@ impl QueuePair {
     }
 
     /// `ibv_query_qp`: asks the device (and updates [`QueuePair::state`]).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let q = qb.query()?;
+    /// assert_eq!((q.qp_state, q.qp_num, q.dest_qp_num), (QpState::Rts, qb.qp_num(), qa.qp_num()));
+    /// assert_eq!(q.rq_psn, qa.query()?.sq_psn); // b expects what a sends next
+    /// # Ok(()) }
+    /// ```
     pub fn query(&self) -> Result<QpAttr> {
         let info = self.qp.query().map_err(Error::driver("ibv_query_qp"))?;
         let q = &info.qpc;
@@ -710,6 +1113,26 @@ impl QueuePair {
     ///
     /// Fails with [`Error::WrongQpState`] unless the QP is in RTS (as set through this
     /// handle): posting in RESET, INIT, RTR or ERR is refused here rather than flushed.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let dst = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+    /// let wrs = [
+    ///     SendWr::write(1, &[], dst.remote(0)).inline(b"one"),
+    ///     SendWr::write(2, &[], dst.remote(3)).inline(b"two").signaled(),
+    /// ];
+    /// qa.post_send(&wrs)?; // one doorbell for both
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1); // only the signaled one reports
+    /// assert_eq!((wc[0].wr_id(), dst.to_vec(0, 6)?), (2, b"onetwo".to_vec()));
+    /// # let fresh = pa.create_qp(QpType::Rc, &ca, &ca).build()?;
+    /// assert!(matches!(fresh.post_send(&wrs), Err(Error::WrongQpState { .. }))); // not in RTS
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<()> {
         let st = self.state();
@@ -729,6 +1152,19 @@ impl QueuePair {
     /// `ibv_post_recv`: posts receives (one doorbell record update for the list). Accepted
     /// in INIT, RTR and RTS ([`Error::WrongQpState`] in RESET and ERR). Not for QPs on an
     /// SRQ (post to the SRQ).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+    /// let buf = pd.reg_mr(64, AccessFlags::LOCAL_WRITE)?;
+    /// let sgl = [buf.sge(0, 64)?];
+    /// assert!(matches!(qp.post_recv(&[RecvWr::new(1, &sgl)]), Err(Error::WrongQpState { .. })));
+    /// qp.to_init(&InitAttr::default())?;
+    /// qp.post_recv(&[RecvWr::new(1, &sgl)])?; // receives may be posted before connecting
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<()> {
         let st = self.state();
@@ -746,6 +1182,16 @@ impl QueuePair {
     }
 
     /// `ibv_destroy_qp`, reporting errors (dropping destroys too).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+    /// qp.destroy()?;
+    /// cq.destroy()?; // the QP's handle on the CQ went with it
+    /// # Ok(()) }
+    /// ```
     pub fn destroy(self) -> Result<()> {
         let QueuePair { qp, .. } = self;
         qp.destroy().map_err(Error::driver("ibv_destroy_qp"))
