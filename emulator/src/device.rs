@@ -30,6 +30,16 @@ const SPIN_NS: u64 = 50_000;
 const MAX_PARK_NS: u64 = 1_000_000;
 
 /// How the device runs.
+///
+/// ```
+/// use rnic_emulator::{Device, Profile, RunMode};
+/// use std::time::Duration;
+///
+/// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+/// assert_eq!(dev.mode(), RunMode::Deterministic);
+/// dev.advance(Duration::from_micros(5)); // virtual time moves only when told
+/// assert_eq!(dev.now_ns(), 5_000);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunMode {
     /// A device thread processes doorbells as they arrive; time is real.
@@ -180,6 +190,17 @@ impl Device {
     ///
     /// With [`RunMode::Threaded`], if the OS cannot start the device's thread (as
     /// [`std::thread::spawn`] does).
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use rnic_hw_regs::{init_seg, Bus};
+    ///
+    /// let dev = Device::new(Profile::connectx4(), RunMode::Threaded);
+    /// let bus = dev.bus();
+    /// let (rev, sub) = (bus.read32(init_seg::FW_REV), bus.read32(init_seg::CMDIF_REV_FW_SUB));
+    /// let fw = init_seg::FwVersion::decode(rev, sub);
+    /// assert_eq!(fw.to_string(), "14.12.1220");
+    /// ```
     pub fn new(profile: Profile, mode: RunMode) -> Self {
         let clock = match mode {
             RunMode::Threaded => Clock::real(),
@@ -234,27 +255,82 @@ impl Device {
     }
 
     /// The host's handle: implements [`rnic_hw_regs::Bus`]. Handles are cheap to clone.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use rnic_hw_regs::Bus;
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// let bus = dev.bus();
+    /// assert_eq!(bus.bar_len(), Profile::default().bar_len());
+    /// let region = bus.alloc_dma(4096).unwrap();
+    /// assert_eq!(dev.dma_mappings(), 1);
+    /// bus.free_dma(region).unwrap();
+    /// ```
     pub fn bus(&self) -> EmuBus {
         EmuBus::new(Arc::clone(&self.shared))
     }
 
     /// How the device runs.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Threaded);
+    /// assert_eq!(dev.mode(), RunMode::Threaded);
+    /// ```
     pub fn mode(&self) -> RunMode {
         self.shared.mode
     }
 
     /// Processes every queued doorbell now; returns how many there were.
+    ///
+    /// A frame from the link is received on the next step (and this one, not RoCE, is dropped):
+    ///
+    /// ```
+    /// use rnic_emulator::link::{InProcLink, Link};
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let (a, mut peer) = InProcLink::pair();
+    /// let dev = Device::with_link(Profile::default(), RunMode::Deterministic, a);
+    /// assert_eq!(dev.step(), 0); // nothing queued
+    /// peer.transmit(&[0xFF; 60]);
+    /// assert_eq!(dev.step(), 1);
+    /// assert_eq!(dev.counters().drops.malformed, 1);
+    /// ```
     pub fn step(&self) -> usize {
         self.shared.step()
     }
 
     /// In deterministic mode, whether a doorbell write steps the device before returning
     /// (the default). Turn it off to queue doorbells and [`Device::step`] by hand.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use rnic_hw_regs::{doorbell, Bus};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// dev.set_auto_step(false);
+    /// // An EQ doorbell on UAR page 0x10 is queued, not executed...
+    /// dev.bus().write32(doorbell::uar_bar_offset(0x10) + doorbell::UAR_EQ_UPDATE, 0);
+    /// assert_eq!(dev.counters().bad_doorbells, 0);
+    /// assert_eq!(dev.step(), 1); // ...until the step (it names no EQ, so it is dropped)
+    /// assert_eq!(dev.counters().bad_doorbells, 1);
+    /// ```
     pub fn set_auto_step(&self, on: bool) {
         self.shared.auto_step.store(on, Ordering::Release);
     }
 
     /// Moves virtual time forward (deterministic mode; ignored with a real clock).
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use std::time::Duration;
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// dev.advance(Duration::from_millis(2));
+    /// assert_eq!(dev.now_ns(), 2_000_000);
+    /// ```
     pub fn advance(&self, d: Duration) {
         self.shared
             .clock
@@ -262,6 +338,13 @@ impl Device {
     }
 
     /// The device's clock, in nanoseconds since it was created.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// assert_eq!(dev.now_ns(), 0); // a deterministic device starts at virtual time 0
+    /// ```
     pub fn now_ns(&self) -> u64 {
         self.shared.clock.now_ns()
     }
@@ -275,6 +358,18 @@ impl Device {
     /// Attaches the device's port to `link`: frames for IP addresses that are not this
     /// device's own GIDs leave through it, and frames it delivers are received (processed by
     /// [`Device::step`], or by the device thread, which the link wakes).
+    ///
+    /// ```
+    /// use rnic_emulator::link::{FaultyLink, InProcLink, Link};
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// let (a, mut peer) = InProcLink::pair();
+    /// dev.set_link(Box::new(FaultyLink::new(a, "loss=0.5,seed=1".parse().unwrap())));
+    /// peer.transmit(&[0; 60]); // faults apply to what the device sends, not what it receives
+    /// dev.step();
+    /// assert_eq!(dev.counters().rx_dropped, 1);
+    /// ```
     pub fn set_link(&self, mut link: Box<dyn crate::link::Link>) {
         link.attach(&crate::link::LinkEnv {
             clock: self.shared.clock.clone(),
@@ -307,6 +402,22 @@ impl Device {
     /// Writes every frame the port sends or receives from now on to a new pcap file at
     /// `path` (Ethernet link type; timestamps from the device clock). Replaces (and closes)
     /// a capture in progress.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{InProcLink, Link};
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let (a, mut peer) = InProcLink::pair();
+    /// let dev = Device::with_link(Profile::default(), RunMode::Deterministic, a);
+    /// let path = std::env::temp_dir().join(format!("rnic-doc-capture-{}.pcap", std::process::id()));
+    /// dev.capture_to(&path)?;
+    /// peer.transmit(&[0xAA; 64]);
+    /// dev.step();
+    /// assert_eq!(dev.stop_capture()?, 1); // received frames are captured too
+    /// assert!(std::fs::metadata(&path)?.len() > 64);
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn capture_to(&self, path: impl AsRef<std::path::Path>) -> std::io::Result<()> {
         let cap = crate::link::pcap::Capture::create(path.as_ref())?;
         let old = self.shared.lock().port.capture.replace(cap);
@@ -314,6 +425,13 @@ impl Device {
     }
 
     /// Ends the capture in progress (flushing the file); returns how many frames it holds.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// assert_eq!(dev.stop_capture().unwrap(), 0); // no capture in progress
+    /// ```
     pub fn stop_capture(&self) -> std::io::Result<u64> {
         let cap = self.shared.lock().port.capture.take();
         match cap {
@@ -329,26 +447,73 @@ impl Device {
     /// The earliest device-clock time (ns) at which a transport timer (retransmission, RNR
     /// wait) or the link (a delayed frame) has work, if any. A deterministic test that finds
     /// both devices idle advances time to it.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// assert_eq!(dev.next_timer_ns(), None); // no QP waits on anything
+    /// ```
     pub fn next_timer_ns(&self) -> Option<u64> {
         self.shared.next_timer_ns()
     }
 
     /// Raises a health syndrome in the health buffer, as failing firmware does.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use rnic_hw_regs::init_seg::{HealthSyndrome, HEALTH_SYND};
+    /// use rnic_hw_regs::Bus;
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// dev.raise_health_syndrome(HealthSyndrome::FwCrc);
+    /// assert_eq!((dev.bus().read32(HEALTH_SYND) >> 16) & 0xFF, 0x09);
+    /// ```
     pub fn raise_health_syndrome(&self, synd: HealthSyndrome) {
         self.shared.bar.raise_health_syndrome(synd);
     }
 
     /// Hangs the firmware: the health counter stops and no command or doorbell is executed.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use rnic_hw_regs::init_seg::HEALTH_COUNTER;
+    /// use rnic_hw_regs::Bus;
+    /// use std::time::Duration;
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// let bus = dev.bus();
+    /// dev.hang_firmware();
+    /// let before = bus.read32(HEALTH_COUNTER);
+    /// dev.advance(Duration::from_secs(5));
+    /// assert_eq!(bus.read32(HEALTH_COUNTER), before); // the heartbeat stopped
+    /// ```
     pub fn hang_firmware(&self) {
         self.shared.bar.freeze_health_counter();
     }
 
     /// Kills the PCI link: every register reads all ones, as after a surprise removal.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use rnic_hw_regs::{init_seg, Bus};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// dev.kill_pci_link();
+    /// assert_eq!(dev.bus().read32(init_seg::FW_REV), init_seg::FW_VER_PCI_DEAD);
+    /// ```
     pub fn kill_pci_link(&self) {
         self.shared.bar.kill_pci_link();
     }
 
     /// A snapshot of the device's counters.
+    ///
+    /// ```
+    /// use rnic_emulator::{Counters, Device, Profile, RunMode};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// assert_eq!(dev.counters(), Counters::default()); // a new device has done nothing
+    /// ```
     pub fn counters(&self) -> Counters {
         let mut c = self.shared.lock().counters;
         c.iommu_faults = self.shared.iommu.faults();
@@ -356,6 +521,13 @@ impl Device {
     }
 
     /// Firmware pages the device holds now.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// assert_eq!(dev.pages_held(), 0); // until MANAGE_PAGES gives some
+    /// ```
     pub fn pages_held(&self) -> usize {
         self.shared.lock().pages.held.len()
     }
@@ -365,6 +537,13 @@ impl Device {
     /// on the EQ subscribed to page requests; the host answers with MANAGE_PAGES give (or
     /// can't give) or take, and QUERY_PAGES regular reports what is still outstanding.
     /// Returns whether an EQ took the event.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// assert!(!dev.request_pages(8)); // no EQ takes page requests yet
+    /// ```
     pub fn request_pages(&self, n: i32) -> bool {
         let mut st = self.shared.lock();
         let mut ctx = Ctx {
@@ -377,6 +556,19 @@ impl Device {
     }
 
     /// IOVA mappings the host has made and not removed (DMA regions and registered memory).
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use rnic_hw_regs::Bus;
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// let bus = dev.bus();
+    /// let (a, b) = (bus.alloc_dma(4096).unwrap(), bus.alloc_dma(8192).unwrap());
+    /// assert_eq!(dev.dma_mappings(), 2);
+    /// bus.free_dma(a).unwrap();
+    /// assert_eq!(dev.dma_mappings(), 1);
+    /// # bus.free_dma(b).unwrap();
+    /// ```
     pub fn dma_mappings(&self) -> usize {
         self.shared.iommu.mappings()
     }
