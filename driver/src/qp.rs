@@ -51,6 +51,22 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 const PAGE: usize = 4096;
 
 /// QP transport service type.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// let ud = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
+/// assert_eq!(ud.qp_type(), QpType::Ud);
+/// assert_eq!(ud.query()?.qpc.st(), 0x03); // QPC st: UD
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QpType {
     /// Reliable connected.
@@ -72,6 +88,23 @@ impl QpType {
 }
 
 /// Queue sizes a QP is created with (the driver may round them up).
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// let mut cfg = QpConfig::new(QpType::Rc, cq.clone(), cq.clone());
+/// cfg.caps = QpCaps { max_send_wr: 100, max_inline_data: 0, ..QpCaps::default() };
+/// let q = Qp::create(&pd, &cfg)?;
+/// assert!(q.caps().max_send_wr >= 100); // the driver may round up
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpCaps {
     /// Send work requests outstanding at once.
@@ -99,6 +132,22 @@ impl Default for QpCaps {
 }
 
 /// How to create a QP.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// let cfg = QpConfig { sq_sig_all: true, ..QpConfig::new(QpType::Uc, cq.clone(), cq.clone()) };
+/// let q = Qp::create(&pd, &cfg)?;
+/// assert_eq!((q.qp_type(), q.send_cq().cqn()), (QpType::Uc, cq.cqn()));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 pub struct QpConfig {
     /// RC, UC or UD.
@@ -117,6 +166,21 @@ pub struct QpConfig {
 
 impl QpConfig {
     /// A config with default sizes, no SRQ, selective signaling.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// let cfg = QpConfig::new(QpType::Rc, cq.clone(), cq.clone());
+    /// assert_eq!((cfg.caps, cfg.sq_sig_all, cfg.srq.is_none()), (QpCaps::default(), false, true));
+    /// # Ok(()) }
+    /// ```
     pub fn new(qp_type: QpType, send_cq: Arc<Cq>, recv_cq: Arc<Cq>) -> QpConfig {
         QpConfig {
             qp_type,
@@ -130,6 +194,14 @@ impl QpConfig {
 }
 
 /// Path MTU (`enum ibv_mtu`, same values; also the QPC `mtu` code).
+///
+/// ```
+/// use rnic_driver::qp::Mtu;
+///
+/// assert_eq!(Mtu::Mtu1024.bytes(), 1024);
+/// assert_eq!(Mtu::from_code(Mtu::Mtu2048 as u8), Some(Mtu::Mtu2048));
+/// assert!(Mtu::Mtu256 < Mtu::Mtu4096);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Mtu {
@@ -147,6 +219,11 @@ pub enum Mtu {
 
 impl Mtu {
     /// Payload bytes per packet.
+    ///
+    /// ```
+    /// use rnic_driver::qp::Mtu;
+    /// assert_eq!(Mtu::Mtu4096.bytes(), 4096);
+    /// ```
     pub const fn bytes(self) -> u32 {
         128 << (self as u32)
     }
@@ -171,6 +248,12 @@ impl Mtu {
     }
 
     /// The MTU of an `enum ibv_mtu` / QPC `mtu` code (1..=5).
+    ///
+    /// ```
+    /// use rnic_driver::qp::Mtu;
+    /// assert_eq!(Mtu::from_code(1), Some(Mtu::Mtu256));
+    /// assert_eq!(Mtu::from_code(6), None);
+    /// ```
     pub const fn from_code(c: u8) -> Option<Mtu> {
         Some(match c {
             1 => Mtu::Mtu256,
@@ -191,6 +274,24 @@ impl std::fmt::Display for Mtu {
 }
 
 /// A RoCE v2 address vector: where a connected QP's packets (or a UD datagram) go.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// // This QP's own RoCE v2 address (GID 1, the configured IPv4) and MAC: loopback.
+/// let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), ..RtrAttr::default() })?;
+/// assert_eq!(qp.query()?.state, QpState::Rtr);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AddressVector {
     /// Local GID table index (source address).
@@ -213,6 +314,22 @@ pub struct AddressVector {
 }
 
 /// RST -> INIT attributes.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// qp.to_init(&InitAttr { access: Access::REMOTE_READ, ..InitAttr::default() })?;
+/// let qpc = qp.query()?.qpc;
+/// assert!(qpc.rre() && !qpc.rwe());
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InitAttr {
     /// Port (1).
@@ -237,6 +354,24 @@ impl Default for InitAttr {
 }
 
 /// INIT -> RTR attributes. RC and UC need `path_mtu`, `dest_qpn` and `av`; UD none.
+///
+/// ```
+/// use rnic_driver::DriverError;
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// // RC needs a path MTU, a destination QP and an address vector.
+/// let err = qp.to_rtr(&RtrAttr::default()).unwrap_err();
+/// assert!(matches!(err, DriverError::QpAttr { transition: "INIT2RTR", .. }));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RtrAttr {
     /// Path MTU.
@@ -254,6 +389,25 @@ pub struct RtrAttr {
 }
 
 /// RTR -> RTS attributes (UD and UC use `sq_psn` only).
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// qp.to_rts(&RtsAttr { sq_psn: 0x42, timeout: 14, retry_cnt: 6, rnr_retry: 7, max_rd_atomic: 4 })?;
+/// let qpc = qp.query()?.qpc;
+/// assert_eq!((qpc.next_send_psn(), qpc.retry_count()), (0x42, 6));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RtsAttr {
     /// First send PSN (24 bits).
@@ -269,6 +423,25 @@ pub struct RtsAttr {
 }
 
 /// RTS -> RTS attributes: each `Some` field is changed.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// qp.modify_rts(&Rts2RtsAttr { retry_cnt: Some(3), ..Rts2RtsAttr::default() })?;
+/// assert_eq!(qp.query()?.qpc.retry_count(), 3);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rts2RtsAttr {
     /// Remote access flags.
@@ -286,6 +459,22 @@ pub struct Rts2RtsAttr {
 }
 
 /// What QUERY_QP reported.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// let info = qp.query()?;
+/// assert_eq!(info.state, QpState::Rst); // as created
+/// assert_eq!((info.qpc.cqn_snd(), info.qpc.cqn_rcv()), (cq.cqn(), cq.cqn()));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct QpInfo {
     /// The state.
@@ -336,6 +525,37 @@ pub(crate) struct QpShared {
 }
 
 /// A queue pair.
+///
+/// An RC QP connected to itself (loopback through the emulated port) sends to its own receive
+/// queue:
+///
+/// ```
+/// use rnic_driver::qp::{AddressVector, InitAttr, Mtu, Qp, QpConfig, QpType, RtrAttr, RtsAttr};
+/// use rnic_driver::wr::{Payload, RecvWr, SendFlags, SendOp, SendWr, WcOpcode, WcStatus};
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let mr = Mr::alloc(&pd, 4096, Access::LOCAL_WRITE)?;
+///
+/// let qp = Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?;
+/// qp.to_init(&InitAttr::default())?;
+/// let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), ..RtrAttr::default() })?;
+/// qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, ..RtsAttr::default() })?;
+///
+/// qp.post_recv(&[RecvWr { wr_id: 1, sgl: &[mr.sge(0, 64)] }])?;
+/// let send = SendWr { wr_id: 2, op: SendOp::Send, payload: Payload::Inline(b"ping"), flags: SendFlags::SIGNALED, ud: None };
+/// qp.post_send(&[send])?;
+/// let (a, b) = (wait(&cq), wait(&cq)); // `cq.poll` with a deadline
+/// let recv = if a.opcode == WcOpcode::Recv { a } else { b };
+/// assert_eq!((recv.wr_id, recv.status, recv.byte_len), (1, WcStatus::Success, 4));
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Qp {
     pub(crate) pd: Arc<Pd>,
@@ -384,6 +604,24 @@ fn attr_err(qpn: u32, transition: &'static str, attr: &'static str, why: String)
 impl Qp {
     /// CREATE_QP: allocates the buffer and doorbell record and attaches the queues to the
     /// CQs. The QP starts in RST.
+    ///
+    /// ```
+    /// use rnic_driver::DriverError;
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// let cfg = QpConfig { caps: QpCaps { max_send_wr: 0, ..QpCaps::default() }, ..QpConfig::new(QpType::Rc, cq.clone(), cq.clone()) };
+    /// assert!(matches!(Qp::create(&pd, &cfg), Err(DriverError::InvalidArgument(_))));
+    /// let q = Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?;
+    /// assert_eq!(q.query()?.state, QpState::Rst);
+    /// # Ok(()) }
+    /// ```
     pub fn create(pd: &Arc<Pd>, cfg: &QpConfig) -> Result<Qp, DriverError> {
         let hca = pd.hca();
         let g = &hca.caps().general;
@@ -552,31 +790,120 @@ impl Qp {
     }
 
     /// The QP number.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// qp.post_send(&[SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None }])?;
+    /// assert_eq!(wait(&cq).qp_num, qp.qpn());
+    /// # Ok(()) }
+    /// ```
     pub fn qpn(&self) -> u32 {
         self.qpn
     }
 
     /// The transport type.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// assert_eq!(qp.qp_type(), QpType::Rc);
+    /// # Ok(()) }
+    /// ```
     pub fn qp_type(&self) -> QpType {
         self.qp_type
     }
 
     /// The queue sizes as created (send WRs counted with the largest WQE).
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// assert!(qp.caps().max_inline_data >= QpCaps::default().max_inline_data);
+    /// # Ok(()) }
+    /// ```
     pub fn caps(&self) -> QpCaps {
         self.caps
     }
 
     /// The PD.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// assert_eq!(qp.pd().pdn(), qp.query()?.qpc.pd());
+    /// # Ok(()) }
+    /// ```
     pub fn pd(&self) -> &Arc<Pd> {
         &self.pd
     }
 
     /// The send CQ.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// assert_eq!(qp.send_cq().cqn(), qp.query()?.qpc.cqn_snd());
+    /// # Ok(()) }
+    /// ```
     pub fn send_cq(&self) -> &Arc<Cq> {
         &self.send_cq
     }
 
     /// The receive CQ.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// assert_eq!(qp.recv_cq().cqn(), qp.query()?.qpc.cqn_rcv());
+    /// # Ok(()) }
+    /// ```
     pub fn recv_cq(&self) -> &Arc<Cq> {
         &self.recv_cq
     }
@@ -584,16 +911,62 @@ impl Qp {
     /// The send queue ring in host memory (`(start, bytes)`) and the doorbell record (8
     /// bytes: receive counter, send counter): for diagnostics and tests that check WQE
     /// bytes against the PRM. Read them only with volatile accesses, while the QP exists.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// let (_sq, bytes, dbrec) = qp.sq_ring();
+    /// assert!(bytes.is_power_of_two() && bytes >= 64 * qp.caps().max_send_wr as usize);
+    /// // SAFETY: the doorbell record is live while the QP exists; volatile, aligned.
+    /// assert_eq!(unsafe { dbrec.as_ptr().cast::<u64>().read_volatile() }, 0); // nothing posted
+    /// # Ok(()) }
+    /// ```
     pub fn sq_ring(&self) -> (NonNull<u8>, usize, NonNull<u8>) {
         (self.sq_base, self.sq_bytes_mask + 1, self.dbrec)
     }
 
     /// The SRQ, if the QP receives from one.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// assert!(qp.srq().is_none()); // it has its own receive queue
+    /// # Ok(()) }
+    /// ```
     pub fn srq(&self) -> Option<&Arc<Srq>> {
         self.srq.as_ref()
     }
 
     /// RST -> INIT (RST2INIT_QP): port, P_Key index, remote access, Q_Key (UD).
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// qp.to_init(&InitAttr { access: Access::REMOTE_WRITE, ..InitAttr::default() })?;
+    /// assert_eq!(qp.query()?.state, QpState::Init);
+    /// # Ok(()) }
+    /// ```
     pub fn to_init(&self, a: &InitAttr) -> Result<(), DriverError> {
         const T: &str = "RST2INIT";
         if a.port != 1 {
@@ -692,6 +1065,26 @@ impl Qp {
     }
 
     /// INIT -> RTR (INIT2RTR_QP).
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// let rtr = RtrAttr { path_mtu: Some(Mtu::Mtu2048), dest_qpn: Some(qp.qpn()), rq_psn: 7, av: Some(av), ..RtrAttr::default() };
+    /// qp.to_rtr(&rtr)?;
+    /// let info = qp.query()?;
+    /// assert_eq!((info.state, info.qpc.next_rcv_psn()), (QpState::Rtr, 7));
+    /// assert_eq!(Mtu::from_code(info.qpc.mtu()), Some(Mtu::Mtu2048));
+    /// # Ok(()) }
+    /// ```
     pub fn to_rtr(&self, a: &RtrAttr) -> Result<(), DriverError> {
         const T: &str = "INIT2RTR";
         let hca = self.pd.hca();
@@ -766,6 +1159,24 @@ impl Qp {
     }
 
     /// RTR -> RTS (RTR2RTS_QP).
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+    /// qp.to_rts(&RtsAttr { sq_psn: 100, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4 })?;
+    /// assert_eq!(qp.query()?.state, QpState::Rts);
+    /// # Ok(()) }
+    /// ```
     pub fn to_rts(&self, a: &RtsAttr) -> Result<(), DriverError> {
         const T: &str = "RTR2RTS";
         let hca = self.pd.hca();
@@ -830,6 +1241,26 @@ impl Qp {
     }
 
     /// RTS -> RTS (RTS2RTS_QP) with the optional attributes given.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// qp.modify_rts(&Rts2RtsAttr { min_rnr_timer: Some(12), ..Rts2RtsAttr::default() })?;
+    /// let info = qp.query()?;
+    /// assert_eq!((info.state, info.qpc.min_rnr_nak()), (QpState::Rts, 12));
+    /// # Ok(()) }
+    /// ```
     pub fn modify_rts(&self, a: &Rts2RtsAttr) -> Result<(), DriverError> {
         const T: &str = "RTS2RTS";
         let mut i = Rts2RtsQpIn::new_cmd();
@@ -904,6 +1335,27 @@ impl Qp {
 
     /// Any state -> ERR (2ERR_QP): the device flushes outstanding work requests with
     /// WR_FLUSH_ERR completions.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// qp.post_recv(&[RecvWr { wr_id: 9, sgl: &[mr.sge(0, 64)] }])?;
+    /// qp.to_err()?;
+    /// let wc = wait(&cq);
+    /// assert_eq!((wc.wr_id, wc.status, wc.opcode), (9, WcStatus::WrFlushErr, WcOpcode::Recv));
+    /// # Ok(()) }
+    /// ```
     pub fn to_err(&self) -> Result<(), DriverError> {
         let mut i = Qp2ErrIn::new_cmd();
         i.set_qpn(self.qpn);
@@ -914,6 +1366,27 @@ impl Qp {
     /// Any state -> RST (2RST_QP): the queues start over empty; completions of this QP still
     /// in its CQs are removed. Fails with [`DriverError::InvalidArgument`] while another
     /// thread posts to the QP.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// qp.post_send(&[SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None }])?;
+    /// qp.to_reset()?;
+    /// assert_eq!(qp.query()?.state, QpState::Rst);
+    /// assert_eq!(cq.poll(&mut [WorkCompletion::default(); 4])?, 0); // its completions are gone
+    /// # Ok(()) }
+    /// ```
     pub fn to_reset(&self) -> Result<(), DriverError> {
         if self.send_claim.swap(true, Ordering::Acquire) {
             return Err(DriverError::InvalidArgument(
@@ -952,6 +1425,25 @@ impl Qp {
     }
 
     /// QUERY_QP.
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// let info = qp.query()?;
+    /// assert_eq!((info.state, info.qpc.remote_qpn()), (QpState::Rts, qp.qpn()));
+    /// # Ok(()) }
+    /// ```
     pub fn query(&self) -> Result<QpInfo, DriverError> {
         let mut i = QueryQpIn::new_cmd();
         i.set_qpn(self.qpn);
@@ -982,6 +1474,20 @@ impl Qp {
 
     /// DESTROY_QP, removes its completions from the CQs and frees the buffer (leaked if the
     /// device did not answer).
+    ///
+    /// ```
+    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+    /// assert!(qp.destroy().is_ok()); // DESTROY_QP, buffer freed
+    /// # Ok(()) }
+    /// ```
     pub fn destroy(mut self) -> Result<(), DriverError> {
         self.teardown()
     }
