@@ -68,6 +68,19 @@ fn map_error(e: MapError) -> BusError {
 }
 
 /// The host's handle on an emulated device (see [`crate::Device::bus`]).
+///
+/// ```
+/// use rnic_emulator::{Device, Profile, RunMode};
+/// use rnic_hw_regs::{init_seg, Bus};
+///
+/// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+/// let bus = dev.bus();
+/// assert!(init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)));
+/// assert_eq!(bus.read32(bus.bar_len()), 0xFFFF_FFFF); // outside BAR0: all ones
+/// let r = bus.alloc_dma(100).unwrap();
+/// assert_eq!((r.len, r.iova % 4096), (4096, 0)); // rounded up, page aligned
+/// # bus.free_dma(r).unwrap();
+/// ```
 #[derive(Clone, Debug)]
 pub struct EmuBus {
     shared: Arc<Shared>,

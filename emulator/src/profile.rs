@@ -6,6 +6,14 @@
 /// [`Profile::default`] is small and fast for tests (a few dozen firmware pages);
 /// [`Profile::connectx4`] reproduces the values of the real ConnectX-4 trace (firmware
 /// 14.12.1220, 6 boot pages and 12,868 init pages) for fidelity tests.
+///
+/// ```
+/// use rnic_emulator::{Device, Profile, RunMode};
+///
+/// let p = Profile { first_qpn: 0x11, mac: [2, 0, 0, 0, 0, 7], ..Profile::default() };
+/// assert_eq!(p.name, "emu");
+/// let _dev = Device::new(p, RunMode::Deterministic); // CREATE_QP starts at QPN 0x11
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {
     /// A short name for logs ("emu", "connectx4").
@@ -67,9 +75,25 @@ pub struct Profile {
 impl Profile {
     /// The first UAR index handed out (UAR pages below it overlap the init segment); a real
     /// ConnectX-4 started at 0x10.
+    ///
+    /// ```
+    /// use rnic_emulator::Profile;
+    ///
+    /// // UAR page 0x10 starts right after the init segment's 64 KiB.
+    /// assert_eq!(Profile::FIRST_UAR as usize * 4096, 0x1_0000);
+    /// ```
     pub const FIRST_UAR: u32 = 0x10;
 
     /// The ConnectX-4 of the real command trace.
+    ///
+    /// ```
+    /// use rnic_emulator::Profile;
+    ///
+    /// let cx4 = Profile::connectx4();
+    /// assert_eq!(cx4.fw_version, (14, 12, 1220));
+    /// assert_eq!((cx4.boot_pages, cx4.init_pages), (6, 12_868));
+    /// assert!(!cx4.atomic_endianness_mode_1);
+    /// ```
     pub fn connectx4() -> Self {
         Profile {
             name: "connectx4",
@@ -102,6 +126,13 @@ impl Profile {
     }
 
     /// Size of BAR0 in bytes: the init segment's pages plus the UAR pages.
+    ///
+    /// ```
+    /// use rnic_emulator::Profile;
+    ///
+    /// let p = Profile { num_uars: 16, ..Profile::default() };
+    /// assert_eq!(p.bar_len(), (0x10 + 16) * 4096);
+    /// ```
     pub fn bar_len(&self) -> usize {
         (Self::FIRST_UAR as usize + self.num_uars as usize) * 4096
     }
