@@ -149,6 +149,17 @@ pub struct Context {
 impl Context {
     /// Opens the device `name` (`ibv_open_device`; names in [`crate::device`]). A name
     /// already open in this process shares its device.
+    ///
+    /// ```
+    /// use rnic_verbs::{Context, Error};
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let ctx = Context::open("emu0")?;
+    /// assert!(ctx.is_emulated());
+    /// assert!(Context::open("emu0")?.same_device(&ctx)); // shared, as in ibverbs
+    /// assert!(matches!(Context::open("mlx9_0"), Err(Error::NoSuchDevice { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn open(name: &str) -> Result<Context> {
         Self::open_with(name, &OpenOptions::default())
     }
@@ -157,6 +168,19 @@ impl Context {
     /// devices; the IPv4 address of a real one). Options apply when the call creates the
     /// device: asking for options on a device already open fails with
     /// [`Error::InvalidArgument`].
+    ///
+    /// ```
+    /// use rnic_verbs::{Context, EmuOptions, OpenOptions};
+    ///
+    /// # fn main() -> Result<(), rnic_verbs::Error> {
+    /// let emu = EmuOptions::default().with_fault_spec("loss=0.1,seed=42")?;
+    /// let opts = OpenOptions { emu, ..OpenOptions::default() };
+    /// let ctx = Context::open_with("emu0", &opts)?;
+    /// assert!(ctx.fault_counters().is_some());
+    /// // Options apply when the device is created, not to a second open.
+    /// assert!(Context::open_with("emu0", &opts).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn open_with(name: &str, opts: &OpenOptions) -> Result<Context> {
         Self::open_in(name, opts, Path::new(discovery::SYSFS_PCI_DEVICES))
     }
@@ -248,32 +272,81 @@ impl Context {
     }
 
     /// The device's name (canonical: `emu0`, `emu:10.0.0.1`, or the PCI address).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// assert_eq!(ctx.name(), "emu0");
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
     /// Whether the device is emulated.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// assert!(ctx.is_emulated()); // mlx5_N / PCI names are real devices
+    /// # Ok(()) }
+    /// ```
     pub fn is_emulated(&self) -> bool {
         self.inner.core.emu.is_some()
     }
 
     /// `ibv_query_device`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let attr = ctx.query_device();
+    /// assert_eq!(attr.node_guid, node_guid_from_mac(ctx.mac()));
+    /// assert!(attr.max_qp_wr >= 1024 && attr.max_cqe >= 1024, "{attr:?}");
+    /// # Ok(()) }
+    /// ```
     pub fn query_device(&self) -> DeviceAttr {
         self.inner.attr.clone()
     }
 
     /// `ibv_query_port` (port 1, the only one).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let port = ctx.query_port(1)?;
+    /// assert_eq!((port.state, port.active_mtu), (PortState::Active, Mtu::Mtu1024));
+    /// assert!(ctx.query_port(2).is_err()); // one port
+    /// # Ok(()) }
+    /// ```
     pub fn query_port(&self, port_num: u8) -> Result<PortAttr> {
         check_port("ibv_query_port", port_num)?;
         Ok(self.inner.port.clone())
     }
 
     /// `ibv_query_gid`: the GID at `index` of port `port_num`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// assert!(ctx.query_gid(1, 0)?.is_link_local()); // fe80:: + EUI-64 of the MAC
+    /// assert_eq!(ctx.query_gid(1, 1)?.ipv4(), Some([192, 0, 2, 1].into()));
+    /// # Ok(()) }
+    /// ```
     pub fn query_gid(&self, port_num: u8, index: u32) -> Result<Gid> {
         self.query_gid_entry(port_num, index).map(|e| e.gid)
     }
 
     /// `ibv_query_gid_ex`: the GID entry (with its type) at `index`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let e = ctx.query_gid_entry(1, 0)?;
+    /// assert_eq!((e.index, e.gid_type, e.port_num), (0, GidType::RoceV2, 1));
+    /// assert!(ctx.query_gid_entry(1, 200).is_err()); // an empty index
+    /// # Ok(()) }
+    /// ```
     pub fn query_gid_entry(&self, port_num: u8, index: u32) -> Result<GidEntry> {
         check_port("ibv_query_gid", port_num)?;
         self.inner
@@ -293,11 +366,27 @@ impl Context {
     }
 
     /// `ibv_query_gid_table`: the populated GID entries.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let indexes: Vec<u32> = ctx.gid_table().iter().map(|e| e.index).collect();
+    /// assert_eq!(indexes, [0, 1]);
+    /// # Ok(()) }
+    /// ```
     pub fn gid_table(&self) -> &[GidEntry] {
         &self.inner.gids
     }
 
     /// The index of the IPv4-mapped RoCE v2 GID (what `-g` usually names: 1), if any.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let i = ctx.ipv4_gid_index().expect("emulated devices have an IPv4 GID");
+    /// assert_eq!(ctx.query_gid(1, i)?, Gid::from_ipv4([192, 0, 2, 1].into()));
+    /// # Ok(()) }
+    /// ```
     pub fn ipv4_gid_index(&self) -> Option<u32> {
         self.inner
             .gids
@@ -307,12 +396,30 @@ impl Context {
     }
 
     /// The port's MAC.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// assert_eq!(ctx.mac(), emulated_mac([192, 0, 2, 1].into()));
+    /// assert_eq!(ctx.query_port(1)?.mac, ctx.mac());
+    /// # Ok(()) }
+    /// ```
     pub fn mac(&self) -> [u8; 6] {
         self.inner.port.mac
     }
 
     /// Tells the context the MAC of the peer with `gid` (a neighbour entry). Needed for real
     /// devices talking to IPv4 peers, which no ARP resolves for a VFIO-driven function.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let peer = Gid(std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2).octets());
+    /// assert!(ctx.resolve_mac(&peer).is_err()); // no ARP for a VFIO function
+    /// ctx.add_neighbor(peer, [0x0c, 0x42, 0xa1, 0, 0, 2]);
+    /// assert_eq!(ctx.resolve_mac(&peer)?, [0x0c, 0x42, 0xa1, 0, 0, 2]);
+    /// # Ok(()) }
+    /// ```
     pub fn add_neighbor(&self, gid: Gid, mac: [u8; 6]) {
         lock(&self.inner.neighbors).insert(gid, mac);
     }
@@ -321,6 +428,15 @@ impl Context {
     /// a neighbour entry; this device's own GIDs; a link-local GID's EUI-64; otherwise, for
     /// an IPv4-mapped GID, the MAC an rnic emulated device on that address has
     /// ([`crate::emulated_mac`]). Fails for other IPv6 GIDs.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let emu1 = Gid::from_ipv4([192, 0, 2, 2].into());
+    /// assert_eq!(ctx.resolve_mac(&emu1)?, emulated_mac([192, 0, 2, 2].into()));
+    /// assert_eq!(ctx.resolve_mac(&ctx.query_gid(1, 0)?)?, ctx.mac()); // our own GID
+    /// # Ok(()) }
+    /// ```
     pub fn resolve_mac(&self, gid: &Gid) -> Result<[u8; 6]> {
         if let Some(m) = lock(&self.inner.neighbors).get(gid) {
             return Ok(*m);
@@ -341,6 +457,21 @@ impl Context {
     }
 
     /// The emulator's counters (frames, drops, IOMMU faults, ...) of an emulated device.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let before = a.emulator_counters().expect("emulated").frames_tx;
+    /// qb.post_recv(&[RecvWr::new(1, &[])])?;
+    /// qa.post_send(&[SendWr::send(1, &[]).signaled()])?;
+    /// # let mut wc = [WorkCompletion::default(); 1];
+    /// # assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert!(a.emulator_counters().unwrap().frames_tx > before); // the SEND went out
+    /// # Ok(()) }
+    /// ```
     pub fn emulator_counters(&self) -> Option<rnic_emulator::Counters> {
         self.inner.core.emu.as_ref().map(Device::counters)
     }
@@ -349,6 +480,20 @@ impl Context {
     /// port changes), waiting up to `timeout` (`Duration::ZERO`: just look). The device's
     /// event queue is polled (every millisecond while waiting); firmware page requests that
     /// arrive there are served on the way. Handles of one device share its events.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// // A WRITE to an rkey emu1 never gave out: emu1's QP reports the access violation.
+    /// qa.post_send(&[SendWr::write(1, &[], RemoteAddr { addr: 0, rkey: 0x99 }).inline(b"x")])?;
+    /// let ev = b.get_async_event(t)?;
+    /// assert_eq!(ev, Some(AsyncEvent::QpAccessErr { qpn: qb.qp_num() }));
+    /// assert_eq!(b.get_async_event(std::time::Duration::ZERO)?, None);
+    /// # Ok(()) }
+    /// ```
     pub fn get_async_event(
         &self,
         timeout: std::time::Duration,
@@ -379,12 +524,50 @@ impl Context {
     }
 
     /// What the fault injector of an emulated device opened with faults did so far.
+    ///
+    /// ```
+    /// use rnic_verbs::*;
+    ///
+    /// # fn main() -> Result<(), Error> {
+    /// let emu = EmuOptions::default().with_fault_spec("dup=0.5,seed=1")?;
+    /// let a = Context::open_with("emu0", &OpenOptions { emu, ..OpenOptions::default() })?;
+    /// # let b = Context::open("emu1")?; let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # qb.post_recv(&[RecvWr::new(1, &[])])?;
+    /// qa.post_send(&[SendWr::send(1, &[]).signaled()])?;
+    /// # let mut wc = [WorkCompletion::default(); 1];
+    /// # assert_eq!(ca.poll_blocking(&mut wc, std::time::Duration::from_secs(10))?, 1);
+    /// let c = a.fault_counters().expect("opened with faults");
+    /// assert!(c.frames >= 1, "{c}"); // what emu0 sent went through the injector
+    /// assert!(b.fault_counters().is_none());
+    /// # Ok(()) }
+    /// ```
     pub fn fault_counters(&self) -> Option<FaultCounters> {
         lock(&self.inner.fault_stats).as_ref().map(|s| s.snapshot())
     }
 
     /// Starts writing the emulated device's wire traffic to a pcap file (replacing a
     /// capture in progress).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// let pcap = std::env::temp_dir().join(format!("rnic-doc-{}.pcap", std::process::id()));
+    /// a.start_capture(&pcap)?;
+    /// qb.post_recv(&[RecvWr::new(1, &[])])?;
+    /// qa.post_send(&[SendWr::send(1, &[]).signaled()])?;
+    /// # let mut wc = [WorkCompletion::default(); 1];
+    /// # assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert!(a.stop_capture()? >= 2); // the SEND and its ACK
+    /// assert!(std::fs::metadata(&pcap).is_ok_and(|m| m.len() > 24)); // header and frames
+    /// # std::fs::remove_file(&pcap).ok();
+    /// # Ok(()) }
+    /// ```
     pub fn start_capture(&self, path: &Path) -> Result<()> {
         let dev = self
             .inner
@@ -400,6 +583,17 @@ impl Context {
     }
 
     /// Ends the emulated device's capture (flushing the file); returns its frame count.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let pcap = std::env::temp_dir().join(format!("rnic-doc-stop-{}.pcap", std::process::id()));
+    /// ctx.start_capture(&pcap)?;
+    /// assert_eq!(ctx.stop_capture()?, 0); // no traffic meanwhile
+    /// assert_eq!(ctx.stop_capture()?, 0); // none in progress: 0 too
+    /// # std::fs::remove_file(&pcap).ok();
+    /// # Ok(()) }
+    /// ```
     pub fn stop_capture(&self) -> Result<u64> {
         match &self.inner.core.emu {
             Some(dev) => dev
@@ -410,6 +604,13 @@ impl Context {
     }
 
     /// The driver's HCA (for diagnostics: firmware pages, raw commands).
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// assert_eq!(ctx.driver().mac(), ctx.mac()); // the same device, seen from the driver
+    /// # Ok(()) }
+    /// ```
     pub fn driver(&self) -> &Hca {
         &self.inner.core.hca
     }
@@ -429,17 +630,47 @@ impl Context {
     }
 
     /// `ibv_alloc_pd`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let pd = ctx.alloc_pd()?;
+    /// assert!(pd.context().same_device(&ctx));
+    /// # Ok(()) }
+    /// ```
     pub fn alloc_pd(&self) -> Result<crate::ProtectionDomain> {
         crate::ProtectionDomain::alloc(self)
     }
 
     /// `ibv_create_comp_channel`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let chan = ctx.create_comp_channel()?;
+    /// let cq = ctx.create_cq(16, Some(&chan))?;
+    /// cq.req_notify(false)?;
+    /// assert!(chan.get_cq_event(Some(std::time::Duration::ZERO))?.is_none()); // nothing yet
+    /// # Ok(()) }
+    /// ```
     pub fn create_comp_channel(&self) -> Result<crate::CompletionChannel> {
         crate::CompletionChannel::create(self)
     }
 
     /// `ibv_create_cq`: a CQ of at least `cqe` entries; completion events (after
     /// [`crate::CompletionQueue::req_notify`]) go to `channel`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let cq = ctx.create_cq(256, None)?;
+    /// assert!(cq.capacity() >= 256);
+    /// assert!(ctx.create_cq(0, None).is_err());
+    /// // A channel of another device is refused.
+    /// let other = Context::open("emu1")?.create_comp_channel()?;
+    /// assert!(ctx.create_cq(8, Some(&other)).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn create_cq(
         &self,
         cqe: u32,
@@ -449,6 +680,14 @@ impl Context {
     }
 
     /// Whether two handles are the same open device.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// assert!(ctx.same_device(&ctx.clone()));
+    /// assert!(!ctx.same_device(&Context::open("emu1")?));
+    /// # Ok(()) }
+    /// ```
     pub fn same_device(&self, other: &Context) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
