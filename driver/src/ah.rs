@@ -17,6 +17,12 @@ use rnic_hw_regs::wqe::WqeAv;
 use std::sync::Arc;
 
 /// The kernel's flow label of a QP pair: `FL = lqpn * rqpn`, folded (roce-v2.md section 1).
+///
+/// ```
+/// use rnic_driver::ah::rdma_calc_flow_label;
+/// assert_eq!(rdma_calc_flow_label(0x11, 0x12), 0x11 * 0x12);
+/// assert_eq!(rdma_calc_flow_label(7, 0), 0);
+/// ```
 pub const fn rdma_calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
     let mut fl = lqpn as u64 * rqpn as u64;
     fl ^= fl >> 20;
@@ -25,6 +31,12 @@ pub const fn rdma_calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
 }
 
 /// The kernel's folding of a flow label into a UDP source port (0xC000..=0xFFFF).
+///
+/// ```
+/// use rnic_driver::ah::rdma_flow_label_to_udp_sport;
+/// assert_eq!(rdma_flow_label_to_udp_sport(0x4001), 0xC000); // low 14 bits ^ high 6 bits
+/// assert_eq!(rdma_flow_label_to_udp_sport(0x3FFF), 0xFFFF);
+/// ```
 pub const fn rdma_flow_label_to_udp_sport(flow_label: u32) -> u16 {
     let low = flow_label & 0x3FFF;
     let high = (flow_label & 0xF_C000) >> 14;
@@ -33,6 +45,12 @@ pub const fn rdma_flow_label_to_udp_sport(flow_label: u32) -> u16 {
 
 /// rxe's (`rdma_get_udp_sport`) source port: the flow label if non-zero, else one derived
 /// from the QP numbers.
+///
+/// ```
+/// use rnic_driver::ah::{rdma_calc_flow_label, rdma_flow_label_to_udp_sport, rdma_get_udp_sport};
+/// let from_qpns = rdma_flow_label_to_udp_sport(rdma_calc_flow_label(0x11, 0x12));
+/// assert_eq!(rdma_get_udp_sport(0, 0x11, 0x12), from_qpns);
+/// ```
 pub const fn rdma_get_udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
     let fl = if flow_label == 0 {
         rdma_calc_flow_label(lqpn, rqpn)
@@ -43,6 +61,34 @@ pub const fn rdma_get_udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
 }
 
 /// A UD address handle.
+///
+/// A UD QP sends a datagram to itself through an address handle:
+///
+/// ```
+/// use rnic_driver::ah::AddressHandle;
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # drop(qp);
+/// let qp = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
+/// qp.to_init(&InitAttr { qkey: Some(0x1234), ..InitAttr::default() })?;
+/// qp.to_rtr(&RtrAttr::default())?;
+/// qp.to_rts(&RtsAttr::default())?;
+/// let ah = AddressHandle::new(&pd, &AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() })?;
+/// qp.post_recv(&[RecvWr { wr_id: 1, sgl: &[mr.sge(0, 40 + 64)] }])?; // 40 bytes: the GRH area
+/// let ud = UdDest { ah: &ah, remote_qpn: qp.qpn(), remote_qkey: 0x1234 };
+/// qp.post_send(&[SendWr { wr_id: 2, op: SendOp::Send, payload: Payload::Inline(b"hi"), flags: SendFlags::NONE, ud: Some(ud) }])?;
+/// let wc = wait(&cq);
+/// assert_eq!((wc.wr_id, wc.byte_len, wc.src_qp), (1, 40 + 2, qp.qpn()));
+/// assert!(wc.flags.contains(WcFlags::GRH));
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct AddressHandle {
     pd: Arc<Pd>,
@@ -54,6 +100,19 @@ pub struct AddressHandle {
 impl AddressHandle {
     /// Builds the address vector for `av` (checks the source GID index exists). With no
     /// UDP source port given, the port is the flow label's (or 0xC000 with flow label 0).
+    ///
+    /// ```
+    /// use rnic_driver::{ah::AddressHandle, qp::AddressVector, DriverError};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let av = AddressVector { sgid_index: 5, ..AddressVector::default() };
+    /// let err = AddressHandle::new(&pd, &av).unwrap_err(); // only GID 0 (and 1 with an IPv4) exist
+    /// assert!(matches!(err, DriverError::InvalidArgument(_)));
+    /// let ah = AddressHandle::new(&pd, &AddressVector::default())?;
+    /// assert_eq!(ah.av().sgid_index, 0);
+    /// # Ok(()) }
+    /// ```
     pub fn new(pd: &Arc<Pd>, av: &AddressVector) -> Result<AddressHandle, DriverError> {
         let hca = pd.hca();
         if !hca
@@ -99,11 +158,30 @@ impl AddressHandle {
     }
 
     /// The address vector.
+    ///
+    /// ```
+    /// use rnic_driver::{ah::AddressHandle, qp::AddressVector};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let av = AddressVector { dmac: [2, 0, 0, 0, 0, 1], udp_sport: Some(0xC001), ..AddressVector::default() };
+    /// assert_eq!(*AddressHandle::new(&pd, &av)?.av(), av);
+    /// # Ok(()) }
+    /// ```
     pub fn av(&self) -> &AddressVector {
         &self.av
     }
 
     /// The PD.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let ah = rnic_driver::ah::AddressHandle::new(&pd, &Default::default())?;
+    /// assert_eq!(ah.pd().pdn(), pd.pdn());
+    /// # Ok(()) }
+    /// ```
     pub fn pd(&self) -> &Arc<Pd> {
         &self.pd
     }

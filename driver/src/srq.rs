@@ -81,6 +81,36 @@ impl SrqShared {
 }
 
 /// A shared receive queue.
+///
+/// Two loopback receives through an SRQ: the QP takes its receive WQEs from it.
+///
+/// ```
+/// use rnic_driver::srq::Srq;
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # drop(qp);
+/// let srq = Arc::new(Srq::create(&pd, 16, 1)?);
+/// let cfg = QpConfig { srq: Some(srq.clone()), ..QpConfig::new(QpType::Rc, cq.clone(), cq.clone()) };
+/// let qp = Qp::create(&pd, &cfg)?;
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// srq.post_recv(&[RecvWr { wr_id: 1, sgl: &[mr.sge(0, 64)] }, RecvWr { wr_id: 2, sgl: &[mr.sge(64, 64)] }])?;
+/// qp.post_send(&[SendWr { wr_id: 3, op: SendOp::Send, payload: Payload::Inline(b"abc"), flags: SendFlags::NONE, ud: None }])?;
+/// let wc = wait(&cq);
+/// assert_eq!((wc.wr_id, wc.opcode, wc.byte_len), (1, WcOpcode::Recv, 3));
+/// let err = qp.post_recv(&[]).unwrap_err(); // no RQ of its own: the SRQ is its receive queue
+/// assert_eq!(err.kind, PostErrorKind::OpNotSupported);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Srq {
     pd: Arc<Pd>,
@@ -113,6 +143,17 @@ unsafe impl Sync for Srq {}
 
 impl Srq {
     /// CREATE_SRQ with at least `max_wr` WQEs of `max_sge` SGEs.
+    ///
+    /// ```
+    /// use rnic_driver::{DriverError, srq::Srq};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let srq = Srq::create(&pd, 100, 2)?;
+    /// assert!(srq.capacity() >= 100);
+    /// assert!(matches!(Srq::create(&pd, 16, 1 << 20), Err(DriverError::InvalidArgument(_))));
+    /// # Ok(()) }
+    /// ```
     pub fn create(pd: &Arc<Pd>, max_wr: u32, max_sge: u32) -> Result<Srq, DriverError> {
         let hca = pd.hca();
         let g = &hca.caps().general;
@@ -196,21 +237,58 @@ impl Srq {
     }
 
     /// The SRQ number.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let a = rnic_driver::srq::Srq::create(&pd, 8, 1)?;
+    /// let b = rnic_driver::srq::Srq::create(&pd, 8, 1)?;
+    /// assert_ne!(a.srqn(), b.srqn());
+    /// # Ok(()) }
+    /// ```
     pub fn srqn(&self) -> u32 {
         self.srqn
     }
 
     /// How many receives can be posted at once (the ring size less the list's sentinel).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let srq = rnic_driver::srq::Srq::create(&pd, 16, 1)?;
+    /// assert!(srq.capacity() >= 16); // a ring of at least 17: one slot is the list's sentinel
+    /// # Ok(()) }
+    /// ```
     pub fn capacity(&self) -> u32 {
         self.mask
     }
 
     /// SGEs per receive.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let srq = rnic_driver::srq::Srq::create(&pd, 16, 3)?;
+    /// assert!(srq.max_sge() >= 3);
+    /// # Ok(()) }
+    /// ```
     pub fn max_sge(&self) -> usize {
         self.max_sge
     }
 
     /// The PD.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let srq = rnic_driver::srq::Srq::create(&pd, 16, 1)?;
+    /// assert_eq!(srq.pd().pdn(), srq.query()?.pd());
+    /// # Ok(()) }
+    /// ```
     pub fn pd(&self) -> &Arc<Pd> {
         &self.pd
     }
@@ -220,6 +298,16 @@ impl Srq {
     }
 
     /// QUERY_SRQ: the SRQ context as the device reports it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let srq = rnic_driver::srq::Srq::create(&pd, 16, 1)?;
+    /// let srqc = srq.query()?;
+    /// assert_eq!((srqc.pd(), 1 << srqc.log_srq_size()), (pd.pdn(), srq.capacity() + 1));
+    /// # Ok(()) }
+    /// ```
     pub fn query(&self) -> Result<Srqc, DriverError> {
         let mut i = QuerySrqIn::new_cmd();
         i.set_srqn(self.srqn);
@@ -233,6 +321,21 @@ impl Srq {
 
     /// Posts receive work requests (`post_srq_recv`): each into the free list's head, then
     /// the WQE counter into the doorbell record.
+    ///
+    /// ```
+    /// use rnic_driver::srq::Srq;
+    /// use rnic_driver::wr::{PostErrorKind, RecvWr};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// # let mr = rnic_driver::mr::Mr::alloc(&pd, 4096, rnic_driver::wr::Access::LOCAL_WRITE)?;
+    /// let srq = Srq::create(&pd, 2, 1)?;
+    /// let wr = RecvWr { wr_id: 1, sgl: &[mr.sge(0, 64)] };
+    /// let wrs = vec![wr; srq.capacity() as usize + 1];
+    /// let err = srq.post_recv(&wrs).unwrap_err();
+    /// assert_eq!((err.index, err.kind), (srq.capacity() as usize, PostErrorKind::QueueFull));
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         if self.claim.swap(true, Ordering::Acquire) {
@@ -338,6 +441,15 @@ impl Srq {
     }
 
     /// DESTROY_SRQ and frees the ring.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?))?);
+    /// let srq = rnic_driver::srq::Srq::create(&pd, 16, 1)?;
+    /// assert!(srq.destroy().is_ok()); // DESTROY_SRQ, ring freed
+    /// # Ok(()) }
+    /// ```
     pub fn destroy(mut self) -> Result<(), DriverError> {
         self.teardown()
     }
