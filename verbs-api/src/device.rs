@@ -114,6 +114,14 @@ impl fmt::Display for DeviceName {
 
 impl DeviceName {
     /// The IPv4 address of an emulated device.
+    ///
+    /// ```
+    /// use rnic_verbs::DeviceName;
+    /// use std::net::Ipv4Addr;
+    ///
+    /// assert_eq!(DeviceName::EmuPair(1).emulated_ip(), Some(Ipv4Addr::new(192, 0, 2, 2)));
+    /// assert_eq!(DeviceName::Mlx5Index(0).emulated_ip(), None);
+    /// ```
     pub fn emulated_ip(&self) -> Option<Ipv4Addr> {
         match self {
             DeviceName::EmuPair(0) => Some(EMU0_IP),
@@ -193,26 +201,63 @@ pub struct Gid(pub [u8; 16]);
 
 impl Gid {
     /// `::ffff:a.b.c.d`.
+    ///
+    /// ```
+    /// use rnic_verbs::Gid;
+    ///
+    /// let g = Gid::from_ipv4([10, 0, 0, 1].into());
+    /// assert_eq!(g.0[10..], [0xff, 0xff, 10, 0, 0, 1]);
+    /// ```
     pub fn from_ipv4(ip: Ipv4Addr) -> Gid {
         Gid(ip.to_ipv6_mapped().octets())
     }
 
     /// The IPv4 address of an IPv4-mapped GID.
+    ///
+    /// ```
+    /// use rnic_verbs::Gid;
+    ///
+    /// assert_eq!(Gid::from_ipv4([10, 1, 2, 3].into()).ipv4(), Some([10, 1, 2, 3].into()));
+    /// assert_eq!(Gid::default().ipv4(), None);
+    /// ```
     pub fn ipv4(&self) -> Option<Ipv4Addr> {
         Ipv6Addr::from(self.0).to_ipv4_mapped()
     }
 
     /// Whether it is all zeros (what the pingpong tools send without `-g`).
+    ///
+    /// ```
+    /// use rnic_verbs::Gid;
+    ///
+    /// assert!(Gid::default().is_zero());
+    /// assert!(!Gid::from_ipv4([10, 0, 0, 1].into()).is_zero());
+    /// ```
     pub fn is_zero(&self) -> bool {
         self.0 == [0; 16]
     }
 
     /// Whether it is a link-local (`fe80::/64`) GID.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// assert!(ctx.query_gid(1, 0)?.is_link_local());
+    /// assert!(!ctx.query_gid(1, 1)?.is_link_local()); // the IPv4 one
+    /// # Ok(()) }
+    /// ```
     pub fn is_link_local(&self) -> bool {
         self.0[0] == 0xfe && self.0[1] & 0xc0 == 0x80
     }
 
     /// The MAC a link-local GID's interface id (modified EUI-64) was made from.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// assert_eq!(ctx.query_gid(1, 0)?.link_local_mac(), Some(ctx.mac()));
+    /// assert_eq!(ctx.query_gid(1, 1)?.link_local_mac(), None);
+    /// # Ok(()) }
+    /// ```
     pub fn link_local_mac(&self) -> Option<[u8; 6]> {
         let g = &self.0;
         (self.is_link_local() && g[11] == 0xff && g[12] == 0xfe)
@@ -220,11 +265,25 @@ impl Gid {
     }
 
     /// 32 lowercase hex digits in wire order.
+    ///
+    /// ```
+    /// use rnic_verbs::Gid;
+    ///
+    /// assert_eq!(Gid::from_ipv4([10, 0, 0, 1].into()).to_hex(), "00000000000000000000ffff0a000001");
+    /// ```
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// Parses 32 hex digits.
+    ///
+    /// ```
+    /// use rnic_verbs::Gid;
+    ///
+    /// let g = Gid::from_hex("fe800000000000000052c0fffe000201").unwrap();
+    /// assert!(g.is_link_local());
+    /// assert_eq!(Gid::from_hex("fe80"), None); // 32 digits or nothing
+    /// ```
     pub fn from_hex(s: &str) -> Option<Gid> {
         let s = s.as_bytes();
         if s.len() != 32 {
@@ -258,6 +317,12 @@ impl From<Ipv4Addr> for Gid {
 }
 
 /// GID type (`enum ibv_gid_type`).
+///
+/// ```
+/// use rnic_verbs::GidType;
+///
+/// assert_eq!(GidType::RoceV2.to_string(), "RoCE v2");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GidType {
     /// InfiniBand / RoCE v1.
@@ -276,6 +341,16 @@ impl fmt::Display for GidType {
 }
 
 /// One GID table entry (`struct ibv_gid_entry`).
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// for e in ctx.gid_table() {
+///     assert_eq!((e.gid_type, e.port_num), (GidType::RoceV2, 1));
+///     assert_eq!(ctx.query_gid(1, e.index)?, e.gid);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GidEntry {
     /// Table index.
@@ -289,6 +364,14 @@ pub struct GidEntry {
 }
 
 /// Atomic operation support (`enum ibv_atomic_cap`).
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// assert_eq!(ctx.query_device().atomic_cap, AtomicCap::Hca);
+/// assert_eq!(AtomicCap::Hca.to_string(), "ATOMIC_HCA (1)"); // as ibv_devinfo prints it
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomicCap {
     /// IBV_ATOMIC_NONE (0).
@@ -312,6 +395,16 @@ impl fmt::Display for AtomicCap {
 
 /// What `ibv_query_device` answers (`struct ibv_device_attr`), computed from the device's
 /// capabilities as rdma-core's mlx5 provider does.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// let d: DeviceAttr = ctx.query_device();
+/// assert_eq!((d.vendor_id, d.phys_port_cnt), (0x02c9, 1));
+/// assert_eq!(format_guid(d.node_guid), format_guid(d.sys_image_guid));
+/// assert!(d.max_sge >= 1 && d.max_qp_rd_atom >= 1, "{d:?}");
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceAttr {
     /// Firmware version, `major.minor.subminor` (e.g. `14.12.1220`).
@@ -373,6 +466,14 @@ pub struct DeviceAttr {
 }
 
 /// Port state (`enum ibv_port_state`).
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// let state = ctx.query_port(1)?.state;
+/// assert_eq!((state, state.to_string()), (PortState::Active, "PORT_ACTIVE (4)".into()));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PortState {
     /// IBV_PORT_DOWN (1).
@@ -398,6 +499,13 @@ impl fmt::Display for PortState {
 }
 
 /// Link layer (`IBV_LINK_LAYER_*`).
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// assert_eq!(ctx.query_port(1)?.link_layer.to_string(), "Ethernet");
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LinkLayer {
     /// InfiniBand.
@@ -420,6 +528,16 @@ impl fmt::Display for LinkLayer {
 /// `active_mtu` is 1024 on emulated ports: what rxe and mlx5 report on a netdev of MTU 1500
 /// (the path MTU that fits a standard Ethernet frame), so emulated devices interoperate with
 /// rxe peers out of the box; `max_mtu` is 4096, and a QP may use any path MTU up to it.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// let p: PortAttr = ctx.query_port(1)?;
+/// assert_eq!((p.max_mtu, p.active_mtu), (Mtu::Mtu4096, Mtu::Mtu1024));
+/// assert_eq!((p.lid, p.link_layer), (0, LinkLayer::Ethernet)); // RoCE: no LIDs
+/// assert!(p.gid_tbl_len >= ctx.gid_table().len() as u32);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PortAttr {
     /// Port state.
@@ -473,12 +591,29 @@ pub struct EmuOptions {
 
 impl EmuOptions {
     /// Whether every option is at its default.
+    ///
+    /// ```
+    /// use rnic_verbs::EmuOptions;
+    ///
+    /// assert!(EmuOptions::default().is_default());
+    /// assert!(!EmuOptions { pcap: Some("x.pcap".into()), ..EmuOptions::default() }.is_default());
+    /// ```
     pub fn is_default(&self) -> bool {
         *self == EmuOptions::default()
     }
 
     /// Sets `faults` from a spec such as `loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7`
     /// (keys: loss, dup, reorder, corrupt, window, delay, seed).
+    ///
+    /// ```
+    /// use rnic_verbs::EmuOptions;
+    ///
+    /// # fn main() -> Result<(), rnic_verbs::Error> {
+    /// let o = EmuOptions::default().with_fault_spec("reorder=0.01,seed=3")?;
+    /// assert_eq!(o.faults.map(|f| f.seed), Some(3));
+    /// assert!(EmuOptions::default().with_fault_spec("jitter=1").is_err()); // unknown key
+    /// # Ok(()) }
+    /// ```
     pub fn with_fault_spec(mut self, spec: &str) -> Result<EmuOptions> {
         let cfg: FaultConfig = spec
             .parse()
@@ -491,6 +626,17 @@ impl EmuOptions {
 }
 
 /// How to open a device ([`crate::Context::open_with`]).
+///
+/// ```
+/// use rnic_verbs::{Context, OpenOptions};
+///
+/// # fn main() -> Result<(), rnic_verbs::Error> {
+/// // An emulated device's address is in its name: asking for another one is refused.
+/// let opts = OpenOptions { ipv4: Some([10, 0, 0, 1].into()), ..OpenOptions::default() };
+/// assert!(Context::open_with("emu1", &opts).is_err());
+/// assert!(Context::open_with("emu1", &OpenOptions::default())?.is_emulated());
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OpenOptions {
     /// Emulated devices: fault injection and capture.
@@ -501,6 +647,14 @@ pub struct OpenOptions {
 }
 
 /// What [`devices`] lists.
+///
+/// ```
+/// use rnic_verbs::{DeviceKind, devices};
+///
+/// let emu0 = devices().into_iter().find(|d| d.name == "emu0").expect("always listed");
+/// assert!(matches!(emu0.kind, DeviceKind::Emulated { .. }));
+/// assert!(emu0.node_guid.is_some()); // known without opening it
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
     /// The name to open it by.
@@ -512,6 +666,17 @@ pub struct DeviceInfo {
 }
 
 /// Whether a device is a real ConnectX or an emulated one.
+///
+/// ```
+/// use rnic_verbs::{DeviceKind, devices};
+///
+/// for d in devices() {
+///     match d.kind {
+///         DeviceKind::Vfio { .. } => assert!(d.name.starts_with("mlx5_")),
+///         DeviceKind::Emulated { .. } => assert!(d.name.starts_with("emu")),
+///     }
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceKind {
     /// A ConnectX function bound to vfio-pci.
@@ -531,11 +696,28 @@ pub enum DeviceKind {
 /// Lists the devices (`ibv_get_device_list`): the ConnectX functions bound to vfio-pci as
 /// `mlx5_N`, then the emulated pair `emu0` / `emu1`, then the `emu:<IPv4>` devices open in
 /// this process. Emulated devices on other addresses exist as soon as they are opened.
+///
+/// ```
+/// let names: Vec<String> = rnic_verbs::devices().into_iter().map(|d| d.name).collect();
+/// assert!(names.contains(&"emu0".to_string()) && names.contains(&"emu1".to_string()));
+/// ```
 pub fn devices() -> Vec<DeviceInfo> {
     devices_in(Path::new(discovery::SYSFS_PCI_DEVICES))
 }
 
 /// [`devices`] with PCI functions read from `sysfs_pci_devices` (tests use a fake tree).
+///
+/// ```
+/// use rnic_verbs::devices_in;
+///
+/// // An empty sysfs tree: no PCI functions, only the emulated devices.
+/// let dir = std::env::temp_dir().join(format!("rnic-doc-sysfs-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let list = devices_in(&dir);
+/// assert!(list.iter().all(|d| !d.name.starts_with("mlx5_")));
+/// assert_eq!(list[0].name, "emu0");
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
 pub fn devices_in(sysfs_pci_devices: &Path) -> Vec<DeviceInfo> {
     let mut out: Vec<DeviceInfo> = discovery::connectx_vfio_functions(sysfs_pci_devices)
         .into_iter()
