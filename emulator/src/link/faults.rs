@@ -23,6 +23,15 @@ use super::{Link, LinkEnv};
 use crate::Clock;
 
 /// What to inject. Probabilities are per transmitted frame, between 0 and 1.
+///
+/// ```
+/// use rnic_emulator::link::FaultConfig;
+///
+/// let cfg: FaultConfig = "loss=0.05,dup=0.01,delay=100us,seed=7".parse().unwrap();
+/// assert_eq!((cfg.loss, cfg.dup, cfg.delay_ns, cfg.seed), (0.05, 0.01, 100_000, 7));
+/// assert_eq!(cfg.reorder_window, 4); // the default
+/// assert_eq!("".parse::<FaultConfig>(), Ok(FaultConfig::default())); // no faults
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FaultConfig {
     /// Probability a frame is lost.
@@ -56,6 +65,16 @@ impl Default for FaultConfig {
 }
 
 /// Why a fault spec string did not parse.
+///
+/// ```
+/// use rnic_emulator::link::{FaultConfig, FaultSpecError};
+///
+/// let err = |s: &str| s.parse::<FaultConfig>().unwrap_err();
+/// assert_eq!(err("loss"), FaultSpecError::NotKeyValue("loss".into()));
+/// assert_eq!(err("jitter=1"), FaultSpecError::UnknownKey("jitter".into()));
+/// assert!(matches!(err("loss=1.5"), FaultSpecError::BadProbability { .. }));
+/// assert_eq!(err("delay=5"), FaultSpecError::BadDuration("5".into()));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FaultSpecError {
     /// An item was not `key=value`.
@@ -157,6 +176,16 @@ fn parse_duration_ns(v: &str) -> Result<u64, FaultSpecError> {
 }
 
 /// Live fault counters, shared between a [`FaultyLink`] and whoever watches it.
+///
+/// ```
+/// use rnic_emulator::link::{FaultConfig, FaultyLink, InProcLink, Link};
+///
+/// let (a, _b) = InProcLink::pair();
+/// let mut link = FaultyLink::new(a, FaultConfig { loss: 1.0, ..FaultConfig::default() });
+/// let stats = link.stats(); // keep a handle before the link moves into a device
+/// link.transmit(&[0; 60]);
+/// assert_eq!((stats.snapshot().frames, stats.snapshot().lost), (1, 1));
+/// ```
 #[derive(Debug, Default)]
 pub struct FaultStats {
     frames: AtomicU64,
@@ -168,6 +197,13 @@ pub struct FaultStats {
 }
 
 /// A snapshot of [`FaultStats`].
+///
+/// ```
+/// use rnic_emulator::link::FaultCounters;
+///
+/// let c = FaultCounters { frames: 10, lost: 2, ..FaultCounters::default() };
+/// assert_eq!(c.to_string(), "frames=10 lost=2 duplicated=0 reordered=0 delayed=0 corrupted=0");
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FaultCounters {
     /// Frames given to the faulty link.
@@ -196,6 +232,16 @@ impl fmt::Display for FaultCounters {
 
 impl FaultStats {
     /// The counters now.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{FaultConfig, FaultyLink, InProcLink, Link};
+    ///
+    /// let (a, _b) = InProcLink::pair();
+    /// let mut link = FaultyLink::new(a, FaultConfig { dup: 1.0, ..FaultConfig::default() });
+    /// link.transmit(&[0; 60]);
+    /// let s = link.stats().snapshot();
+    /// assert_eq!((s.frames, s.duplicated), (1, 1));
+    /// ```
     pub fn snapshot(&self) -> FaultCounters {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         FaultCounters {
@@ -244,6 +290,15 @@ struct Held {
 }
 
 /// A link with faults injected on what it transmits (see the module docs).
+///
+/// ```
+/// use rnic_emulator::link::{FaultyLink, InProcLink, Link};
+///
+/// let (a, b) = InProcLink::pair();
+/// let mut link = FaultyLink::new(a, "dup=1".parse().unwrap());
+/// link.transmit(&[0; 60]);
+/// assert_eq!(b.pending(), 2); // every frame sent twice
+/// ```
 #[derive(Debug)]
 pub struct FaultyLink<L: Link> {
     inner: L,
@@ -258,6 +313,18 @@ pub struct FaultyLink<L: Link> {
 
 impl<L: Link> FaultyLink<L> {
     /// Wraps `inner` with the faults of `cfg`.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{FaultyLink, InProcLink, Link};
+    ///
+    /// // Same seed, same traffic: the same frames are lost.
+    /// let lost = |seed: u64| {
+    ///     let (a, _b) = InProcLink::pair();
+    ///     let mut l = FaultyLink::new(a, format!("loss=0.5,seed={seed}").parse().unwrap());
+    ///     (0..64).map(|_| { l.transmit(&[0; 60]); l.stats().snapshot().lost }).collect::<Vec<_>>()
+    /// };
+    /// assert_eq!(lost(7), lost(7));
+    /// ```
     pub fn new(inner: L, cfg: FaultConfig) -> Self {
         FaultyLink {
             inner,
@@ -272,11 +339,29 @@ impl<L: Link> FaultyLink<L> {
     }
 
     /// The live counters (keep the handle: the link itself goes into the device).
+    ///
+    /// ```
+    /// use rnic_emulator::link::{FaultyLink, InProcLink};
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let (a, _b) = InProcLink::pair();
+    /// let link = FaultyLink::new(a, "loss=0.1,seed=3".parse().unwrap());
+    /// let stats = link.stats();
+    /// let _dev = Device::with_link(Profile::default(), RunMode::Deterministic, link);
+    /// assert_eq!(stats.snapshot().frames, 0); // the device has sent nothing yet
+    /// ```
     pub fn stats(&self) -> Arc<FaultStats> {
         Arc::clone(&self.stats)
     }
 
     /// The configuration.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{FaultyLink, NullLink};
+    ///
+    /// let link = FaultyLink::new(NullLink::default(), "corrupt=0.001,window=8".parse().unwrap());
+    /// assert_eq!((link.config().corrupt, link.config().reorder_window), (0.001, 8));
+    /// ```
     pub fn config(&self) -> &FaultConfig {
         &self.cfg
     }

@@ -13,11 +13,33 @@ use std::sync::{Arc, OnceLock};
 use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
 
 /// Frames each direction holds before it drops (a 1 MiB READ at MTU 256 is 4096 frames).
+///
+/// ```
+/// use rnic_emulator::link::{InProcLink, Link, QUEUE_FRAMES};
+///
+/// let (mut a, b) = InProcLink::pair();
+/// for _ in 0..=QUEUE_FRAMES {
+///     a.transmit(&[0; 60]);
+/// }
+/// assert_eq!((b.pending(), a.dropped()), (QUEUE_FRAMES, 1)); // a full queue drops
+/// ```
 pub const QUEUE_FRAMES: usize = 16384;
 
 use super::{Link, LinkEnv, Waker};
 
 /// One end of an in-process link (see [`InProcLink::pair`]).
+///
+/// ```
+/// use rnic_emulator::link::{InProcLink, Link};
+///
+/// let (mut a, mut b) = InProcLink::pair();
+/// a.transmit(b"first");
+/// a.transmit(b"second");
+/// let mut buf = Vec::new();
+/// assert!(b.receive(&mut buf) && buf == b"first"); // in order
+/// assert!(b.receive(&mut buf) && buf == b"second");
+/// assert!(!b.receive(&mut buf));
+/// ```
 #[derive(Debug)]
 pub struct InProcLink {
     /// Frames to the peer.
@@ -38,6 +60,16 @@ pub struct InProcLink {
 
 impl InProcLink {
     /// Two joined ends: what one transmits, the other receives, in order, without loss.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{InProcLink, Link};
+    ///
+    /// let (mut a, mut b) = InProcLink::pair();
+    /// b.transmit(&[0xAB; 60]);
+    /// let mut buf = Vec::new();
+    /// assert!(a.receive(&mut buf));
+    /// assert_eq!(buf, [0xAB; 60]);
+    /// ```
     pub fn pair() -> (InProcLink, InProcLink) {
         let (ab_tx, ab_rx) = bounded(QUEUE_FRAMES);
         let (ba_tx, ba_rx) = bounded(QUEUE_FRAMES);
@@ -68,11 +100,29 @@ impl InProcLink {
     }
 
     /// Frames waiting at this end.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{InProcLink, Link};
+    ///
+    /// let (mut a, b) = InProcLink::pair();
+    /// a.transmit(&[0; 60]);
+    /// a.transmit(&[0; 60]);
+    /// assert_eq!((a.pending(), b.pending()), (0, 2));
+    /// ```
     pub fn pending(&self) -> usize {
         self.rx.len()
     }
 
     /// Frames this end could not deliver (the peer's queue full, or the peer gone).
+    ///
+    /// ```
+    /// use rnic_emulator::link::{InProcLink, Link};
+    ///
+    /// let (mut a, b) = InProcLink::pair();
+    /// drop(b); // the peer is gone
+    /// a.transmit(&[0; 60]);
+    /// assert_eq!(a.dropped(), 1);
+    /// ```
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }

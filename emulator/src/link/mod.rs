@@ -30,6 +30,12 @@ pub use udp::{LinkError, UdpLink};
 use crate::Clock;
 
 /// Wakes a device's thread (threaded mode); does nothing for a deterministic device.
+///
+/// ```
+/// use rnic_emulator::link::Waker;
+///
+/// Waker::default().wake(); // a deterministic device's waker does nothing
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Waker(Option<Arc<Unparker>>);
 
@@ -39,6 +45,13 @@ impl Waker {
     }
 
     /// Wakes the device thread, if there is one.
+    ///
+    /// ```
+    /// use rnic_emulator::link::Waker;
+    ///
+    /// let w = Waker::default(); // what a deterministic device hands its link
+    /// w.clone().wake(); // no thread to wake: does nothing
+    /// ```
     pub fn wake(&self) {
         if let Some(u) = &self.0 {
             u.unpark();
@@ -47,6 +60,23 @@ impl Waker {
 }
 
 /// What a device gives its link when it attaches it ([`Link::attach`]).
+///
+/// ```
+/// use rnic_emulator::link::{Link, LinkEnv};
+/// use rnic_emulator::{Device, Profile, RunMode};
+/// use std::sync::{Arc, Mutex};
+///
+/// #[derive(Debug)]
+/// struct Probe(Arc<Mutex<bool>>);
+/// impl Link for Probe {
+///     fn transmit(&mut self, _frame: &[u8]) {}
+///     fn receive(&mut self, _buf: &mut Vec<u8>) -> bool { false }
+///     fn attach(&mut self, env: &LinkEnv) { *self.0.lock().unwrap() = env.clock.is_virtual(); }
+/// }
+/// let virt = Arc::new(Mutex::new(false));
+/// let _dev = Device::with_link(Profile::default(), RunMode::Deterministic, Probe(virt.clone()));
+/// assert!(*virt.lock().unwrap()); // a deterministic device hands out its virtual clock
+/// ```
 #[derive(Clone, Debug)]
 pub struct LinkEnv {
     /// The device's clock (virtual in deterministic mode): delays are measured on it.
@@ -57,6 +87,22 @@ pub struct LinkEnv {
 
 /// Where frames that are not for this device go, and where frames from other devices come
 /// from.
+///
+/// A link that records what the device sends and has nothing to deliver:
+///
+/// ```
+/// use rnic_emulator::link::Link;
+///
+/// #[derive(Debug, Default)]
+/// struct Recorder(Vec<Vec<u8>>);
+/// impl Link for Recorder {
+///     fn transmit(&mut self, frame: &[u8]) { self.0.push(frame.to_vec()); }
+///     fn receive(&mut self, _buf: &mut Vec<u8>) -> bool { false }
+/// }
+/// let mut r = Recorder::default();
+/// assert_eq!(r.transmit_owned(vec![1, 2, 3]), [1, 2, 3]); // the default copies and hands back
+/// assert_eq!(r.0, [vec![1, 2, 3]]);
+/// ```
 pub trait Link: Send + fmt::Debug {
     /// Sends a whole Ethernet frame (the link copies what it needs).
     fn transmit(&mut self, frame: &[u8]);
@@ -105,6 +151,15 @@ impl<L: Link + ?Sized> Link for Box<L> {
 }
 
 /// A link to nowhere: frames sent are dropped, nothing arrives.
+///
+/// ```
+/// use rnic_emulator::link::{Link, NullLink};
+///
+/// let mut l = NullLink::default();
+/// l.transmit(&[0; 60]);
+/// assert_eq!(l.dropped, 1);
+/// assert!(!l.receive(&mut Vec::new()));
+/// ```
 #[derive(Debug, Default)]
 pub struct NullLink {
     /// Frames dropped so far.

@@ -70,6 +70,18 @@ use super::{Link, LinkEnv, Waker};
 use crate::wire::ROCE_V2_PORT;
 
 /// Why a UDP link could not be set up.
+///
+/// ```
+/// use rnic_emulator::link::{LinkError, UdpLink};
+/// use std::net::Ipv4Addr;
+///
+/// let _first = UdpLink::bind(Ipv4Addr::new(127, 0, 0, 206))?;
+/// let again = UdpLink::bind(Ipv4Addr::new(127, 0, 0, 206));
+/// assert!(matches!(again, Err(LinkError::AddrInUse(_))));
+/// let foreign = UdpLink::bind(Ipv4Addr::new(192, 0, 2, 1)); // TEST-NET-1, on no host
+/// assert!(matches!(foreign, Err(LinkError::AddrNotAvailable(_))));
+/// # Ok::<(), LinkError>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum LinkError {
     /// Another socket holds `<addr>:4791`.
@@ -89,6 +101,29 @@ pub enum LinkError {
 }
 
 /// Counters of a [`UdpLink`].
+///
+/// ```
+/// use rnic_emulator::link::{Link, UdpLink};
+/// use std::{net::Ipv4Addr, sync::atomic::Ordering};
+/// # use rnic_emulator::wire::*;
+/// # fn frame(src: Ipv4Addr, dst: Ipv4Addr) -> Vec<u8> {
+/// #     let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+/// #     let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(src, dst)), UdpRepr::new(0xC000),
+/// #         BthRepr::new(Opcode::RcSendOnly, 0x11, 0));
+/// #     let mut f = vec![0; 128];
+/// #     let n = repr.emit(&mut f, b"ping").unwrap();
+/// #     f.truncate(n);
+/// #     f
+/// # }
+///
+/// let mut link = UdpLink::bind(Ipv4Addr::new(127, 0, 0, 204))?;
+/// let stats = link.stats();
+/// link.transmit(&frame(Ipv4Addr::new(127, 0, 0, 204), Ipv4Addr::new(127, 0, 0, 205)));
+/// assert_eq!(stats.sent.load(Ordering::Relaxed), 1);
+/// link.transmit(&[0; 60]); // not IPv4/UDP
+/// assert_eq!(stats.unsendable.load(Ordering::Relaxed), 1);
+/// # Ok::<(), rnic_emulator::link::LinkError>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct UdpStats {
     /// Datagrams sent.
@@ -118,6 +153,34 @@ const IP_LEN: usize = 20;
 const UDP_LEN: usize = 8;
 
 /// A UDP link bound to `<IPv4>:4791` (see the module docs).
+///
+/// Two links on loopback addresses: what one sends to the other's IP arrives as a frame.
+///
+/// ```
+/// use rnic_emulator::link::{Link, UdpLink};
+/// use std::{net::Ipv4Addr, time::{Duration, Instant}};
+/// # use rnic_emulator::wire::*;
+/// # fn frame(src: Ipv4Addr, dst: Ipv4Addr) -> Vec<u8> {
+/// #     let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+/// #     let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(src, dst)), UdpRepr::new(0xC000),
+/// #         BthRepr::new(Opcode::RcSendOnly, 0x11, 0));
+/// #     let mut f = vec![0; 128];
+/// #     let n = repr.emit(&mut f, b"ping").unwrap();
+/// #     f.truncate(n);
+/// #     f
+/// # }
+///
+/// let (ip_a, ip_b) = (Ipv4Addr::new(127, 0, 0, 201), Ipv4Addr::new(127, 0, 0, 202));
+/// let (mut a, mut b) = (UdpLink::bind(ip_a)?, UdpLink::bind(ip_b)?);
+/// a.transmit(&frame(ip_a, ip_b));
+/// let (mut buf, deadline) = (Vec::new(), Instant::now() + Duration::from_secs(5));
+/// while !b.receive(&mut buf) && Instant::now() < deadline {
+///     std::thread::sleep(Duration::from_millis(1));
+/// }
+/// let (repr, payload) = PacketRepr::parse(&buf).unwrap(); // the ICRC verifies
+/// assert_eq!((repr.bth.dest_qp, payload), (0x11, &b"ping"[..]));
+/// # Ok::<(), rnic_emulator::link::LinkError>(())
+/// ```
 #[derive(Debug)]
 pub struct UdpLink {
     ip: Ipv4Addr,
@@ -214,6 +277,16 @@ fn bind(addr: SocketAddrV4) -> Result<UdpSocket, LinkError> {
 
 impl UdpLink {
     /// Binds `<ip>:4791` and starts the reader thread.
+    ///
+    /// ```
+    /// use rnic_emulator::link::UdpLink;
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use std::net::Ipv4Addr;
+    ///
+    /// let link = UdpLink::bind(Ipv4Addr::new(127, 0, 0, 207))?;
+    /// let _dev = Device::with_link(Profile::default(), RunMode::Threaded, link);
+    /// # Ok::<(), rnic_emulator::link::LinkError>(())
+    /// ```
     pub fn bind(ip: Ipv4Addr) -> Result<UdpLink, LinkError> {
         let addr = SocketAddrV4::new(ip, ROCE_V2_PORT);
         let main = bind(addr)?;
@@ -255,11 +328,31 @@ impl UdpLink {
     }
 
     /// The address it is bound to.
+    ///
+    /// ```
+    /// use rnic_emulator::link::UdpLink;
+    /// use std::net::Ipv4Addr;
+    ///
+    /// let link = UdpLink::bind(Ipv4Addr::new(127, 0, 0, 203))?;
+    /// assert_eq!(link.local_addr().to_string(), "127.0.0.203:4791");
+    /// # Ok::<(), rnic_emulator::link::LinkError>(())
+    /// ```
     pub fn local_addr(&self) -> SocketAddrV4 {
         SocketAddrV4::new(self.ip, ROCE_V2_PORT)
     }
 
     /// Its counters.
+    ///
+    /// ```
+    /// use rnic_emulator::link::UdpLink;
+    /// use std::{net::Ipv4Addr, sync::atomic::Ordering};
+    ///
+    /// let link = UdpLink::bind(Ipv4Addr::new(127, 0, 0, 208))?;
+    /// let stats = link.stats(); // stays readable after the link moves into a device
+    /// assert_eq!(stats.received.load(Ordering::Relaxed), 0);
+    /// assert!(stats.rcvbuf_bytes.load(Ordering::Relaxed) > 0);
+    /// # Ok::<(), rnic_emulator::link::LinkError>(())
+    /// ```
     pub fn stats(&self) -> Arc<UdpStats> {
         Arc::clone(&self.stats)
     }
