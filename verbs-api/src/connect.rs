@@ -28,6 +28,21 @@ pub const DEFAULT_PORT: u16 = 18515;
 pub const DEFAULT_QKEY: u32 = 0x1111_1111;
 
 /// How to connect. [`Default`] is rc_pingpong's QP attributes.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let (ua, ub) = (pa.create_qp(QpType::Uc, &ca, &ca).build()?, pb.create_qp(QpType::Uc, &cb, &cb).build()?);
+/// let opts = ConnectOptions { path_mtu: Some(Mtu::Mtu4096), psn: Some(100), ..ConnectOptions::default() };
+/// connect_pair(&ua, &ub, &opts)?;
+/// let q = ua.query()?;
+/// assert_eq!((q.path_mtu, q.sq_psn), (Some(Mtu::Mtu4096), 100));
+/// assert_eq!(ConnectOptions::default().qkey, DEFAULT_QKEY);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnectOptions {
     /// Local GID index (`-g`); `None`: the IPv4 GID ([`crate::Context::ipv4_gid_index`]),
@@ -84,6 +99,20 @@ impl Default for ConnectOptions {
 }
 
 /// One side of a connection, as the other side needs it.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// let mr = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+/// // What emu1 tells its peer: QPN, PSN, GID and a region to WRITE to.
+/// let e = Endpoint::local(&qb, Some(&mr), &ConnectOptions::default())?;
+/// assert_eq!((e.qpn, e.gid, e.rkey), (qb.qp_num(), b.query_gid(1, 1)?, mr.rkey()));
+/// assert_eq!(Endpoint::from_wire(&e.to_wire())?, e);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Endpoint {
     /// LID (0 on RoCE).
@@ -107,6 +136,17 @@ pub const PINGPONG_LEN: usize = 52;
 
 impl Endpoint {
     /// The local endpoint of `qp` with GID index and PSN from `opts` and the region `mr`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+    /// let opts = ConnectOptions { psn: Some(0x1234), gid_index: Some(0), ..ConnectOptions::default() };
+    /// let e = Endpoint::local(&qp, None, &opts)?;
+    /// assert_eq!((e.psn, e.gid, e.rkey), (0x1234, ctx.query_gid(1, 0)?, 0));
+    /// # Ok(()) }
+    /// ```
     pub fn local(
         qp: &QueuePair,
         mr: Option<&MemoryRegion>,
@@ -153,6 +193,15 @@ impl Endpoint {
     }
 
     /// Parses [`Endpoint::to_wire`]'s message.
+    ///
+    /// ```
+    /// use rnic_verbs::{Endpoint, Error};
+    ///
+    /// let msg = b"0000:000011:000001:00000abc:0000000000001000:00000000000000000000ffffc0000202\0";
+    /// let e = Endpoint::from_wire(msg).unwrap();
+    /// assert_eq!((e.qpn, e.rkey, e.addr), (0x11, 0xabc, 0x1000));
+    /// assert!(matches!(Endpoint::from_wire(b"0000:11\0"), Err(Error::Protocol(_))));
+    /// ```
     pub fn from_wire(b: &[u8]) -> Result<Endpoint> {
         let s = text(b)?;
         let f: Vec<&str> = s.split(':').collect();
@@ -195,6 +244,14 @@ impl Endpoint {
     }
 
     /// Parses the pingpong tools' 52-byte message.
+    ///
+    /// ```
+    /// use rnic_verbs::Endpoint;
+    ///
+    /// let e = Endpoint::from_pingpong(b"0000:0000a1:abcdef:00000000000000000000ffffc0000201\0").unwrap();
+    /// assert_eq!((e.qpn, e.psn, e.gid.to_string()), (0xa1, 0xabcdef, "::ffff:192.0.2.1".into()));
+    /// assert_eq!(e.rkey, 0); // the pingpong tools send no region
+    /// ```
     pub fn from_pingpong(b: &[u8]) -> Result<Endpoint> {
         let s = text(b)?;
         let f: Vec<&str> = s.split(':').collect();
@@ -213,6 +270,13 @@ impl Endpoint {
     }
 
     /// The remote buffer it advertised.
+    ///
+    /// ```
+    /// use rnic_verbs::{Endpoint, RemoteAddr};
+    ///
+    /// let e = Endpoint { rkey: 0x77, addr: 0x10_0000, ..Endpoint::default() };
+    /// assert_eq!(e.remote().offset(8), RemoteAddr { addr: 0x10_0008, rkey: 0x77 });
+    /// ```
     pub fn remote(&self) -> crate::RemoteAddr {
         crate::RemoteAddr {
             addr: self.addr,
@@ -249,6 +313,21 @@ fn gid_index(ctx: &crate::Context, opts: &ConnectOptions) -> u8 {
 
 /// Walks `qp` from RESET (or INIT) to RTS towards `remote`, with `local.psn` as our first PSN
 /// and `opts`' attributes. UD QPs ignore `remote` (their destination is per work request).
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// # let ctx = Context::open("emu0")?;
+/// # let b = Context::open("emu1")?;
+/// # let (pa, pb, ca, cb) = (ctx.alloc_pd()?, b.alloc_pd()?, ctx.create_cq(8, None)?, b.create_cq(8, None)?);
+/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// // What connect_pair does; across processes the endpoints travel over the network.
+/// let opts = ConnectOptions::default();
+/// let (ea, eb) = (Endpoint::local(&qa, None, &opts)?, Endpoint::local(&qb, None, &opts)?);
+/// connect_qp(&qa, &ea, &eb, &opts)?;
+/// connect_qp(&qb, &eb, &ea, &opts)?;
+/// assert_eq!((qa.state(), qa.query()?.rq_psn), (QpState::Rts, eb.psn));
+/// # Ok(()) }
+/// ```
 pub fn connect_qp(
     qp: &QueuePair,
     local: &Endpoint,
@@ -359,6 +438,18 @@ fn prepare(s: &TcpStream, t: Duration) -> Result<()> {
 /// The server side: listens on `bind` (e.g. `0.0.0.0:18515`), takes one client, exchanges
 /// endpoints, connects `qp` (to RTS) and waits for the client's `done`. `mr` is the region
 /// whose rkey and address the peer gets. Returns the peer's endpoint.
+///
+/// ```no_run
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+/// // Waits for a client on another host (e.g. `ibv_rc_pingpong`-style `rnic` tools).
+/// let ctx = Context::open("mlx5_0")?;
+/// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(64, None)?);
+/// let qp = pd.create_qp(QpType::Rc, &cq, &cq).build()?;
+/// let mr = pd.reg_mr(1 << 20, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+/// let peer = tcp_server(&qp, Some(&mr), ("0.0.0.0", DEFAULT_PORT), &ConnectOptions::default())?;
+/// assert_eq!(qp.query()?.dest_qp_num, peer.qpn);
+/// # Ok(()) }
+/// ```
 pub fn tcp_server(
     qp: &QueuePair,
     mr: Option<&MemoryRegion>,
@@ -370,6 +461,23 @@ pub fn tcp_server(
 }
 
 /// [`tcp_server`] on a listener the caller bound (to learn its port before the client runs).
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let (sa, sb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+/// let port = listener.local_addr().expect("bound").port(); // tell the client
+/// # let client = std::thread::spawn(move || tcp_client(&sb, None, ("127.0.0.1", port), &ConnectOptions::default()));
+/// let peer = tcp_server_on(&sa, None, &listener, &ConnectOptions::default())?;
+/// # let _ = client.join().unwrap()?;
+/// assert_eq!(sa.query()?.dest_qp_num, peer.qpn);
+/// assert_eq!(sa.state(), QpState::Rts);
+/// # Ok(()) }
+/// ```
 pub fn tcp_server_on(
     qp: &QueuePair,
     mr: Option<&MemoryRegion>,
@@ -418,6 +526,23 @@ pub fn tcp_server_on(
 /// The client side: connects to `server` (retrying until [`ConnectOptions::io_timeout`]),
 /// exchanges endpoints, connects `qp` (to RTS) and sends `done`. Returns the server's
 /// endpoint.
+///
+/// ```
+/// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
+/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
+/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let (sa, sb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
+/// # let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+/// # let port = listener.local_addr().unwrap().port();
+/// # let server = std::thread::spawn(move || tcp_server_on(&sa, None, &listener, &ConnectOptions::default()));
+/// let server_ep = tcp_client(&sb, None, ("127.0.0.1", port), &ConnectOptions::default())?;
+/// # let client_ep = server.join().unwrap()?;
+/// assert_eq!(sb.query()?.dest_qp_num, server_ep.qpn);
+/// assert_eq!(client_ep.qpn, sb.qp_num()); // what the server learnt about us
+/// # Ok(()) }
+/// ```
 pub fn tcp_client(
     qp: &QueuePair,
     mr: Option<&MemoryRegion>,
