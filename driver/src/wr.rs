@@ -20,6 +20,13 @@ use core::fmt;
 
 /// A scatter/gather entry: `len` bytes at `addr` (an address of the key's space: the VA an
 /// [`crate::mr::Mr`] was registered at) under local key `lkey`.
+///
+/// ```
+/// use rnic_driver::wr::{Payload, Sge};
+///
+/// let sge = Sge { addr: 0x1000, len: 64, lkey: 0x5a01 };
+/// assert_eq!(Payload::Sgl(&[sge, sge]).len(), 128);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sge {
     /// Address in the memory region's address space.
@@ -63,17 +70,32 @@ impl Access {
     pub const ALL: Access = Access(15 | 1 << 31);
 
     /// The raw bits (`IBV_ACCESS_*`).
+    ///
+    /// ```
+    /// use rnic_driver::wr::Access;
+    /// assert_eq!(Access::REMOTE_WRITE.bits(), 2); // IBV_ACCESS_REMOTE_WRITE
+    /// ```
     pub const fn bits(self) -> u32 {
         self.0
     }
 
     /// From raw `IBV_ACCESS_*` bits (and [`Access::REMOTE_INVALIDATE`]); unknown bits are
     /// dropped.
+    ///
+    /// ```
+    /// use rnic_driver::wr::Access;
+    /// assert_eq!(Access::from_bits_truncate(0x100 | 2), Access::REMOTE_WRITE); // 0x100 is dropped
+    /// ```
     pub const fn from_bits_truncate(bits: u32) -> Access {
         Access(bits & Access::ALL.0)
     }
 
     /// Whether every right of `other` is in `self`.
+    ///
+    /// ```
+    /// use rnic_driver::wr::Access;
+    /// assert!(Access::ALL.contains(Access::REMOTE_ATOMIC | Access::LOCAL_WRITE));
+    /// ```
     pub const fn contains(self, other: Access) -> bool {
         self.0 & other.0 == other.0
     }
@@ -108,6 +130,11 @@ impl SendFlags {
     pub const SOLICITED: SendFlags = SendFlags(4);
 
     /// Whether every flag of `other` is set.
+    ///
+    /// ```
+    /// use rnic_driver::wr::SendFlags;
+    /// assert!(!SendFlags::NONE.contains(SendFlags::SIGNALED));
+    /// ```
     pub const fn contains(self, other: SendFlags) -> bool {
         self.0 & other.0 == other.0
     }
@@ -121,6 +148,39 @@ impl core::ops::BitOr for SendFlags {
 }
 
 /// What a send work request does.
+///
+/// An RDMA READ of the QP's own memory (loopback):
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// mr.write(0, b"remote data");
+/// let wr = SendWr {
+///     wr_id: 1,
+///     op: SendOp::Read { raddr: mr.addr(), rkey: mr.rkey() },
+///     payload: Payload::Sgl(&[mr.sge(2048, 11)]),
+///     flags: SendFlags::SIGNALED,
+///     ud: None,
+/// };
+/// qp.post_send(&[wr])?;
+/// let wc = wait(&cq);
+/// assert_eq!((wc.opcode, wc.byte_len), (WcOpcode::RdmaRead, 11));
+/// let mut got = [0u8; 11];
+/// mr.read(2048, &mut got);
+/// assert_eq!(&got, b"remote data");
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendOp {
     /// SEND.
@@ -181,6 +241,14 @@ pub enum SendOp {
 }
 
 /// The local data of a send work request.
+///
+/// ```
+/// use rnic_driver::wr::{Payload, Sge};
+///
+/// let sgl = [Sge { addr: 0x1000, len: 100, lkey: 1 }];
+/// assert_eq!(Payload::Sgl(&sgl).len(), 100);
+/// assert_eq!(Payload::Inline(b"hello").len(), 5);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Payload<'a> {
     /// A gather (or, for READ and atomics, scatter) list under local keys.
@@ -191,6 +259,11 @@ pub enum Payload<'a> {
 
 impl Payload<'_> {
     /// Total length in bytes.
+    ///
+    /// ```
+    /// use rnic_driver::wr::Payload;
+    /// assert_eq!(Payload::Inline(&[0; 12]).len(), 12);
+    /// ```
     pub fn len(&self) -> u64 {
         match self {
             Payload::Sgl(s) => s.iter().map(|s| u64::from(s.len)).sum(),
@@ -199,12 +272,44 @@ impl Payload<'_> {
     }
 
     /// Whether the payload is empty.
+    ///
+    /// ```
+    /// use rnic_driver::wr::Payload;
+    /// assert!(Payload::Sgl(&[]).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
 
 /// The destination of a UD send.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # drop(qp);
+/// # let qp = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
+/// # qp.to_init(&InitAttr { qkey: Some(7), ..InitAttr::default() })?;
+/// # qp.to_rtr(&RtrAttr::default())?;
+/// # qp.to_rts(&RtsAttr::default())?;
+/// # qp.post_recv(&[RecvWr { wr_id: 1, sgl: &[mr.sge(0, 256)] }])?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// let ah = rnic_driver::ah::AddressHandle::new(&pd, &av)?;
+/// let ud = UdDest { ah: &ah, remote_qpn: qp.qpn(), remote_qkey: 7 };
+/// let mut wr = SendWr { wr_id: 2, op: SendOp::Send, payload: Payload::Inline(b"dgram"), flags: SendFlags::NONE, ud: None };
+/// assert_eq!(qp.post_send(&[wr]).unwrap_err().kind, PostErrorKind::MissingUdDest);
+/// wr.ud = Some(ud);
+/// qp.post_send(&[wr])?;
+/// assert_eq!(wait(&cq).src_qp, qp.qpn());
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct UdDest<'a> {
     /// Where the datagram goes.
@@ -216,6 +321,35 @@ pub struct UdDest<'a> {
 }
 
 /// A send work request.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// qp.post_recv(&[RecvWr { wr_id: 1, sgl: &[mr.sge(0, 64)] }])?;
+/// let wr = SendWr {
+///     wr_id: 2,
+///     op: SendOp::SendImm { imm: 0xfeed },
+///     payload: Payload::Inline(b"with immediate"),
+///     flags: SendFlags::NONE, // unsignaled: only errors complete
+///     ud: None,
+/// };
+/// qp.post_send(&[wr])?;
+/// let wc = wait(&cq);
+/// assert_eq!((wc.wr_id, wc.imm, wc.byte_len), (1, 0xfeed, 14));
+/// assert!(wc.flags.contains(WcFlags::WITH_IMM));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct SendWr<'a> {
     /// Returned in the work completion.
@@ -231,6 +365,28 @@ pub struct SendWr<'a> {
 }
 
 /// A receive work request.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// let recv = RecvWr { wr_id: 1, sgl: &[mr.sge(0, 4)] }; // room for 4 bytes
+/// qp.post_recv(&[recv])?;
+/// qp.post_send(&[SendWr { wr_id: 2, op: SendOp::Send, payload: Payload::Inline(b"too long"), flags: SendFlags::NONE, ud: None }])?;
+/// let wc = wait(&cq);
+/// assert_eq!((wc.wr_id, wc.status), (1, WcStatus::LocLenErr));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct RecvWr<'a> {
     /// Returned in the work completion.
@@ -241,6 +397,28 @@ pub struct RecvWr<'a> {
 
 /// Why a work request could not be posted. The requests before `index` were posted (and
 /// their doorbell rung); the one at `index` and the rest were not.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// let ok = SendWr { wr_id: 1, op: SendOp::Send, payload: Payload::Inline(b"ok"), flags: SendFlags::NONE, ud: None };
+/// let big = SendWr { payload: Payload::Inline(&[0; 4096]), ..ok };
+/// let err = qp.post_send(&[ok, big]).unwrap_err();
+/// assert_eq!(err.index, 1); // the first was posted, the second not
+/// assert!(matches!(err.kind, PostErrorKind::InlineTooLong { given: 4096, .. }));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PostError {
     /// Index of the first work request not posted.
@@ -250,6 +428,26 @@ pub struct PostError {
 }
 
 /// What is wrong with a work request.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// let sgl = [mr.sge(0, 4)]; // an atomic needs one 8-byte SGE
+/// let wr = SendWr { wr_id: 1, op: SendOp::FetchAdd { raddr: mr.addr(), rkey: mr.rkey(), add: 1 }, payload: Payload::Sgl(&sgl), flags: SendFlags::SIGNALED, ud: None };
+/// assert_eq!(qp.post_send(&[wr]).unwrap_err().kind, PostErrorKind::AtomicNeeds8Bytes);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PostErrorKind {
@@ -377,11 +575,22 @@ impl WcStatus {
     ];
 
     /// The status with numeric value `v`.
+    ///
+    /// ```
+    /// use rnic_driver::wr::WcStatus;
+    /// assert_eq!(WcStatus::from_u32(12), Some(WcStatus::RetryExcErr));
+    /// assert_eq!(WcStatus::from_u32(22), None);
+    /// ```
     pub fn from_u32(v: u32) -> Option<WcStatus> {
         Self::ALL.get(v as usize).copied()
     }
 
     /// The C name (`IBV_WC_SUCCESS`, ...).
+    ///
+    /// ```
+    /// use rnic_driver::wr::WcStatus;
+    /// assert_eq!(WcStatus::WrFlushErr.name(), "IBV_WC_WR_FLUSH_ERR");
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             WcStatus::Success => "IBV_WC_SUCCESS",
@@ -410,6 +619,11 @@ impl WcStatus {
     }
 
     /// What `ibv_wc_status_str` says.
+    ///
+    /// ```
+    /// use rnic_driver::wr::WcStatus;
+    /// assert_eq!(WcStatus::RnrRetryExcErr.description(), "RNR retry counter exceeded");
+    /// ```
     pub const fn description(self) -> &'static str {
         match self {
             WcStatus::Success => "success",
@@ -438,6 +652,12 @@ impl WcStatus {
     }
 
     /// The status an error CQE syndrome stands for (as rdma-core's mlx5 provider maps it).
+    ///
+    /// ```
+    /// use rnic_driver::wr::WcStatus;
+    /// assert_eq!(WcStatus::from_syndrome(0x13), WcStatus::RemAccessErr);
+    /// assert_eq!(WcStatus::from_syndrome(0x99), WcStatus::GeneralErr); // unknown syndromes
+    /// ```
     pub const fn from_syndrome(s: u8) -> WcStatus {
         match s {
             0x01 => WcStatus::LocLenErr,
@@ -466,6 +686,36 @@ impl fmt::Display for WcStatus {
 }
 
 /// Work completion opcode (`enum ibv_wc_opcode` values).
+///
+/// A FETCH_ADD on the QP's own memory completes as [`WcOpcode::FetchAdd`] with the original
+/// value in the local buffer:
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// // Host byte order: bring-up sets atomic_req_8B_endianness_mode 1 where the device has it.
+/// mr.write(0, &40u64.to_ne_bytes());
+/// let op = SendOp::FetchAdd { raddr: mr.addr(), rkey: mr.rkey(), add: 2 };
+/// qp.post_send(&[SendWr { wr_id: 1, op, payload: Payload::Sgl(&[mr.sge(8, 8)]), flags: SendFlags::SIGNALED, ud: None }])?;
+/// let wc = wait(&cq);
+/// assert_eq!((wc.opcode, wc.byte_len), (WcOpcode::FetchAdd, 8));
+/// let (mut old, mut new) = ([0u8; 8], [0u8; 8]);
+/// mr.read(8, &mut old);
+/// mr.read(0, &mut new);
+/// assert_eq!((u64::from_ne_bytes(old), u64::from_ne_bytes(new)), (40, 42));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum WcOpcode {
@@ -486,6 +736,14 @@ pub enum WcOpcode {
 }
 
 /// Work completion flags (`IBV_WC_*` flag values).
+///
+/// ```
+/// use rnic_driver::wr::WcFlags;
+///
+/// let f = WcFlags::default();
+/// assert!(!f.contains(WcFlags::GRH) && f.contains(WcFlags::default()));
+/// assert_eq!(WcFlags::WITH_INV.bits(), 8); // IBV_WC_WITH_INV
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct WcFlags(u8);
 
@@ -498,11 +756,21 @@ impl WcFlags {
     pub const WITH_INV: WcFlags = WcFlags(8);
 
     /// Raw bits.
+    ///
+    /// ```
+    /// use rnic_driver::wr::WcFlags;
+    /// assert_eq!(WcFlags::WITH_IMM.bits(), 2);
+    /// ```
     pub const fn bits(self) -> u8 {
         self.0
     }
 
     /// Whether every flag of `other` is set.
+    ///
+    /// ```
+    /// use rnic_driver::wr::WcFlags;
+    /// assert!(WcFlags::GRH.contains(WcFlags::GRH));
+    /// ```
     pub const fn contains(self, other: WcFlags) -> bool {
         self.0 & other.0 == other.0
     }
@@ -513,6 +781,33 @@ impl WcFlags {
 }
 
 /// A work completion.
+///
+/// An RDMA WRITE with immediate data: the requester's completion, then the responder's:
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
+/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// qp.post_recv(&[RecvWr { wr_id: 10, sgl: &[] }])?; // consumed by the immediate
+/// let op = SendOp::WriteImm { raddr: mr.addr() + 512, rkey: mr.rkey(), imm: 99 };
+/// qp.post_send(&[SendWr { wr_id: 11, op, payload: Payload::Inline(b"data"), flags: SendFlags::SIGNALED, ud: None }])?;
+/// let mut wcs = [wait(&cq), wait(&cq)];
+/// wcs.sort_by_key(|wc| wc.wr_id);
+/// let [recv, req] = wcs;
+/// assert_eq!((recv.opcode, recv.imm, recv.byte_len), (WcOpcode::RecvRdmaWithImm, 99, 4));
+/// assert_eq!((req.opcode, req.status, req.qp_num), (WcOpcode::RdmaWrite, WcStatus::Success, qp.qpn()));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WorkCompletion {
     /// The work request's id.
@@ -555,6 +850,13 @@ impl Default for WorkCompletion {
 }
 
 /// What is impossible about a CQE the device wrote.
+///
+/// ```
+/// use rnic_driver::wr::{BadCqe, PollError};
+///
+/// let e = PollError::BadCqe { ci: 3, qpn: 0x77, what: BadCqe::UnknownQpn };
+/// assert_eq!(e.to_string(), "impossible CQE at index 3 for QP 0x77: UnknownQpn");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BadCqe {
@@ -585,6 +887,28 @@ pub enum BadCqe {
 }
 
 /// Why [`crate::cq::Cq::poll`] failed.
+///
+/// A CQE that names no QP of the CQ (written here by hand, as a faulty device might) is
+/// reported once, consumed, and polling goes on:
+///
+/// ```
+/// use rnic_driver::wr::{BadCqe, PollError, WorkCompletion};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+/// let cq = rnic_driver::cq::Cq::create(&hca, 16, None)?;
+/// let (ring, _) = cq.cqe_ring();
+/// // SAFETY: entry 0 of the live ring; volatile writes; the device writes nothing to this CQ.
+/// unsafe {
+///     ring.as_ptr().add(0x38).cast::<u32>().write_volatile(0x00ab_cdefu32.to_be()); // QPN
+///     ring.as_ptr().add(0x3F).write_volatile(0); // opcode REQ, owner bit of the first pass
+/// }
+/// let mut wc = [WorkCompletion::default(); 4];
+/// let err = cq.poll(&mut wc).unwrap_err();
+/// assert_eq!(err, PollError::BadCqe { ci: 0, qpn: 0xab_cdef, what: BadCqe::UnknownQpn });
+/// assert_eq!(cq.poll(&mut wc), Ok(0));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PollError {
