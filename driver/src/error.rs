@@ -167,6 +167,20 @@ pub enum DriverError {
 impl DriverError {
     /// Whether the device answered the command (it executed it and reported a status), so
     /// the memory the command referred to is no longer in its hands when it failed.
+    ///
+    /// ```
+    /// use rnic_driver::DriverError;
+    /// use rnic_hw_regs::cmd::QueryCqIn;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let mut q = QueryCqIn::new_cmd();
+    /// q.set_cqn(0xab_cdef); // no such CQ
+    /// let err = hca.cmdq().exec(&q, &[], &mut []).unwrap_err();
+    /// assert!(err.device_answered()); // executed, and refused
+    /// assert!(!DriverError::Closed.device_answered());
+    /// # Ok(()) }
+    /// ```
     pub fn device_answered(&self) -> bool {
         matches!(
             self,
@@ -175,6 +189,15 @@ impl DriverError {
     }
 
     /// The command this error is about, if it is about one.
+    ///
+    /// ```
+    /// use rnic_driver::DriverError;
+    /// use rnic_hw_regs::{cmd::CmdOpcode, status::CmdStatus};
+    ///
+    /// let e = DriverError::Command { opcode: CmdOpcode::CreateQp, op_mod: 0, status: CmdStatus::BadParam, syndrome: 0 };
+    /// assert_eq!(e.opcode(), Some(CmdOpcode::CreateQp));
+    /// assert_eq!(DriverError::Closed.opcode(), None);
+    /// ```
     pub fn opcode(&self) -> Option<CmdOpcode> {
         match self {
             Self::Command { opcode, .. }
@@ -188,6 +211,18 @@ impl DriverError {
     }
 
     /// The command status, for [`DriverError::Command`].
+    ///
+    /// ```
+    /// use rnic_hw_regs::{cmd::QueryCqIn, status::CmdStatus};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let mut q = QueryCqIn::new_cmd();
+    /// q.set_cqn(0xab_cdef); // no such CQ
+    /// let err = hca.cmdq().exec(&q, &[], &mut []).unwrap_err();
+    /// assert_eq!(err.cmd_status(), Some(CmdStatus::BadResource));
+    /// # Ok(()) }
+    /// ```
     pub fn cmd_status(&self) -> Option<CmdStatus> {
         match self {
             Self::Command { status, .. } => Some(*status),
