@@ -6,6 +6,14 @@ use rnic_driver::wr::{PollError, PostError, PostErrorKind};
 use std::time::Duration;
 
 /// `Result` with [`Error`].
+///
+/// ```
+/// fn first_gid(name: &str) -> rnic_verbs::Result<rnic_verbs::Gid> {
+///     rnic_verbs::Context::open(name)?.query_gid(1, 0)
+/// }
+/// assert!(first_gid("emu0").is_ok());
+/// assert!(first_gid("no-such-device").is_err());
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What can go wrong in a verb.

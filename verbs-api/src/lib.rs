@@ -146,7 +146,36 @@ pub use qp::{
     InitAttr, ModifyQp, Mtu, QpAttr, QpCap, QpState, QpType, QueuePair, QueuePairBuilder, RtrAttr,
     RtsAttr, RtsModifyAttr,
 };
-pub use rnic_driver::wr::{PollError, PostErrorKind};
+/// Why a CQ poll failed ([`Error::Poll`]'s source): the driver's type.
+///
+/// ```
+/// use rnic_verbs::{Error, PollError};
+///
+/// let e = Error::Poll { cqn: 0x20, source: PollError::Busy };
+/// assert!(e.to_string().starts_with("ibv_poll_cq on CQ 0x20: "));
+/// ```
+pub use rnic_driver::wr::PollError;
+/// Why a work request was refused ([`Error::Post`]'s `kind`): the driver's type.
+///
+/// ```
+/// use rnic_verbs::*;
+///
+/// # fn main() -> Result<(), Error> {
+/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?);
+/// # let (pa, pb, ca, cb) = (a.alloc_pd()?, b.alloc_pd()?, a.create_cq(8, None)?, b.create_cq(8, None)?);
+/// let qa = pa.create_qp(QpType::Rc, &ca, &ca).max_inline_data(16).build()?;
+/// # let qb = pb.create_qp(QpType::Rc, &cb, &cb).build()?;
+/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// let max = qa.cap().max_inline_data as usize;
+/// let big = vec![0u8; max + 1];
+/// let err = qa.post_send(&[SendWr::send(1, &[]).inline(&big)]).unwrap_err();
+/// assert!(matches!(
+///     err,
+///     Error::Post { index: 0, kind: PostErrorKind::InlineTooLong { given, .. }, .. } if given == max + 1
+/// ));
+/// # Ok(()) }
+/// ```
+pub use rnic_driver::wr::PostErrorKind;
 pub use srq::{SharedReceiveQueue, SrqAttr};
 pub use wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge};
