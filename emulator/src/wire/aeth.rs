@@ -25,6 +25,14 @@ const RNR_TIMER_US: [u32; 32] = [
 ];
 
 /// A NAK code (syndrome type 11).
+///
+/// ```
+/// use rnic_emulator::wire::{NakCode, Syndrome};
+///
+/// assert_eq!(NakCode::from_code(2), NakCode::RemoteAccessError);
+/// assert_eq!(NakCode::from_code(9), NakCode::Reserved(9));
+/// assert_eq!(Syndrome::Nak(NakCode::InvalidRequest).as_u8(), 0x61);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NakCode {
     /// 0: PSN sequence error.
@@ -43,6 +51,13 @@ pub enum NakCode {
 
 impl NakCode {
     /// The 5-bit code.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::NakCode;
+    ///
+    /// assert_eq!(NakCode::PsnSequenceError.code(), 0);
+    /// assert_eq!(NakCode::Reserved(0x25).code(), 0x05); // masked to 5 bits
+    /// ```
     pub const fn code(self) -> u8 {
         match self {
             NakCode::PsnSequenceError => 0,
@@ -55,6 +70,13 @@ impl NakCode {
     }
 
     /// The NAK code for a 5-bit value.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::NakCode;
+    ///
+    /// assert_eq!(NakCode::from_code(3), NakCode::RemoteOperationalError);
+    /// assert_eq!(NakCode::from_code(3 | 0x20), NakCode::RemoteOperationalError); // high bits ignored
+    /// ```
     pub const fn from_code(code: u8) -> Self {
         match code & 0x1F {
             0 => NakCode::PsnSequenceError,
@@ -68,6 +90,15 @@ impl NakCode {
 }
 
 /// A decoded AETH syndrome.
+///
+/// ```
+/// use rnic_emulator::wire::{NakCode, Syndrome};
+///
+/// assert_eq!(Syndrome::from_u8(0x1F), Ok(Syndrome::ACK_NO_CREDITS));
+/// assert_eq!(Syndrome::from_u8(0x2E), Ok(Syndrome::RnrNak { timer: 14 }));
+/// assert_eq!(Syndrome::from_u8(0x60), Ok(Syndrome::Nak(NakCode::PsnSequenceError)));
+/// assert!(Syndrome::from_u8(0x40).is_err()); // type 10 is reserved
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Syndrome {
     /// ACK with a credit code (0 to 30, or 31 = invalid credit count).
@@ -86,12 +117,26 @@ pub enum Syndrome {
 
 impl Syndrome {
     /// The ACK rxe sends: credit code 0x1F ("invalid credit count"), syndrome byte 0x1F.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Syndrome;
+    ///
+    /// assert_eq!(Syndrome::ACK_NO_CREDITS.as_u8(), 0x1F);
+    /// assert_eq!(Syndrome::ACK_NO_CREDITS.credit_count(), None);
+    /// ```
     pub const ACK_NO_CREDITS: Syndrome = Syndrome::Ack {
         credit_code: CREDITS_INVALID,
     };
 
     /// Decodes a syndrome byte, or [`WireError::ReservedSyndrome`] when bit 7 is set or the
     /// type is the reserved 10.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{Syndrome, WireError};
+    ///
+    /// assert_eq!(Syndrome::from_u8(0x00), Ok(Syndrome::Ack { credit_code: 0 }));
+    /// assert_eq!(Syndrome::from_u8(0x80), Err(WireError::ReservedSyndrome(0x80)));
+    /// ```
     pub const fn from_u8(byte: u8) -> Result<Self, WireError> {
         if byte & 0x80 != 0 {
             return Err(WireError::ReservedSyndrome(byte));
@@ -106,6 +151,13 @@ impl Syndrome {
     }
 
     /// The syndrome byte (values are masked to 5 bits).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Syndrome;
+    ///
+    /// assert_eq!(Syndrome::RnrNak { timer: 1 }.as_u8(), 0x21);
+    /// assert_eq!(Syndrome::Ack { credit_code: 3 }.as_u8(), 0x03);
+    /// ```
     pub const fn as_u8(self) -> u8 {
         match self {
             Syndrome::Ack { credit_code } => credit_code & 0x1F,
@@ -116,6 +168,14 @@ impl Syndrome {
 
     /// For an ACK, the number of credits its code stands for; `None` for code 31 ("invalid",
     /// no end-to-end flow control) and for NAKs.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Syndrome;
+    ///
+    /// assert_eq!(Syndrome::Ack { credit_code: 0 }.credit_count(), Some(0));
+    /// assert_eq!(Syndrome::Ack { credit_code: 31 }.credit_count(), None); // "invalid"
+    /// assert_eq!(Syndrome::RnrNak { timer: 0 }.credit_count(), None);
+    /// ```
     pub const fn credit_count(self) -> Option<u32> {
         match self {
             Syndrome::Ack { credit_code } if (credit_code as usize) < CREDIT_COUNTS.len() => {
@@ -126,6 +186,14 @@ impl Syndrome {
     }
 
     /// For an RNR NAK, the time to wait before retrying, in microseconds.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Syndrome;
+    ///
+    /// assert_eq!(Syndrome::RnrNak { timer: 1 }.rnr_timer_us(), Some(10));
+    /// assert_eq!(Syndrome::RnrNak { timer: 0 }.rnr_timer_us(), Some(655_360)); // the longest
+    /// assert_eq!(Syndrome::ACK_NO_CREDITS.rnr_timer_us(), None);
+    /// ```
     pub const fn rnr_timer_us(self) -> Option<u32> {
         match self {
             Syndrome::RnrNak { timer } => Some(RNR_TIMER_US[(timer & 0x1F) as usize]),
@@ -134,6 +202,13 @@ impl Syndrome {
     }
 
     /// Is an ACK (not an RNR NAK or NAK).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{NakCode, Syndrome};
+    ///
+    /// assert!(Syndrome::ACK_NO_CREDITS.is_ack());
+    /// assert!(!Syndrome::Nak(NakCode::InvalidRequest).is_ack());
+    /// ```
     pub const fn is_ack(self) -> bool {
         matches!(self, Syndrome::Ack { .. })
     }
@@ -141,6 +216,14 @@ impl Syndrome {
 
 header_view!(
     /// A zero-copy view of an AETH: Syndrome(1), MSN(3).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{AethHeader, Syndrome};
+    ///
+    /// let h = AethHeader::new_checked(&[0x1F, 0, 0, 7][..]).unwrap();
+    /// assert_eq!((h.syndrome_raw(), h.msn()), (0x1F, 7));
+    /// assert_eq!(h.syndrome(), Ok(Syndrome::ACK_NO_CREDITS));
+    /// ```
     AethHeader,
     AETH_LEN,
     HeaderKind::Aeth
@@ -176,6 +259,17 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> AethHeader<T> {
 }
 
 /// A parsed AETH.
+///
+/// ```
+/// use rnic_emulator::wire::{AethHeader, AethRepr, Syndrome};
+///
+/// let repr = AethRepr { syndrome: Syndrome::RnrNak { timer: 5 }, msn: 0x10 };
+/// let mut buf = [0u8; 4];
+/// repr.emit(&mut AethHeader::new_unchecked(&mut buf[..]));
+/// assert_eq!(buf, [0x25, 0, 0, 0x10]);
+/// assert_eq!(AethRepr::parse(&AethHeader::new_checked(&buf[..])?)?, repr);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AethRepr {
     /// The syndrome.

@@ -11,6 +11,15 @@ pub(crate) const ATOMIC_ACK_ETH_LEN: usize = 8;
 header_view!(
     /// A zero-copy view of an AtomicETH: VA(8), R_Key(4), Swap/Add(8), Compare(8), packed (the
     /// 64-bit fields are not 8-byte aligned in the frame).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::AtomicEthHeader;
+    ///
+    /// let mut buf = [0u8; 28];
+    /// buf[19] = 5; // swap/add data: bytes 12..20
+    /// let h = AtomicEthHeader::new_checked(&buf[..]).unwrap();
+    /// assert_eq!((h.swap_add(), h.compare()), (5, 0));
+    /// ```
     AtomicEthHeader,
     ATOMIC_ETH_LEN,
     HeaderKind::AtomicEth
@@ -61,6 +70,17 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicEthHeader<T> {
 }
 
 /// A parsed AtomicETH.
+///
+/// ```
+/// use rnic_emulator::wire::{AtomicEthHeader, AtomicEthRepr};
+///
+/// let repr = AtomicEthRepr { virtual_addr: 0x1000, rkey: 9, swap_add: 1, compare: 0 };
+/// let mut buf = [0u8; 28];
+/// repr.emit(&mut AtomicEthHeader::new_unchecked(&mut buf[..]));
+/// assert_eq!(repr.buffer_len(), 28);
+/// assert_eq!(AtomicEthRepr::parse(&AtomicEthHeader::new_checked(&buf[..])?)?, repr);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AtomicEthRepr {
     /// Remote virtual address.
@@ -101,6 +121,13 @@ impl AtomicEthRepr {
 
 header_view!(
     /// A zero-copy view of an AtomicAckETH: the original remote data (8).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::AtomicAckEthHeader;
+    ///
+    /// let h = AtomicAckEthHeader::new_checked(&[0, 0, 0, 0, 0, 0, 1, 0][..]).unwrap();
+    /// assert_eq!(h.orig_data(), 256);
+    /// ```
     AtomicAckEthHeader,
     ATOMIC_ACK_ETH_LEN,
     HeaderKind::AtomicAckEth
@@ -121,6 +148,17 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicAckEthHeader<T> {
 }
 
 /// A parsed AtomicAckETH.
+///
+/// ```
+/// use rnic_emulator::wire::{AtomicAckEthHeader, AtomicAckEthRepr};
+///
+/// let mut buf = [0u8; 8];
+/// AtomicAckEthRepr { orig_data: 42 }.emit(&mut AtomicAckEthHeader::new_unchecked(&mut buf[..]));
+/// assert_eq!(buf, 42u64.to_be_bytes());
+/// let h = AtomicAckEthHeader::new_checked(&buf[..])?;
+/// assert_eq!(AtomicAckEthRepr::parse(&h)?.orig_data, 42);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AtomicAckEthRepr {
     /// The value at the remote address before the atomic operation.

@@ -134,6 +134,19 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> BthHeader<T> {
 }
 
 /// A parsed BTH. Reserved bits are ignored on parse and sent as zero; TVer is always 0.
+///
+/// ```
+/// use rnic_emulator::wire::{BthHeader, BthRepr, Opcode};
+///
+/// let mut repr = BthRepr::new(Opcode::RcRdmaWriteFirst, 0x11, 0x00AB_CDEF);
+/// repr.ack_req = true;
+/// let mut buf = [0u8; 12];
+/// repr.emit(&mut BthHeader::new_unchecked(&mut buf[..]));
+/// assert_eq!(buf[..4], [0x06, 0, 0xFF, 0xFF]); // opcode, flags, P_Key 0xFFFF
+/// assert_eq!(buf[8..], [0x80, 0xAB, 0xCD, 0xEF]); // AckReq, PSN
+/// assert_eq!(BthRepr::parse(&BthHeader::new_checked(&buf[..])?)?, repr);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BthRepr {
     /// The opcode.
@@ -160,6 +173,14 @@ pub struct BthRepr {
 
 impl BthRepr {
     /// A BTH with the default P_Key 0xFFFF and all flags clear.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{BthRepr, Opcode};
+    ///
+    /// let b = BthRepr::new(Opcode::UdSendOnly, 0x1_000001, 0x1_000002);
+    /// assert_eq!((b.dest_qp, b.psn), (1, 2)); // masked to 24 bits
+    /// assert_eq!(b.pkey, 0xFFFF);
+    /// ```
     pub const fn new(opcode: Opcode, dest_qp: u32, psn: u32) -> Self {
         BthRepr {
             opcode,

@@ -7,6 +7,15 @@ pub(crate) const CNP_LEN: usize = 16;
 
 header_view!(
     /// A zero-copy view of a CNP's 16 reserved bytes.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::CnpHeader;
+    ///
+    /// let mut buf = [1u8; 16];
+    /// let mut h = CnpHeader::new_checked(&mut buf[..]).unwrap();
+    /// h.clear();
+    /// assert_eq!(h.reserved(), &[0; 16]);
+    /// ```
     CnpHeader,
     CNP_LEN,
     HeaderKind::Cnp
@@ -28,6 +37,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> CnpHeader<T> {
 
 /// A parsed CNP block: it holds nothing, the reserved bytes are ignored on parse and sent as
 /// zero.
+///
+/// ```
+/// use rnic_emulator::wire::{CnpHeader, CnpRepr};
+///
+/// let mut buf = [0xFFu8; 16];
+/// CnpRepr.emit(&mut CnpHeader::new_unchecked(&mut buf[..]));
+/// assert_eq!(buf, [0; 16]); // 16 reserved bytes, sent as zero
+/// assert_eq!(CnpRepr.buffer_len(), 16);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct CnpRepr;
 

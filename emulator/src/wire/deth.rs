@@ -7,6 +7,13 @@ pub(crate) const DETH_LEN: usize = 8;
 
 header_view!(
     /// A zero-copy view of a DETH: Q_Key(4), reserved(1), SrcQP(3).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::DethHeader;
+    ///
+    /// let h = DethHeader::new_checked(&[0, 0, 0, 7, 0xFF, 0, 0, 3][..]).unwrap();
+    /// assert_eq!((h.qkey(), h.src_qp()), (7, 3)); // the reserved byte is ignored
+    /// ```
     DethHeader,
     DETH_LEN,
     HeaderKind::Deth
@@ -38,6 +45,17 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> DethHeader<T> {
 }
 
 /// A parsed DETH. The reserved byte is ignored on parse and sent as zero.
+///
+/// ```
+/// use rnic_emulator::wire::{DethHeader, DethRepr};
+///
+/// let repr = DethRepr { qkey: 0x1111_1111, src_qp: 0x12 };
+/// let mut buf = [0u8; 8];
+/// repr.emit(&mut DethHeader::new_unchecked(&mut buf[..]));
+/// assert_eq!(buf, [0x11, 0x11, 0x11, 0x11, 0, 0, 0, 0x12]);
+/// assert_eq!(DethRepr::parse(&DethHeader::new_checked(&buf[..])?)?, repr);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DethRepr {
     /// Queue key.

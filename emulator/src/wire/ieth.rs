@@ -7,6 +7,12 @@ pub(crate) const IETH_LEN: usize = 4;
 
 header_view!(
     /// A zero-copy view of an IETH.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::IethHeader;
+    ///
+    /// assert_eq!(IethHeader::new_checked(&[0, 0, 0x12, 0x34][..]).unwrap().rkey(), 0x1234);
+    /// ```
     IethHeader,
     IETH_LEN,
     HeaderKind::Ieth
@@ -27,6 +33,16 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IethHeader<T> {
 }
 
 /// A parsed IETH.
+///
+/// ```
+/// use rnic_emulator::wire::{IethHeader, IethRepr};
+///
+/// let mut buf = [0u8; 4];
+/// IethRepr { rkey: 0x0102_0304 }.emit(&mut IethHeader::new_unchecked(&mut buf[..]));
+/// assert_eq!(buf, [1, 2, 3, 4]);
+/// assert_eq!(IethRepr::parse(&IethHeader::new_checked(&buf[..])?)?.rkey, 0x0102_0304);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct IethRepr {
     /// The R_Key to invalidate.

@@ -7,6 +7,12 @@ pub(crate) const IMM_DT_LEN: usize = 4;
 
 header_view!(
     /// A zero-copy view of an ImmDt.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::ImmDtHeader;
+    ///
+    /// assert_eq!(ImmDtHeader::new_checked(&[0, 0, 1, 0][..]).unwrap().imm(), 256);
+    /// ```
     ImmDtHeader,
     IMM_DT_LEN,
     HeaderKind::ImmDt
@@ -28,6 +34,17 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ImmDtHeader<T> {
 }
 
 /// A parsed ImmDt.
+///
+/// ```
+/// use rnic_emulator::wire::{ImmDtHeader, ImmDtRepr};
+///
+/// let mut buf = [0u8; 4];
+/// ImmDtRepr { imm: 0xDEAD_BEEF }.emit(&mut ImmDtHeader::new_unchecked(&mut buf[..]));
+/// assert_eq!(buf, [0xDE, 0xAD, 0xBE, 0xEF]);
+/// let h = ImmDtHeader::new_checked(&buf[..])?;
+/// assert_eq!(ImmDtRepr::parse(&h)?.imm, 0xDEAD_BEEF);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ImmDtRepr {
     /// The immediate data as a big-endian integer.

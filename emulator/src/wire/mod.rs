@@ -65,18 +65,44 @@ macro_rules! header_view {
 
             /// Wraps a buffer without checking its length; getters and setters panic if it is
             /// shorter than [`Self::LEN`]. Use [`Self::new_checked`] for untrusted input.
+            #[doc = concat!(
+                "\n\n```\n",
+                "use rnic_emulator::wire::", stringify!($name), ";\n\n",
+                "let mut buf = [0u8; ", stringify!($name), "::<&[u8]>::LEN];\n",
+                "let view = ", stringify!($name), "::new_unchecked(&mut buf[..]);\n",
+                "assert_eq!(view.into_inner().len(), ", stringify!($name), "::<&[u8]>::LEN);\n",
+                "```\n",
+            )]
             pub const fn new_unchecked(buffer: T) -> Self {
                 $name { buffer }
             }
 
             /// Wraps a buffer that holds at least [`Self::LEN`] bytes, or returns
             /// [`WireError::Truncated`](crate::wire::WireError::Truncated).
+            #[doc = concat!(
+                "\n\n```\n",
+                "use rnic_emulator::wire::{", stringify!($name), ", WireError};\n\n",
+                "let len = ", stringify!($name), "::<&[u8]>::LEN;\n",
+                "let buf = [0u8; 64];\n",
+                "assert!(", stringify!($name), "::new_checked(&buf[..len]).is_ok());\n",
+                "let short = ", stringify!($name), "::new_checked(&buf[..len - 1]);\n",
+                "assert!(matches!(short, Err(WireError::Truncated { needed, .. }) if needed == len));\n",
+                "```\n",
+            )]
             pub fn new_checked(buffer: T) -> Result<Self, crate::wire::WireError> {
                 crate::wire::check_len(buffer.as_ref(), $len, $kind)?;
                 Ok($name { buffer })
             }
 
             /// Returns the underlying buffer.
+            #[doc = concat!(
+                "\n\n```\n",
+                "use rnic_emulator::wire::", stringify!($name), ";\n\n",
+                "let buf = vec![7u8; 64];\n",
+                "let view = ", stringify!($name), "::new_checked(buf).unwrap();\n",
+                "assert_eq!(view.into_inner(), vec![7u8; 64]); // the same buffer back\n",
+                "```\n",
+            )]
             pub fn into_inner(self) -> T {
                 self.buffer
             }

@@ -7,6 +7,16 @@ pub(crate) const RETH_LEN: usize = 16;
 
 header_view!(
     /// A zero-copy view of a RETH: VA(8), R_Key(4), DMA length(4).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RethHeader;
+    ///
+    /// let mut buf = [0u8; 16];
+    /// let mut h = RethHeader::new_checked(&mut buf[..]).unwrap();
+    /// h.set_rkey(0xABCD);
+    /// h.set_dma_len(64);
+    /// assert_eq!((h.rkey(), h.dma_len(), h.virtual_addr()), (0xABCD, 64, 0));
+    /// ```
     RethHeader,
     RETH_LEN,
     HeaderKind::Reth
@@ -47,6 +57,17 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> RethHeader<T> {
 }
 
 /// A parsed RETH.
+///
+/// ```
+/// use rnic_emulator::wire::{RethHeader, RethRepr};
+///
+/// let repr = RethRepr { virtual_addr: 0x7f00_1000, rkey: 0x1234, dma_len: 4096 };
+/// let mut buf = [0u8; 16];
+/// repr.emit(&mut RethHeader::new_unchecked(&mut buf[..]));
+/// assert_eq!(buf[8..], [0, 0, 0x12, 0x34, 0, 0, 0x10, 0]);
+/// assert_eq!(RethRepr::parse(&RethHeader::new_checked(&buf[..])?)?, repr);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RethRepr {
     /// Remote virtual address.
