@@ -36,6 +36,23 @@ pub const ASYNC_EVENTS: &[EventType] = &[
 ];
 
 /// An event queue owned by the driver.
+///
+/// An event queue of its own next to the HCA's (which serves page requests and asynchronous
+/// events):
+///
+/// ```
+/// use rnic_driver::eq::EventQueue;
+/// use rnic_hw_regs::eqe::EventType;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+/// let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+/// let mut eq = EventQueue::create(cmdq, bus, uar, 4, &[EventType::PortChange])?;
+/// assert_ne!(eq.eqn(), hca.eqn());
+/// assert_eq!(eq.poll(bus, |ev| panic!("unexpected {ev:?}")), 0);
+/// eq.destroy(cmdq, bus)?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct EventQueue {
     buf: Option<DmaRegion>,
@@ -48,6 +65,17 @@ pub struct EventQueue {
 impl EventQueue {
     /// Allocates `2^log_size` EQEs (owner bits initialised to 1), creates the EQ with
     /// `events` selected and arms it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+    /// let eq = rnic_driver::eq::EventQueue::create(cmdq, bus, uar, 3, &[])?;
+    /// assert_eq!(eq.consumer_index(), 0);
+    /// # eq.destroy(cmdq, bus)?;
+    /// # Ok(()) }
+    /// ```
     pub fn create(
         cmdq: &CmdQueue,
         bus: &dyn Bus,
@@ -59,6 +87,17 @@ impl EventQueue {
     }
 
     /// Like [`EventQueue::create`], raising interrupt vector `intr` (eqc `intr`) when armed.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+    /// let eq = rnic_driver::eq::EventQueue::create_on_vector(cmdq, bus, uar, 3, &[], 2)?;
+    /// assert_ne!(eq.eqn(), hca.eqn());
+    /// # eq.destroy(cmdq, bus)?;
+    /// # Ok(()) }
+    /// ```
     pub fn create_on_vector(
         cmdq: &CmdQueue,
         bus: &dyn Bus,
@@ -107,16 +146,52 @@ impl EventQueue {
     }
 
     /// The EQ number.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+    /// let a = rnic_driver::eq::EventQueue::create(cmdq, bus, uar, 3, &[])?;
+    /// let b = rnic_driver::eq::EventQueue::create(cmdq, bus, uar, 3, &[])?;
+    /// assert_ne!(a.eqn(), b.eqn());
+    /// # a.destroy(cmdq, bus)?;
+    /// # b.destroy(cmdq, bus)?;
+    /// # Ok(()) }
+    /// ```
     pub fn eqn(&self) -> u8 {
         self.eqn
     }
 
     /// Consumer index.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+    /// let mut eq = rnic_driver::eq::EventQueue::create(cmdq, bus, uar, 3, &[])?;
+    /// eq.poll(bus, |_| {});
+    /// assert_eq!(eq.consumer_index(), 0); // nothing arrived
+    /// # eq.destroy(cmdq, bus)?;
+    /// # Ok(()) }
+    /// ```
     pub fn consumer_index(&self) -> u32 {
         self.ci
     }
 
     /// Writes the consumer index and re-arms the EQ (UAR + 0x40).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+    /// let eq = rnic_driver::eq::EventQueue::create(cmdq, bus, uar, 3, &[])?;
+    /// eq.doorbell(bus); // re-arm at the current consumer index (create armed it already)
+    /// assert!(eq.destroy(cmdq, bus).is_ok());
+    /// # Ok(()) }
+    /// ```
     pub fn doorbell(&self, bus: &dyn Bus) {
         fence(Ordering::Release);
         self.uar
@@ -125,6 +200,17 @@ impl EventQueue {
 
     /// Takes the next EQE software owns, if any. An EQE with an unknown event type is
     /// returned as `Err` (and consumed): the device is not trusted.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+    /// let mut eq = rnic_driver::eq::EventQueue::create(cmdq, bus, uar, 3, &[])?;
+    /// assert!(eq.next_event().is_none()); // every EQE is still the device's
+    /// # eq.destroy(cmdq, bus)?;
+    /// # Ok(()) }
+    /// ```
     pub fn next_event(&mut self) -> Option<Result<EqeEvent, u8>> {
         let buf = self.buf.as_ref()?;
         let mask = (1u32 << self.log_size) - 1;
@@ -143,6 +229,19 @@ impl EventQueue {
 
     /// Drains the EQ into `f`, then updates the consumer index and re-arms. Returns the
     /// number of EQEs consumed.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+    /// let mut eq = rnic_driver::eq::EventQueue::create(cmdq, bus, uar, 3, &[])?;
+    /// let mut seen = Vec::new();
+    /// assert_eq!(eq.poll(bus, |ev| seen.push(ev)), 0);
+    /// assert!(seen.is_empty());
+    /// # eq.destroy(cmdq, bus)?;
+    /// # Ok(()) }
+    /// ```
     pub fn poll(&mut self, bus: &dyn Bus, mut f: impl FnMut(Result<EqeEvent, u8>)) -> usize {
         let mut n = 0;
         // Never more than one lap: a device that keeps flipping owner bits cannot hang us.
@@ -163,6 +262,16 @@ impl EventQueue {
 
     /// DESTROY_EQ and frees the buffer (the buffer is freed even if the command fails,
     /// unless the device may still write it: then it is leaked).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+    /// let eq = rnic_driver::eq::EventQueue::create(cmdq, bus, uar, 3, &[])?;
+    /// assert!(eq.destroy(cmdq, bus).is_ok()); // DESTROY_EQ, buffer freed
+    /// # Ok(()) }
+    /// ```
     pub fn destroy(mut self, cmdq: &CmdQueue, bus: &dyn Bus) -> Result<(), DriverError> {
         let mut i = DestroyEqIn::new_cmd();
         i.set_eq_number(self.eqn);
@@ -183,6 +292,18 @@ impl EventQueue {
     }
 
     /// Frees the buffer without a command (device gone or disabled).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+    /// let eq = rnic_driver::eq::EventQueue::create(cmdq, bus, uar, 3, &[])?;
+    /// dev.kill_pci_link(); // the device is gone: no DESTROY_EQ can reach it
+    /// assert!(hca.check_health().is_err());
+    /// eq.free_buffer(bus);
+    /// # Ok(()) }
+    /// ```
     pub fn free_buffer(mut self, bus: &dyn Bus) {
         if let Some(buf) = self.buf.take() {
             if let Err(e) = bus.free_dma(buf) {

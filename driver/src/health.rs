@@ -21,6 +21,13 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 /// Why the driver considers the device dead.
+///
+/// ```
+/// use rnic_driver::health::FatalReason;
+///
+/// assert_eq!(FatalReason::NicInterface(7).to_string(), "nic_interface 7 (SW_RESET)");
+/// assert_eq!(FatalReason::PciLinkDead.to_string(), "fw_ver reads 0xffffffff (PCI link dead)");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FatalReason {
     /// `fw_ver` reads all ones: the PCI link is down (or the device fell off the bus).
@@ -76,6 +83,13 @@ impl fmt::Display for FatalReason {
 }
 
 /// The registers a health check reads.
+///
+/// ```
+/// use rnic_driver::health::{assess, FatalReason, HealthRegisters};
+///
+/// let r = HealthRegisters { synd: 0x0007_0000, ..HealthRegisters::healthy() };
+/// assert!(matches!(assess(&r), Some(FatalReason::HealthSyndrome { raw: 7, .. })));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HealthRegisters {
     /// Health buffer `fw_ver` (0x230).
@@ -90,6 +104,11 @@ pub struct HealthRegisters {
 
 impl HealthRegisters {
     /// Values of a healthy device (for tests and examples).
+    ///
+    /// ```
+    /// use rnic_driver::health::{assess, HealthRegisters};
+    /// assert_eq!(assess(&HealthRegisters::healthy()), None);
+    /// ```
     pub const fn healthy() -> Self {
         Self {
             fw_ver: 0x000C_000E,
@@ -100,6 +119,15 @@ impl HealthRegisters {
     }
 
     /// Reads the registers from the init segment.
+    ///
+    /// ```
+    /// use rnic_driver::health::HealthRegisters;
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// dev.kill_pci_link();
+    /// assert_eq!(HealthRegisters::read(&dev.bus()).fw_ver, 0xFFFF_FFFF);
+    /// ```
     pub fn read(bus: &dyn Bus) -> Self {
         Self {
             fw_ver: bus.read32(init_seg::HEALTH_FW_VER),
@@ -112,6 +140,12 @@ impl HealthRegisters {
 
 /// Decides from one register sample whether the device is dead (the health counter is judged
 /// separately by [`HealthMonitor`]). A pure function.
+///
+/// ```
+/// use rnic_driver::health::{assess, FatalReason, HealthRegisters};
+/// let disabled = HealthRegisters { cmdq_addr_l_sz: 0x100, ..HealthRegisters::healthy() };
+/// assert_eq!(assess(&disabled), Some(FatalReason::NicInterface(1)));
+/// ```
 pub fn assess(r: &HealthRegisters) -> Option<FatalReason> {
     if r.fw_ver == init_seg::FW_VER_PCI_DEAD {
         return Some(FatalReason::PciLinkDead);
@@ -133,6 +167,19 @@ pub fn assess(r: &HealthRegisters) -> Option<FatalReason> {
 
 /// Samples the health counter: [`HEALTH_COUNTER_MISSES`] unchanged samples, each taken at least
 /// `interval` after the previous counted one, mean firmware is stuck.
+///
+/// ```
+/// use rnic_driver::health::{FatalReason, HealthMonitor};
+/// use std::time::{Duration, Instant};
+///
+/// let (t0, s) = (Instant::now(), Duration::from_secs(2));
+/// let mut m = HealthMonitor::new(s);
+/// assert_eq!(m.sample(5, t0), None);
+/// assert_eq!(m.sample(5, t0 + s), None);
+/// assert_eq!(m.sample(5, t0 + s * 2), None);
+/// let stuck = m.sample(5, t0 + s * 3); // third unchanged sample
+/// assert_eq!(stuck, Some(FatalReason::HealthCounterStuck { counter: 5, samples: 3 }));
+/// ```
 #[derive(Debug)]
 pub struct HealthMonitor {
     interval: Duration,
@@ -142,6 +189,13 @@ pub struct HealthMonitor {
 
 impl HealthMonitor {
     /// A monitor that counts samples at most every `interval` (the kernel polls every 2 s).
+    ///
+    /// ```
+    /// use rnic_driver::health::HealthMonitor;
+    /// use std::time::{Duration, Instant};
+    /// let mut m = HealthMonitor::new(Duration::from_secs(2));
+    /// assert_eq!(m.sample(1, Instant::now()), None); // one sample judges nothing
+    /// ```
     pub fn new(interval: Duration) -> Self {
         Self {
             interval,
@@ -153,6 +207,16 @@ impl HealthMonitor {
     /// Feeds one health counter reading taken at `now`; returns the failure once the counter
     /// has been stuck for [`HEALTH_COUNTER_MISSES`] counted samples. Samples closer than the
     /// interval to the previous counted one are ignored.
+    ///
+    /// ```
+    /// use rnic_driver::health::HealthMonitor;
+    /// use std::time::{Duration, Instant};
+    /// let (t0, s) = (Instant::now(), Duration::from_secs(1));
+    /// let mut m = HealthMonitor::new(s);
+    /// for i in 0..10u32 {
+    ///     assert_eq!(m.sample(i, t0 + s * i), None); // a moving counter is alive
+    /// }
+    /// ```
     pub fn sample(&mut self, counter_reg: u32, now: Instant) -> Option<FatalReason> {
         let counter = init_seg::health_counter(counter_reg);
         match self.last {
@@ -168,6 +232,19 @@ impl HealthMonitor {
     }
 
     /// Reads the registers and the counter and reports the first fatal condition.
+    ///
+    /// ```
+    /// use rnic_driver::health::{FatalReason, HealthMonitor};
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use rnic_hw_regs::init_seg::HealthSyndrome;
+    /// use std::time::Duration;
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// let mut m = HealthMonitor::new(Duration::from_secs(2));
+    /// assert_eq!(m.check(&dev.bus()), None);
+    /// dev.raise_health_syndrome(HealthSyndrome::HighTemp);
+    /// assert!(matches!(m.check(&dev.bus()), Some(FatalReason::HealthSyndrome { .. })));
+    /// ```
     pub fn check(&mut self, bus: &dyn Bus) -> Option<FatalReason> {
         if let Some(r) = assess(&HealthRegisters::read(bus)) {
             return Some(r);
