@@ -31,6 +31,25 @@ use super::{
 /// layout, lengths, UDP port, opcode, TVer, extension headers, pad) and remembers where each
 /// part is, so the accessors cannot panic. It does not check the ICRC: call
 /// [`RocePacket::verify_icrc`].
+///
+/// ```
+/// use rnic_emulator::wire::{Opcode, RocePacket};
+/// # use rnic_emulator::wire::*;
+/// # use core::net::Ipv4Addr;
+/// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+/// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+/// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+/// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+/// # let mut buf = [0u8; 128];
+/// # let len = repr.emit(&mut buf, b"hello").unwrap();
+/// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+///
+/// let pkt = RocePacket::new_checked(frame)?;
+/// assert_eq!(pkt.opcode(), Opcode::RcSendOnly);
+/// assert_eq!((pkt.payload(), pkt.pad()), (&b"hello"[..], &[0u8; 3][..]));
+/// pkt.verify_icrc()?;
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct RocePacket<T: AsRef<[u8]>> {
     buffer: T,
@@ -45,6 +64,23 @@ pub struct RocePacket<T: AsRef<[u8]>> {
 
 impl<T: AsRef<[u8]>> RocePacket<T> {
     /// Checks the structure of the frame in `buffer` (see the type's documentation).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{HeaderKind, RocePacket, WireError};
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// assert!(RocePacket::new_checked(frame).is_ok());
+    /// let err = RocePacket::new_checked(&frame[..10]).unwrap_err();
+    /// assert!(matches!(err, WireError::Truncated { header: HeaderKind::Ethernet, .. }));
+    /// ```
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let frame = buffer.as_ref();
         // Ethernet and 802.1Q.
@@ -146,6 +182,23 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
     }
 
     /// Returns the underlying buffer.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let pkt = RocePacket::new_checked(frame.to_vec())?;
+    /// assert_eq!(pkt.into_inner(), frame);
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn into_inner(self) -> T {
         self.buffer
     }
@@ -155,69 +208,291 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
     }
 
     /// The Ethernet header (smoltcp's view over the whole buffer).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{EthernetAddress, EthernetProtocol, RocePacket};
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let pkt = RocePacket::new_checked(frame)?;
+    /// let eth = pkt.ethernet();
+    /// assert_eq!(eth.ethertype(), EthernetProtocol::Ipv4);
+    /// assert_eq!(eth.dst_addr(), EthernetAddress([2, 0, 0, 0, 0, 2]));
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn ethernet(&self) -> EthernetFrame<&[u8]> {
         EthernetFrame::new_unchecked(self.frame())
     }
 
     /// 4 or 6.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// assert_eq!(RocePacket::new_checked(frame)?.ip_version(), 4);
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn ip_version(&self) -> u8 {
         self.ip_version
     }
 
     /// The IP packet: from the IP header through the ICRC (Ethernet padding excluded).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let pkt = RocePacket::new_checked(frame)?;
+    /// assert_eq!(pkt.ip_bytes().len(), 20 + 8 + 12 + 5 + 3 + 4); // IP .. ICRC
+    /// assert_eq!(pkt.ip_bytes()[0], 0x45);
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn ip_bytes(&self) -> &[u8] {
         &self.frame()[self.ip_off..self.icrc_off + ICRC_LEN]
     }
 
     /// The IPv4 header, if the packet is IPv4.
+    ///
+    /// ```
+    /// use core::net::Ipv4Addr;
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let pkt = RocePacket::new_checked(frame)?;
+    /// let ip = pkt.ipv4().unwrap();
+    /// assert_eq!(ip.dst_addr(), Ipv4Addr::new(10, 0, 0, 2));
+    /// assert!(ip.dont_frag());
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn ipv4(&self) -> Option<Ipv4Packet<&[u8]>> {
         (self.ip_version == 4).then(|| Ipv4Packet::new_unchecked(self.ip_bytes()))
     }
 
     /// The IPv6 header, if the packet is IPv6.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// assert!(RocePacket::new_checked(frame)?.ipv6().is_none()); // an IPv4 frame
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn ipv6(&self) -> Option<Ipv6Packet<&[u8]>> {
         (self.ip_version == 6).then(|| Ipv6Packet::new_unchecked(self.ip_bytes()))
     }
 
     /// The UDP datagram (header through ICRC).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{RocePacket, ROCE_V2_PORT};
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let pkt = RocePacket::new_checked(frame)?;
+    /// let udp = pkt.udp();
+    /// assert_eq!((udp.src_port(), udp.dst_port()), (0xC000, ROCE_V2_PORT));
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn udp(&self) -> UdpPacket<&[u8]> {
         UdpPacket::new_unchecked(&self.frame()[self.udp_off..self.icrc_off + ICRC_LEN])
     }
 
     /// The BTH.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let pkt = RocePacket::new_checked(frame)?;
+    /// let bth = pkt.bth();
+    /// assert_eq!((bth.dest_qp(), bth.psn(), bth.pad_count()), (0x11, 5, 3));
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn bth(&self) -> BthHeader<&[u8]> {
         let off = self.udp_off + UDP_HEADER_LEN;
         BthHeader::new_unchecked(&self.frame()[off..off + BTH_LEN])
     }
 
     /// The (known) opcode.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{Opcode, RocePacket};
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// assert_eq!(RocePacket::new_checked(frame)?.opcode(), Opcode::RcSendOnly);
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn opcode(&self) -> Opcode {
         self.opcode
     }
 
     /// The extension headers between the BTH and the payload.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// assert!(RocePacket::new_checked(frame)?.ext_header_bytes().is_empty()); // SEND_ONLY has none
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn ext_header_bytes(&self) -> &[u8] {
         let off = self.udp_off + UDP_HEADER_LEN + BTH_LEN;
         &self.frame()[off..self.payload_off]
     }
 
     /// The payload (without pad).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// assert_eq!(RocePacket::new_checked(frame)?.payload(), b"hello");
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn payload(&self) -> &[u8] {
         &self.frame()[self.payload_off..self.payload_off + self.payload_len]
     }
 
     /// The pad bytes (0 to 3).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// assert_eq!(RocePacket::new_checked(frame)?.pad(), [0, 0, 0]); // 5 + 3 = 8, a multiple of 4
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn pad(&self) -> &[u8] {
         &self.frame()[self.payload_off + self.payload_len..self.icrc_off]
     }
 
     /// The ICRC as sent (read least-significant byte first).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let pkt = RocePacket::new_checked(frame)?;
+    /// assert_eq!(pkt.icrc().to_le_bytes(), frame[len - 4..]); // the last 4 bytes, LSB first
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn icrc(&self) -> u32 {
         let b = &self.frame()[self.icrc_off..self.icrc_off + ICRC_LEN];
         u32::from_le_bytes([b[0], b[1], b[2], b[3]])
     }
 
     /// The ICRC computed over the packet.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let pkt = RocePacket::new_checked(frame)?;
+    /// assert_eq!(pkt.compute_icrc(), pkt.icrc());
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn compute_icrc(&self) -> u32 {
         // The view's checks guarantee the layout `icrc::compute` needs; fall back to the
         // complement of the wire value so that a broken invariant can never verify.
@@ -225,6 +500,25 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
     }
 
     /// Checks the ICRC: [`WireError::IcrcMismatch`] when it is wrong.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{RocePacket, WireError};
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let mut bad = frame.to_vec();
+    /// bad[len - 6] ^= 1; // a pad bit
+    /// let err = RocePacket::new_checked(&bad[..])?.verify_icrc().unwrap_err();
+    /// assert!(matches!(err, WireError::IcrcMismatch { .. }));
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn verify_icrc(&self) -> Result<(), WireError> {
         let expected = self.compute_icrc();
         let actual = self.icrc();
@@ -236,6 +530,24 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
     }
 
     /// The frame length up to the end of the ICRC (Ethernet padding excluded).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let mut padded = frame.to_vec();
+    /// padded.resize(100, 0); // trailing Ethernet padding
+    /// assert_eq!(RocePacket::new_checked(&padded[..])?.packet_len(), len);
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn packet_len(&self) -> usize {
         self.icrc_off + ICRC_LEN
     }
@@ -243,12 +555,52 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> RocePacket<T> {
     /// The payload, writable (e.g. to fill it in place before [`Self::fill_icrc`]).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let mut pkt = RocePacket::new_checked(frame.to_vec())?;
+    /// pkt.payload_mut().copy_from_slice(b"HELLO");
+    /// assert!(pkt.verify_icrc().is_err()); // until the ICRC is refilled
+    /// pkt.fill_icrc();
+    /// pkt.verify_icrc()?;
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let (off, len) = (self.payload_off, self.payload_len);
         &mut self.buffer.as_mut()[off..off + len]
     }
 
     /// Computes the ICRC and writes it into the frame.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::RocePacket;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let mut copy = frame.to_vec();
+    /// copy[len - 4..].fill(0);
+    /// let mut pkt = RocePacket::new_checked(&mut copy[..])?;
+    /// pkt.fill_icrc();
+    /// assert_eq!(pkt.into_inner(), frame);
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn fill_icrc(&mut self) {
         let icrc = self.compute_icrc();
         let off = self.icrc_off;
@@ -278,6 +630,17 @@ fn first_ext_header(opcode: Opcode) -> HeaderKind {
 /// The extension headers of one packet, in wire order: requests
 /// `[DETH] [RETH | AtomicETH] [ImmDt | IETH]`, responses `AETH [AtomicAckETH]`, CNP 16
 /// reserved bytes. Which are present is fixed by the opcode ([`ExtHeaders::matches`]).
+///
+/// ```
+/// use rnic_emulator::wire::{ExtHeaders, Opcode, RethRepr};
+///
+/// let ext = ExtHeaders {
+///     reth: Some(RethRepr { virtual_addr: 0x1000, rkey: 7, dma_len: 64 }),
+///     ..ExtHeaders::NONE
+/// };
+/// assert!(ext.matches(Opcode::RcRdmaWriteOnly));
+/// assert!(!ext.matches(Opcode::RcSendOnly));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ExtHeaders {
     /// DETH (UD).
@@ -300,6 +663,13 @@ pub struct ExtHeaders {
 
 impl ExtHeaders {
     /// No extension headers.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{ExtHeaders, Opcode};
+    ///
+    /// assert_eq!(ExtHeaders::NONE, ExtHeaders::default());
+    /// assert!(ExtHeaders::NONE.matches(Opcode::RcSendMiddle));
+    /// ```
     pub const NONE: ExtHeaders = ExtHeaders {
         deth: None,
         reth: None,
@@ -312,6 +682,14 @@ impl ExtHeaders {
     };
 
     /// Whether exactly the headers `opcode` carries are present.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{ExtHeaders, ImmDtRepr, Opcode};
+    ///
+    /// let ext = ExtHeaders { imm: Some(ImmDtRepr { imm: 1 }), ..ExtHeaders::NONE };
+    /// assert!(ext.matches(Opcode::RcSendOnlyWithImm));
+    /// assert!(!ext.matches(Opcode::RcRdmaWriteOnlyWithImm)); // that one also needs a RETH
+    /// ```
     pub fn matches(&self, opcode: Opcode) -> bool {
         self.deth.is_some() == opcode.has_deth()
             && self.reth.is_some() == opcode.has_reth()
@@ -324,6 +702,17 @@ impl ExtHeaders {
     }
 
     /// Parses the extension headers `opcode` carries from the start of `buffer`.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{DethRepr, ExtHeaders, ImmDtRepr, Opcode};
+    ///
+    /// // UD SEND_ONLY_WITH_IMMEDIATE: DETH (Q_Key, source QP), then ImmDt.
+    /// let bytes = [0, 0, 0, 9, 0, 0, 0, 2, 0xCA, 0xFE, 0, 1];
+    /// let ext = ExtHeaders::parse(Opcode::UdSendOnlyWithImm, &bytes)?;
+    /// assert_eq!(ext.deth, Some(DethRepr { qkey: 9, src_qp: 2 }));
+    /// assert_eq!(ext.imm, Some(ImmDtRepr { imm: 0xCAFE_0001 }));
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn parse(opcode: Opcode, buffer: &[u8]) -> Result<Self, WireError> {
         let mut ext = ExtHeaders::NONE;
         let mut rest = buffer;
@@ -364,6 +753,17 @@ impl ExtHeaders {
     }
 
     /// Total length of the headers present.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{AethRepr, AtomicAckEthRepr, ExtHeaders, Syndrome};
+    ///
+    /// let ext = ExtHeaders {
+    ///     aeth: Some(AethRepr { syndrome: Syndrome::ACK_NO_CREDITS, msn: 1 }),
+    ///     atomic_ack_eth: Some(AtomicAckEthRepr { orig_data: 5 }),
+    ///     ..ExtHeaders::NONE
+    /// };
+    /// assert_eq!(ext.buffer_len(), 4 + 8);
+    /// ```
     pub fn buffer_len(&self) -> usize {
         self.deth.map_or(0, |_| DETH_LEN)
             + self.reth.map_or(0, |_| RETH_LEN)
@@ -377,6 +777,17 @@ impl ExtHeaders {
 
     /// Writes the headers present, in wire order, at the start of `buffer`, which must hold
     /// [`Self::buffer_len`] bytes ([`WireError::Truncated`] otherwise).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{ExtHeaders, IethRepr, Opcode};
+    ///
+    /// let ext = ExtHeaders { ieth: Some(IethRepr { rkey: 0x0102_0304 }), ..ExtHeaders::NONE };
+    /// let mut buf = [0u8; 4];
+    /// ext.emit(&mut buf)?;
+    /// assert_eq!(buf, [1, 2, 3, 4]);
+    /// assert_eq!(ExtHeaders::parse(Opcode::RcSendOnlyWithInv, &buf)?, ext);
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn emit(&self, buffer: &mut [u8]) -> Result<(), WireError> {
         check_len(buffer, self.buffer_len(), HeaderKind::Frame)?;
         let mut off = 0;
@@ -437,6 +848,31 @@ impl ExtHeaders {
 /// Length fields (IP total / payload length, UDP length), the IPv4 header checksum, the BTH
 /// PadCnt, the pad bytes and the ICRC are derived: [`PacketRepr::emit`] computes them from the
 /// payload length, ignoring [`BthRepr::pad_count`].
+///
+/// ```
+/// use rnic_emulator::wire::{AethRepr, Opcode, PacketRepr, Syndrome};
+/// # use rnic_emulator::wire::*;
+/// # use core::net::Ipv4Addr;
+/// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+/// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+/// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+/// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+/// # let mut buf = [0u8; 128];
+/// # let len = repr.emit(&mut buf, b"hello").unwrap();
+/// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+///
+/// // Answer the SEND with an ACK: swap the addresses, keep the PSN.
+/// let (req, _) = PacketRepr::parse(frame)?;
+/// let mut ack = req;
+/// (ack.eth.src, ack.eth.dst) = (req.eth.dst, req.eth.src);
+/// ack.ip = IpRepr::V4(Ipv4Repr::new(b, a)); // a: the requester's IP, b: ours
+/// ack.bth.opcode = Opcode::RcAcknowledge;
+/// ack.ext.aeth = Some(AethRepr { syndrome: Syndrome::ACK_NO_CREDITS, msn: 1 });
+/// let mut out = [0u8; 128];
+/// let n = ack.emit(&mut out, &[])?;
+/// assert_eq!(PacketRepr::parse(&out[..n])?.0.bth.psn, 5);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PacketRepr {
     /// Ethernet header (its EtherType must match the IP version).
@@ -454,6 +890,17 @@ pub struct PacketRepr {
 impl PacketRepr {
     /// A packet with no extension headers; the EtherType is set from the IP version. Add
     /// the headers the opcode needs to [`PacketRepr::ext`] before emitting.
+    ///
+    /// ```
+    /// use core::net::Ipv6Addr;
+    /// use rnic_emulator::wire::*;
+    ///
+    /// let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// let ip = IpRepr::V6(Ipv6Repr::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST));
+    /// let p = PacketRepr::new(eth, ip, UdpRepr::new(0xC001), BthRepr::new(Opcode::RcSendOnly, 1, 0));
+    /// assert_eq!(p.eth.ethertype, EthernetProtocol::Ipv6); // set from the IP version
+    /// assert_eq!(p.ext, ExtHeaders::NONE);
+    /// ```
     pub fn new(mut eth: EthRepr, ip: IpRepr, udp: UdpRepr, bth: BthRepr) -> Self {
         eth.ethertype = match ip {
             IpRepr::V4(_) => EthernetProtocol::Ipv4,
@@ -469,6 +916,26 @@ impl PacketRepr {
     }
 
     /// Parses a frame and checks its ICRC. Returns the headers and the payload.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{PacketRepr, WireError};
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let (hdrs, payload) = PacketRepr::parse(frame)?;
+    /// assert_eq!((hdrs.bth.dest_qp, payload), (0x11, &b"hello"[..]));
+    /// let mut bad = frame.to_vec();
+    /// bad[len - 10] ^= 0xFF; // a payload byte
+    /// assert!(matches!(PacketRepr::parse(&bad), Err(WireError::IcrcMismatch { .. })));
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn parse(frame: &[u8]) -> Result<(PacketRepr, &[u8]), WireError> {
         let packet = RocePacket::new_checked(frame)?;
         packet.verify_icrc()?;
@@ -478,12 +945,49 @@ impl PacketRepr {
     /// Parses a frame without checking its ICRC (for a receiver that cannot see the IP header
     /// the sender's kernel wrote, e.g. behind a UDP socket). Returns the headers and the
     /// payload.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::PacketRepr;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let mut bad = frame.to_vec();
+    /// bad[len - 1] ^= 0xFF; // the ICRC itself
+    /// let (hdrs, payload) = PacketRepr::parse_unverified(&bad)?;
+    /// assert_eq!((hdrs.bth.psn, payload), (5, &b"hello"[..]));
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn parse_unverified(frame: &[u8]) -> Result<(PacketRepr, &[u8]), WireError> {
         let packet = RocePacket::new_checked(frame)?;
         Ok((Self::parse_packet(&packet)?, packet_payload(frame, &packet)))
     }
 
     /// Parses the headers of a checked packet (the ICRC is not checked).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{PacketRepr, RocePacket};
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let pkt = RocePacket::new_checked(frame)?;
+    /// let hdrs = PacketRepr::parse_packet(&pkt)?;
+    /// assert_eq!(hdrs.header_len(), frame.len() - pkt.payload().len() - 3 - 4);
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn parse_packet<T: AsRef<[u8]>>(packet: &RocePacket<T>) -> Result<Self, WireError> {
         let eth = EthRepr::parse(&packet.ethernet())?;
         let (ip, _) = IpRepr::parse(packet.ip_version(), packet.ip_bytes())?;
@@ -500,6 +1004,24 @@ impl PacketRepr {
     }
 
     /// Bytes of headers from the start of the frame to the payload.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::PacketRepr;
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let (hdrs, _) = PacketRepr::parse(frame)?;
+    /// assert_eq!(hdrs.header_len(), 14 + 20 + 8 + 12); // Ethernet, IPv4, UDP, BTH
+    /// assert_eq!(&frame[hdrs.header_len()..][..5], b"hello");
+    /// # Ok::<(), rnic_emulator::wire::WireError>(())
+    /// ```
     pub fn header_len(&self) -> usize {
         self.eth.buffer_len()
             + self.ip.buffer_len()
@@ -509,12 +1031,35 @@ impl PacketRepr {
     }
 
     /// The BTH PadCnt for `payload_len` bytes of payload.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::PacketRepr;
+    ///
+    /// assert_eq!(PacketRepr::pad_count(8), 0);
+    /// assert_eq!(PacketRepr::pad_count(5), 3);
+    /// assert_eq!(PacketRepr::pad_count(0), 0);
+    /// ```
     pub const fn pad_count(payload_len: usize) -> u8 {
         (payload_len.wrapping_neg() & 3) as u8
     }
 
     /// The frame length [`PacketRepr::emit`] writes for `payload_len` bytes of payload:
     /// headers + payload + pad + ICRC, at least [`ETH_MIN_FRAME_LEN`].
+    ///
+    /// ```
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    /// assert_eq!(repr.buffer_len(5), len);
+    /// // No payload: 58 bytes of headers and ICRC, padded to the Ethernet minimum.
+    /// assert_eq!(repr.buffer_len(0), ETH_MIN_FRAME_LEN);
+    /// ```
     pub fn buffer_len(&self, payload_len: usize) -> usize {
         let len =
             self.header_len() + payload_len + usize::from(Self::pad_count(payload_len)) + ICRC_LEN;
@@ -532,6 +1077,26 @@ impl PacketRepr {
     /// [`WireError::PayloadTooLong`] when the lengths do not fit 16 bits, and
     /// [`WireError::Truncated`] (of [`HeaderKind::Frame`]) when `buffer` is too small.
     /// Payload sizes against the path MTU are the transport's business, not checked here.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{HeaderKind, Opcode, WireError};
+    /// # use rnic_emulator::wire::*;
+    /// # use core::net::Ipv4Addr;
+    /// # let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let repr = PacketRepr::new(eth, IpRepr::V4(Ipv4Repr::new(a, b)), UdpRepr::new(0xC000),
+    /// #     BthRepr::new(Opcode::RcSendOnly, 0x11, 5));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"hello").unwrap();
+    /// # let frame = &buf[..len]; // an RC SEND_ONLY to QP 0x11 with 5 payload bytes
+    ///
+    /// let mut small = [0u8; 40];
+    /// let err = repr.emit(&mut small, b"hello").unwrap_err();
+    /// assert!(matches!(err, WireError::Truncated { header: HeaderKind::Frame, .. }));
+    /// let mut read = repr;
+    /// read.bth.opcode = Opcode::RcRdmaReadRequest; // needs a RETH the repr lacks
+    /// assert!(matches!(read.emit(&mut buf, &[]), Err(WireError::HeaderMismatch { .. })));
+    /// ```
     pub fn emit(&self, buffer: &mut [u8], payload: &[u8]) -> Result<usize, WireError> {
         let opcode = self.bth.opcode;
         if !self.ext.matches(opcode) {
