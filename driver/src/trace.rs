@@ -55,6 +55,13 @@ use std::fmt::Write;
 pub const TRACE_TARGET: &str = "rnic_driver::cmd";
 
 /// Which half of a command a dump shows.
+///
+/// ```
+/// use rnic_driver::trace::{format_dump, DumpDirection};
+///
+/// let text = format_dump(0x107, DumpDirection::Output, &[0; 64], &[], 0x10);
+/// assert!(text.starts_with("dump command QUERY_PAGES(0x107) OUTPUT\n"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DumpDirection {
     /// The entry as the driver wrote it (owner 1) and the input mailboxes.
@@ -65,6 +72,11 @@ pub enum DumpDirection {
 
 impl DumpDirection {
     /// `"INPUT"` or `"OUTPUT"`.
+    ///
+    /// ```
+    /// use rnic_driver::trace::DumpDirection;
+    /// assert_eq!(DumpDirection::Input.as_str(), "INPUT");
+    /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Input => "INPUT",
@@ -155,6 +167,19 @@ fn dump_buf(out: &mut String, buf: &[u8], mut offset: usize) {
 ///
 /// A pure function: the driver calls it for every command when `trace` logging is on, and
 /// tests call it to compare with a kernel trace.
+///
+/// Mailbox blocks are printed only while their offset is below the message length:
+///
+/// ```
+/// use rnic_driver::trace::{format_dump, DumpDirection};
+/// use rnic_hw_regs::cmdq::MAILBOX_SIZE;
+///
+/// let blocks = [[0u8; MAILBOX_SIZE]; 2];
+/// let long = format_dump(0x100, DumpDirection::Output, &[0; 64], &blocks, 0x40 + MAILBOX_SIZE + 1);
+/// assert_eq!(long.matches("command block:").count(), 2);
+/// let short = format_dump(0x100, DumpDirection::Output, &[0; 64], &blocks, 0x40);
+/// assert_eq!(short.lines().count(), 6); // the header, four entry lines, an empty line
+/// ```
 pub fn format_dump(
     opcode: u16,
     direction: DumpDirection,
