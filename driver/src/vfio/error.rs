@@ -4,6 +4,14 @@ use std::io;
 use std::path::PathBuf;
 
 /// Why a [`VfioBus`](super::VfioBus) could not be opened or could not map memory.
+///
+/// ```
+/// use rnic_driver::vfio::{VfioBus, VfioBusError, VfioOptions};
+///
+/// let err = VfioBus::open("3b:00.0", VfioOptions::default()).unwrap_err();
+/// assert!(matches!(err, VfioBusError::BadAddress(_)));
+/// assert!(err.to_string().contains("expected DDDD:BB:DD.F"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VfioBusError {

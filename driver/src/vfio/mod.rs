@@ -42,6 +42,14 @@ use vfio_ioctls::{VfioContainer, VfioDevice, VfioOps};
 use vmm_sys_util::eventfd::EventFd;
 
 /// Whether DMA memory uses 2 MiB hugepages.
+///
+/// ```
+/// use rnic_driver::vfio::{Hugepages, VfioOptions};
+///
+/// assert_eq!(VfioOptions::default().hugepages, Hugepages::Prefer);
+/// let strict = VfioOptions { hugepages: Hugepages::Require, ..VfioOptions::default() };
+/// assert_ne!(strict.hugepages, Hugepages::Never);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Hugepages {
     /// Use hugepages; fall back to 4 KiB pages with a warning when none are available.
@@ -54,6 +62,14 @@ pub enum Hugepages {
 }
 
 /// How to open a device.
+///
+/// ```
+/// use rnic_driver::vfio::VfioOptions;
+///
+/// let opts = VfioOptions { irq_vectors: 2, reset: true, ..VfioOptions::default() };
+/// assert_eq!((opts.dma_mask_bits, opts.irq_vectors), (64, 2));
+/// assert_eq!(opts.sysfs_root, std::path::Path::new("/sys/bus/pci/devices"));
+/// ```
 #[derive(Clone, Debug)]
 pub struct VfioOptions {
     /// Hugepage policy for DMA memory.
@@ -112,6 +128,20 @@ struct DmaState {
 ///
 /// Fields drop in declaration order: the BAR mapping and the DMA memory go before the device
 /// and the container (whose drop releases the group).
+///
+/// ```no_run
+/// // Not run: needs a ConnectX (or any PCI function) bound to vfio-pci and an IOMMU.
+/// use rnic_driver::vfio::{VfioBus, VfioOptions};
+/// use rnic_hw_regs::Bus;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let bus = VfioBus::open("0000:3b:00.0", VfioOptions::default())?;
+/// assert!(bus.bar_len() > 0);
+/// let region = bus.alloc_dma(4096)?; // zeroed, mapped in the IOMMU
+/// assert_eq!(region.iova % 4096, 0);
+/// bus.free_dma(region)?;
+/// # Ok(()) }
+/// ```
 pub struct VfioBus {
     address: String,
     bar: memmap2::MmapRaw,
@@ -142,6 +172,30 @@ impl VfioBus {
     /// Opens the vfio-pci function at `pci_addr` (`DDDD:BB:DD.F`): container, group, device,
     /// memory + bus master on, BAR0 mapped, the IOMMU's IOVA ranges read, one DMA arena mapped
     /// (so that memlock and hugepage problems show here), and the interrupt vectors asked for.
+    ///
+    /// Opening checks sysfs first, so the mistakes come with instructions (runs without hardware,
+    /// against a fake sysfs tree; with a real function, use [`VfioOptions::default`]):
+    ///
+    /// ```
+    /// use rnic_driver::vfio::{VfioBus, VfioBusError, VfioOptions};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let tmp = tempfile::tempdir()?;
+    /// # let (root, dir) = (tmp.path(), tmp.path().join("0000:3b:00.0"));
+    /// # std::fs::create_dir(&dir)?;
+    /// # std::fs::write(dir.join("vendor"), "0x15b3\n")?;
+    /// # std::fs::write(dir.join("device"), "0x1017\n")?;
+    /// # std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
+    /// # std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+    /// # std::fs::remove_file(dir.join("driver"))?;
+    /// # std::os::unix::fs::symlink("../../../bus/pci/drivers/mlx5_core", dir.join("driver"))?;
+    /// let opts = VfioOptions { sysfs_root: root.to_path_buf(), ..VfioOptions::default() };
+    /// let err = VfioBus::open("0000:3b:00.0", opts.clone()).unwrap_err(); // bound to mlx5_core
+    /// assert!(matches!(err, VfioBusError::NotBoundToVfio { .. }));
+    /// assert!(err.to_string().contains("echo vfio-pci > /sys/bus/pci/devices/0000:3b:00.0/driver_override"));
+    /// let err = VfioBus::open("0000:3b:00.1", opts).unwrap_err();
+    /// assert!(matches!(err, VfioBusError::NotFound(_)));
+    /// # Ok(()) }
+    /// ```
     pub fn open(pci_addr: &str, opts: VfioOptions) -> Result<Self, VfioBusError> {
         if !is_pci_address(pci_addr) {
             return Err(VfioBusError::BadAddress(pci_addr.to_string()));
@@ -261,11 +315,28 @@ impl VfioBus {
     }
 
     /// The PCI address.
+    ///
+    /// ```no_run
+    /// // Not run: needs a function bound to vfio-pci.
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let bus = rnic_driver::vfio::VfioBus::open("0000:3b:00.0", Default::default())?;
+    /// assert_eq!(bus.address(), "0000:3b:00.0");
+    /// # Ok(()) }
+    /// ```
     pub fn address(&self) -> &str {
         &self.address
     }
 
     /// What VFIO_IOMMU_GET_INFO reported (valid IOVA ranges, IOMMU page sizes).
+    ///
+    /// ```no_run
+    /// // Not run: needs a function bound to vfio-pci (and an IOMMU).
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let bus = rnic_driver::vfio::VfioBus::open("0000:3b:00.0", Default::default())?;
+    /// let info = bus.iommu_info();
+    /// assert_ne!(info.iova_pgsizes & 0x1000, 0); // 4 KiB IOMMU pages
+    /// # Ok(()) }
+    /// ```
     pub fn iommu_info(&self) -> &sys::IommuInfo {
         &self.iommu
     }
@@ -352,6 +423,17 @@ impl VfioBus {
     }
 
     /// [`Bus::alloc_dma`] with the detailed error.
+    ///
+    /// ```no_run
+    /// // Not run: needs a function bound to vfio-pci.
+    /// use rnic_driver::vfio::{Hugepages, VfioBus, VfioOptions};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let opts = VfioOptions { hugepages: Hugepages::Require, ..VfioOptions::default() };
+    /// let bus = VfioBus::open("0000:3b:00.0", opts)?;
+    /// let r = bus.alloc(100)?; // a VfioBusError names the cause (memlock, hugepages, IOVA space)
+    /// assert_eq!(r.len, 4096);
+    /// # Ok(()) }
+    /// ```
     pub fn alloc(&self, len: usize) -> Result<DmaRegion, VfioBusError> {
         let len = len.max(1).div_ceil(PAGE) * PAGE;
         let mut st = self.lock();
