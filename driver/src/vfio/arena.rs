@@ -11,6 +11,18 @@ pub const PAGES_PER_ARENA: usize = ARENA_SIZE / PAGE;
 const WORDS: usize = PAGES_PER_ARENA / 64;
 
 /// Which pages of one arena are in use.
+///
+/// ```
+/// use rnic_driver::vfio::arena::{ArenaMap, PAGES_PER_ARENA};
+///
+/// let mut m = ArenaMap::default();
+/// let a = m.alloc(2).ok_or("full")?;
+/// let b = m.alloc(1).ok_or("full")?;
+/// assert_eq!((a, b, m.used_pages()), (0, 2, 3));
+/// assert!(m.free(a, 2) && !m.free(a, 2)); // the second is a double free
+/// assert_eq!(m.alloc(PAGES_PER_ARENA), None);
+/// # Ok::<(), &str>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ArenaMap {
     used: [u64; WORDS],
@@ -19,6 +31,11 @@ pub struct ArenaMap {
 
 impl ArenaMap {
     /// Pages in use.
+    ///
+    /// ```
+    /// use rnic_driver::vfio::arena::ArenaMap;
+    /// assert_eq!(ArenaMap::default().used_pages(), 0);
+    /// ```
     pub fn used_pages(&self) -> usize {
         self.count
     }
@@ -36,6 +53,13 @@ impl ArenaMap {
     }
 
     /// Finds and takes `n` contiguous free pages (first fit); returns the first page index.
+    ///
+    /// ```
+    /// use rnic_driver::vfio::arena::ArenaMap;
+    /// let mut m = ArenaMap::default();
+    /// assert_eq!((m.alloc(4), m.alloc(1)), (Some(0), Some(4))); // first fit
+    /// assert_eq!(m.alloc(0), None);
+    /// ```
     pub fn alloc(&mut self, n: usize) -> Option<usize> {
         if n == 0 || n > PAGES_PER_ARENA - self.count {
             return None;
@@ -60,6 +84,14 @@ impl ArenaMap {
     }
 
     /// Frees `n` pages from `first`; `false` if any of them was not in use (a double free).
+    ///
+    /// ```
+    /// use rnic_driver::vfio::arena::ArenaMap;
+    /// let mut m = ArenaMap::default();
+    /// let p = m.alloc(3).unwrap();
+    /// assert!(m.free(p + 1, 2));
+    /// assert_eq!(m.alloc(2), Some(p + 1)); // the hole is reused
+    /// ```
     pub fn free(&mut self, first: usize, n: usize) -> bool {
         let Some(end) = first.checked_add(n) else {
             return false;

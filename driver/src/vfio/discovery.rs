@@ -56,6 +56,24 @@ pub fn connectx_model(vendor: u16, device: u16) -> Option<&'static str> {
 }
 
 /// One PCI function as sysfs describes it.
+///
+/// ```
+/// use rnic_driver::vfio::discovery::read_function;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let tmp = tempfile::tempdir()?;
+/// # let (root, dir) = (tmp.path(), tmp.path().join("0000:3b:00.0"));
+/// # std::fs::create_dir(&dir)?;
+/// # std::fs::write(dir.join("vendor"), "0x15b3\n")?;
+/// # std::fs::write(dir.join("device"), "0x1017\n")?;
+/// # std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
+/// # std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+///
+/// // A fake sysfs tree: vendor, device, and the `driver` and `iommu_group` links.
+/// let f = read_function(root, "0000:3b:00.0").ok_or("not found")?;
+/// assert_eq!((f.vendor, f.device, f.iommu_group), (0x15b3, 0x1017, Some(12)));
+/// assert_eq!(f.driver.as_deref(), Some("vfio-pci"));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PciFunction {
     /// Address, `DDDD:BB:DD.F`.
@@ -72,11 +90,23 @@ pub struct PciFunction {
 
 impl PciFunction {
     /// The ConnectX model, when it is one.
+    ///
+    /// ```
+    /// use rnic_driver::vfio::discovery::PciFunction;
+    /// let f = PciFunction { address: "0000:3b:00.0".into(), vendor: 0x15b3, device: 0x101d, driver: None, iommu_group: None };
+    /// assert_eq!(f.connectx_model(), Some("ConnectX-6 Dx"));
+    /// ```
     pub fn connectx_model(&self) -> Option<&'static str> {
         connectx_model(self.vendor, self.device)
     }
 
     /// Whether vfio-pci drives the function.
+    ///
+    /// ```
+    /// use rnic_driver::vfio::discovery::PciFunction;
+    /// let f = PciFunction { address: "0000:3b:00.0".into(), vendor: 0x15b3, device: 0x1017, driver: Some("mlx5_core".into()), iommu_group: Some(3) };
+    /// assert!(!f.bound_to_vfio());
+    /// ```
     pub fn bound_to_vfio(&self) -> bool {
         self.driver.as_deref() == Some("vfio-pci")
     }
@@ -112,6 +142,21 @@ fn link_name(path: &Path) -> Option<String> {
 }
 
 /// Reads one function's sysfs directory `root/address`.
+///
+/// ```
+/// use rnic_driver::vfio::discovery::read_function;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let tmp = tempfile::tempdir()?;
+/// # let (root, dir) = (tmp.path(), tmp.path().join("0000:3b:00.0"));
+/// # std::fs::create_dir(&dir)?;
+/// # std::fs::write(dir.join("vendor"), "0x15b3\n")?;
+/// # std::fs::write(dir.join("device"), "0x1017\n")?;
+/// # std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
+/// # std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+/// assert_eq!(read_function(root, "0000:3b:00.0").and_then(|f| f.iommu_group), Some(12));
+/// assert_eq!(read_function(root, "0000:3b:00.1"), None);
+/// # Ok(()) }
+/// ```
 pub fn read_function(root: &Path, address: &str) -> Option<PciFunction> {
     let dir = root.join(address);
     Some(PciFunction {
@@ -124,6 +169,23 @@ pub fn read_function(root: &Path, address: &str) -> Option<PciFunction> {
 }
 
 /// Every PCI function under `root` (sorted by address); unreadable entries are skipped.
+///
+/// ```
+/// use rnic_driver::vfio::discovery::scan;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let tmp = tempfile::tempdir()?;
+/// # let (root, dir) = (tmp.path(), tmp.path().join("0000:3b:00.0"));
+/// # std::fs::create_dir(&dir)?;
+/// # std::fs::write(dir.join("vendor"), "0x15b3\n")?;
+/// # std::fs::write(dir.join("device"), "0x1017\n")?;
+/// # std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
+/// # std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+/// # std::fs::create_dir(root.join("not-a-function"))?;
+/// let all = scan(root);
+/// assert_eq!(all.len(), 1); // entries that are not PCI addresses are skipped
+/// assert_eq!(all[0].address, "0000:3b:00.0");
+/// # Ok(()) }
+/// ```
 pub fn scan(root: &Path) -> Vec<PciFunction> {
     let mut out: Vec<PciFunction> = match fs::read_dir(root) {
         Ok(rd) => rd
@@ -143,6 +205,21 @@ pub fn scan(root: &Path) -> Vec<PciFunction> {
 
 /// The ConnectX functions under `root` that vfio-pci drives (ready for
 /// [`VfioBus::open`](crate::vfio::VfioBus::open)).
+///
+/// ```
+/// use rnic_driver::vfio::discovery::connectx_vfio_functions;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let tmp = tempfile::tempdir()?;
+/// # let (root, dir) = (tmp.path(), tmp.path().join("0000:3b:00.0"));
+/// # std::fs::create_dir(&dir)?;
+/// # std::fs::write(dir.join("vendor"), "0x15b3\n")?;
+/// # std::fs::write(dir.join("device"), "0x1017\n")?;
+/// # std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
+/// # std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+/// let found = connectx_vfio_functions(root);
+/// assert_eq!(found[0].connectx_model(), Some("ConnectX-5"));
+/// # Ok(()) }
+/// ```
 pub fn connectx_vfio_functions(root: &Path) -> Vec<PciFunction> {
     scan(root)
         .into_iter()
@@ -151,6 +228,13 @@ pub fn connectx_vfio_functions(root: &Path) -> Vec<PciFunction> {
 }
 
 /// The sysfs directory of `address` under `root`.
+///
+/// ```
+/// use rnic_driver::vfio::discovery::{function_dir, SYSFS_PCI_DEVICES};
+/// use std::path::Path;
+/// let dir = function_dir(Path::new(SYSFS_PCI_DEVICES), "0000:3b:00.0");
+/// assert_eq!(dir, Path::new("/sys/bus/pci/devices/0000:3b:00.0"));
+/// ```
 pub fn function_dir(root: &Path, address: &str) -> PathBuf {
     root.join(address)
 }

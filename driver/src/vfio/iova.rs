@@ -26,6 +26,12 @@ pub const IOVA_BASE: u64 = 0x1_0000;
 impl IovaAllocator {
     /// An allocator over `ranges` (inclusive `(start, end)` pairs, as VFIO reports them),
     /// clipped to addresses below `2^dma_mask_bits` and above [`IOVA_BASE`].
+    ///
+    /// ```
+    /// use rnic_driver::vfio::iova::{IovaAllocator, IOVA_BASE};
+    /// let a = IovaAllocator::new(&[(0, 0xFFFF_FFFF)], 32);
+    /// assert_eq!(a.free_bytes(), 0x1_0000_0000 - IOVA_BASE); // page 0 area stays unmapped
+    /// ```
     pub fn new(ranges: &[(u64, u64)], dma_mask_bits: u8) -> Self {
         let limit_incl = if dma_mask_bits >= 64 {
             u64::MAX
@@ -52,11 +58,26 @@ impl IovaAllocator {
     }
 
     /// Total free bytes.
+    ///
+    /// ```
+    /// use rnic_driver::vfio::iova::IovaAllocator;
+    /// let mut a = IovaAllocator::new(&[(0x10_0000, 0x1F_FFFF)], 64);
+    /// a.alloc(0x1000, 0x1000);
+    /// assert_eq!(a.free_bytes(), 0x10_0000 - 0x1000);
+    /// ```
     pub fn free_bytes(&self) -> u64 {
         self.free.iter().map(|(s, e)| e - s).sum()
     }
 
     /// Allocates `len` bytes aligned to `align` (a power of two, at least 4 KiB is sensible).
+    ///
+    /// ```
+    /// use rnic_driver::vfio::iova::IovaAllocator;
+    /// let mut a = IovaAllocator::new(&[(0x10_0000, 0x1F_FFFF)], 64);
+    /// assert_eq!(a.alloc(0x1000, 0x1000), Some(0x10_0000));
+    /// assert_eq!(a.alloc(0x10_0000, 0x1000), None); // no room left for 1 MiB
+    /// assert_eq!(a.alloc(0x1000, 3), None); // alignment not a power of two
+    /// ```
     pub fn alloc(&mut self, len: u64, align: u64) -> Option<u64> {
         if len == 0 || !align.is_power_of_two() {
             return None;
@@ -77,6 +98,14 @@ impl IovaAllocator {
     }
 
     /// Returns a range to the free set, merging with its neighbours.
+    ///
+    /// ```
+    /// use rnic_driver::vfio::iova::IovaAllocator;
+    /// let mut a = IovaAllocator::new(&[(0x10_0000, 0x1F_FFFF)], 64);
+    /// let x = a.alloc(0x8_0000, 0x1000).unwrap();
+    /// a.free(x, 0x8_0000); // merged back with its neighbour
+    /// assert_eq!(a.alloc(0x10_0000, 0x1000), Some(0x10_0000));
+    /// ```
     pub fn free(&mut self, iova: u64, len: u64) {
         if let Some(end) = iova.checked_add(len) {
             self.insert(iova, end);

@@ -16,6 +16,15 @@ const INFO_SIZE: usize =
     std::mem::size_of::<vfio_bindings::bindings::vfio::vfio_iommu_type1_info>();
 
 /// What VFIO_IOMMU_GET_INFO says.
+///
+/// ```
+/// use rnic_driver::vfio::sys::{parse_iommu_info, IommuInfo};
+///
+/// // A reply without a capability chain (older kernels): no ranges, the whole space is valid.
+/// let mut reply = vec![0u8; 24];
+/// reply[8..16].copy_from_slice(&0x4020_1000u64.to_ne_bytes()); // 4 KiB, 2 MiB, 1 GiB pages
+/// assert_eq!(parse_iommu_info(&reply), IommuInfo { iova_pgsizes: 0x4020_1000, iova_ranges: vec![] });
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IommuInfo {
     /// Supported IOMMU page sizes (bit n = 2^n bytes).
@@ -37,6 +46,18 @@ fn u64_at(b: &[u8], off: usize) -> Option<u64> {
 
 /// Parses a VFIO_IOMMU_GET_INFO reply (native-endian `vfio_iommu_type1_info` followed by its
 /// capability chain). Malformed chains end the walk; they never panic.
+///
+/// ```
+/// use rnic_driver::vfio::sys::parse_iommu_info;
+///
+/// let mut b = Vec::new();
+/// for w in [56u32, 2, 0x1000, 0, 24, 0] { b.extend(w.to_ne_bytes()); } // argsz, CAPS, pgsizes, cap_offset
+/// b.extend(1u16.to_ne_bytes()); // capability: IOVA ranges
+/// b.extend(1u16.to_ne_bytes()); // version
+/// for w in [0u32, 1, 0] { b.extend(w.to_ne_bytes()); } // next: none; one range
+/// for q in [0u64, 0xFEDF_FFFF] { b.extend(q.to_ne_bytes()); }
+/// assert_eq!(parse_iommu_info(&b).iova_ranges, vec![(0, 0xFEDF_FFFF)]);
+/// ```
 pub fn parse_iommu_info(buf: &[u8]) -> IommuInfo {
     let mut info = IommuInfo {
         iova_pgsizes: u64_at(buf, 8).unwrap_or(0),
@@ -72,6 +93,13 @@ pub fn parse_iommu_info(buf: &[u8]) -> IommuInfo {
 }
 
 /// Issues VFIO_IOMMU_GET_INFO on a container whose IOMMU type is set.
+///
+/// ```
+/// use rnic_driver::vfio::sys::iommu_get_info;
+/// // A VFIO container's fd is needed (VfioBus::open has one); any other fd is refused.
+/// let err = iommu_get_info(-1).unwrap_err();
+/// assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+/// ```
 pub fn iommu_get_info(container: RawFd) -> io::Result<IommuInfo> {
     let mut len = INFO_SIZE.max(64);
     for _ in 0..4 {
