@@ -50,6 +50,18 @@ const BLOCKS_PER_PAGE: usize = POOL_PAGE / MAILBOX_ALIGN;
 const MIN_OUT_LEN: usize = INLINE_LEN;
 
 /// Which slot class a command uses.
+///
+/// ```
+/// use rnic_driver::cmdq::SlotClass;
+/// use rnic_hw_regs::cmd::QuerySpecialContextsIn;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+/// // The page slot is kept for MANAGE_PAGES, but takes any command.
+/// let out = hca.cmdq().exec_class(&QuerySpecialContextsIn::new_cmd(), &[], &mut [], SlotClass::Pages)?;
+/// assert_eq!(out.resd_lkey(), hca.special_contexts().resd_lkey);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SlotClass {
     /// Slots `0..n-1`.
@@ -59,6 +71,28 @@ pub enum SlotClass {
 }
 
 /// What the driver sent and the device returned for one command, for observers.
+///
+/// ```
+/// use rnic_driver::cmdq::{CommandObserver, CommandRecord};
+/// use rnic_hw_regs::cmd::CmdOpcode;
+/// use std::sync::{Arc, Mutex};
+///
+/// #[derive(Default)]
+/// struct Opcodes(Mutex<Vec<CmdOpcode>>);
+/// impl CommandObserver for Opcodes {
+///     fn on_command(&self, r: &CommandRecord<'_>) {
+///         assert!(r.output.is_some()); // every bring-up command was answered
+///         self.0.lock().unwrap().push(r.opcode);
+///     }
+/// }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// let seen = Arc::new(Opcodes::default());
+/// let cfg = rnic_driver::HcaConfig { observer: Some(seen.clone()), ..Default::default() };
+/// let _hca = rnic_driver::Hca::open(Arc::new(dev.bus()), cfg)?;
+/// assert_eq!(seen.0.lock().unwrap()[0], CmdOpcode::EnableHca);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct CommandRecord<'a> {
     /// The opcode.
@@ -77,12 +111,42 @@ pub struct CommandRecord<'a> {
 
 /// Sees every command the queue executes (after it completes or fails). Tests use it to
 /// compare the driver's inputs with a kernel trace.
+///
+/// ```
+/// use rnic_driver::cmdq::CommandRecorder;
+/// use rnic_hw_regs::cmd::CmdOpcode;
+/// use std::sync::Arc;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+///
+/// let rec = Arc::new(CommandRecorder::default()); // an observer that keeps everything
+/// let cfg = rnic_driver::HcaConfig { observer: Some(rec.clone()), ..Default::default() };
+/// let hca = rnic_driver::Hca::open(Arc::new(dev.bus()), cfg)?;
+/// hca.close()?;
+/// let ops: Vec<CmdOpcode> = rec.take().iter().map(|c| c.opcode).collect();
+/// assert_eq!((ops[0], ops[ops.len() - 1]), (CmdOpcode::EnableHca, CmdOpcode::DisableHca));
+/// # Ok(()) }
+/// ```
 pub trait CommandObserver: Send + Sync {
     /// Called once per command, from the thread that executed it.
     fn on_command(&self, record: &CommandRecord<'_>);
 }
 
 /// An owned copy of a [`CommandRecord`].
+///
+/// ```
+/// use rnic_driver::cmdq::CommandRecorder;
+/// use std::sync::Arc;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// let rec = Arc::new(CommandRecorder::default());
+/// let cfg = rnic_driver::HcaConfig { observer: Some(rec.clone()), ..Default::default() };
+/// let _hca = rnic_driver::Hca::open(Arc::new(dev.bus()), cfg)?;
+/// let first = &rec.take()[0]; // ENABLE_HCA
+/// assert_eq!(first.entry_in[0], 7); // command type: PCIe command interface
+/// assert_eq!(first.output.as_ref().map(|o| o[0]), Some(0)); // status OK
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordedCommand {
     /// The opcode.
@@ -114,6 +178,20 @@ pub struct CommandRecorder {
 
 impl CommandRecorder {
     /// Takes the commands recorded so far.
+    ///
+    /// ```
+    /// use rnic_driver::cmdq::CommandRecorder;
+    /// use std::sync::Arc;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// let rec = Arc::new(CommandRecorder::default());
+    /// let cfg = rnic_driver::HcaConfig { observer: Some(rec.clone()), ..Default::default() };
+    /// let hca = rnic_driver::Hca::open(Arc::new(dev.bus()), cfg)?;
+    /// assert!(!rec.take().is_empty());
+    /// hca.check_health()?; // no command
+    /// assert!(rec.take().is_empty()); // taken already
+    /// # Ok(()) }
+    /// ```
     pub fn take(&self) -> Vec<RecordedCommand> {
         std::mem::take(&mut *self.commands.lock().unwrap_or_else(|e| e.into_inner()))
     }
@@ -161,6 +239,19 @@ struct State {
 }
 
 /// The command queue client.
+///
+/// ```
+/// use rnic_hw_regs::cmd::QueryPagesIn;
+/// use rnic_hw_regs::cmd::op_mod::QUERY_PAGES_REGULAR;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+/// let mut q = QueryPagesIn::new_cmd();
+/// q.set_op_mod(QUERY_PAGES_REGULAR);
+/// let out = hca.cmdq().exec(&q, &[], &mut [])?; // typed input, typed output
+/// assert_eq!(out.num_pages_signed(), 0); // bring-up gave every page firmware wanted
+/// # Ok(()) }
+/// ```
 pub struct CmdQueue {
     bus: Arc<dyn Bus>,
     page: Option<DmaRegion>,
@@ -178,6 +269,19 @@ pub struct CmdQueue {
 
 /// Work to do while a regular command waits for the device (the HCA serves page requests in
 /// it, through the page slot).
+///
+/// ```
+/// use rnic_driver::cmdq::{CmdQueue, IdleHook};
+/// use std::sync::Arc;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+/// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+/// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+/// let hook: IdleHook = Arc::new(|q: &CmdQueue| assert!(q.slots() > 1));
+/// q.set_idle_hook(Some(hook)); // (an HCA's queue has one already: it serves page requests)
+/// # Ok(()) }
+/// ```
 pub type IdleHook = Arc<dyn Fn(&CmdQueue) + Send + Sync>;
 
 impl std::fmt::Debug for CmdQueue {
@@ -200,6 +304,20 @@ impl CmdQueue {
     /// Allocates the command queue page for a device whose `cmdq_addr_l_sz` register reads
     /// `cmdq_addr_l_sz` (geometry from its low bits). The caller writes the page's IOVA to
     /// the init segment ([`CmdQueue::iova`]).
+    ///
+    /// ```
+    /// use rnic_driver::{cmdq::CmdQueue, DriverError};
+    /// use rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ;
+    /// use std::{sync::Arc, time::Duration};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// let bus: Arc<dyn rnic_hw_regs::Bus> = Arc::new(dev.bus());
+    /// let q = CmdQueue::new(bus.clone(), bus.read32(CMDQ_ADDR_L_SZ), Duration::from_secs(60), None)?;
+    /// assert_eq!(q.iova() % 4096, 0); // to be written to the init segment
+    /// let bad = CmdQueue::new(bus, 0, Duration::from_secs(60), None); // a queue of one slot
+    /// assert!(matches!(bad, Err(DriverError::CmdqGeometry { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn new(
         bus: Arc<dyn Bus>,
         cmdq_addr_l_sz: u32,
@@ -243,26 +361,76 @@ impl CmdQueue {
     }
 
     /// Bus address of the command queue page.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// assert_ne!(q.iova(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn iova(&self) -> u64 {
         self.page.as_ref().map_or(0, |p| p.iova)
     }
 
     /// Number of slots (`2^log_cmdq_size`).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// assert!(q.slots().is_power_of_two());
+    /// # Ok(()) }
+    /// ```
     pub fn slots(&self) -> u8 {
         1 << self.log_size
     }
 
     /// The slot kept for page commands (the last one).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// assert_eq!(q.page_slot(), q.slots() - 1);
+    /// # Ok(()) }
+    /// ```
     pub fn page_slot(&self) -> u8 {
         self.slots() - 1
     }
 
     /// The command timeout.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// assert_eq!(q.timeout(), std::time::Duration::from_secs(1));
+    /// # Ok(()) }
+    /// ```
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
     /// Number of mailbox blocks the pool holds (free or in use).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// assert_eq!(q.pool_blocks(), 0); // mailbox pages come with the first long command
+    /// # Ok(()) }
+    /// ```
     pub fn pool_blocks(&self) -> usize {
         self.lock().pages.len() * BLOCKS_PER_PAGE
     }
@@ -274,6 +442,19 @@ impl CmdQueue {
     /// Executes a typed command: `input` followed by `extra_in` (a PAS list, register data,
     /// ...), with an output of `I::Out` followed by `extra_out.len()` more bytes, which are
     /// copied into `extra_out`. Regular slot.
+    ///
+    /// ```
+    /// use rnic_hw_regs::cmd::{AllocPdIn, DeallocPdIn};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let pd = hca.cmdq().exec(&AllocPdIn::new_cmd(), &[], &mut [])?.pd();
+    /// let mut dealloc = DeallocPdIn::new_cmd();
+    /// dealloc.set_pd(pd);
+    /// hca.cmdq().exec(&dealloc, &[], &mut [])?;
+    /// assert!(hca.cmdq().exec(&dealloc, &[], &mut []).is_err()); // freed already
+    /// # Ok(()) }
+    /// ```
     pub fn exec<I: CmdIn>(
         &self,
         input: &I,
@@ -284,6 +465,17 @@ impl CmdQueue {
     }
 
     /// Like [`CmdQueue::exec`], in the slot class given.
+    ///
+    /// ```
+    /// use rnic_driver::cmdq::SlotClass;
+    /// use rnic_hw_regs::cmd::QuerySpecialContextsIn;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let out = hca.cmdq().exec_class(&QuerySpecialContextsIn::new_cmd(), &[], &mut [], SlotClass::Regular)?;
+    /// assert_eq!(out.resd_lkey(), hca.special_contexts().resd_lkey);
+    /// # Ok(()) }
+    /// ```
     pub fn exec_class<I: CmdIn>(
         &self,
         input: &I,
@@ -313,6 +505,20 @@ impl CmdQueue {
     /// Executes a command given as raw bytes: `input` (at least the 8-byte header, a PRM
     /// opcode) and an output buffer of the length to ask for (at least 8 bytes). On success
     /// the whole output is in `output` and its status is OK.
+    ///
+    /// ```
+    /// use rnic_driver::cmdq::SlotClass;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// let mut input = [0u8; 16];
+    /// input[..2].copy_from_slice(&0x203u16.to_be_bytes()); // QUERY_SPECIAL_CONTEXTS
+    /// let mut output = [0u8; 0x20]; // query_special_contexts_out
+    /// hca.cmdq().exec_raw(&input, &mut output, SlotClass::Regular)?;
+    /// assert_eq!(output[0], 0); // status OK
+    /// assert_eq!(u32::from_be_bytes(output[12..16].try_into()?), hca.special_contexts().resd_lkey);
+    /// # Ok(()) }
+    /// ```
     pub fn exec_raw(
         &self,
         input: &[u8],
@@ -686,12 +892,37 @@ impl CmdQueue {
     }
 
     /// Sets (or clears) the work done while regular commands wait.
+    ///
+    /// ```
+    /// use rnic_driver::cmdq::CmdQueue;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// q.set_idle_hook(Some(std::sync::Arc::new(|q: &CmdQueue| assert!(q.slots() > 1))));
+    /// q.set_idle_hook(None);
+    /// assert!(q.slots() > 1);
+    /// # Ok(()) }
+    /// ```
     pub fn set_idle_hook(&self, hook: Option<IdleHook>) {
         *self.idle_hook.lock().unwrap_or_else(|e| e.into_inner()) = hook;
     }
 
     /// Frees nothing on shutdown: when the device is unresponsive it may still write the
     /// queue and the mailboxes, so their memory is leaked rather than reused.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// q.mark_unresponsive(); // the device may still write the queue...
+    /// q.shutdown(); // ...so its memory is leaked, not freed
+    /// assert_eq!(q.pool_blocks(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn mark_unresponsive(&self) {
         self.unresponsive.store(true, Ordering::Release);
     }
@@ -699,6 +930,18 @@ impl CmdQueue {
     /// Stops accepting commands and frees the DMA memory. Call only when the device no longer
     /// uses the queue (after DISABLE_HCA, or when the device is gone). If a command timed out
     /// or the queue was marked unresponsive, the memory is leaked instead.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// q.shutdown(); // memory freed, no more commands accepted
+    /// let r = q.exec(&rnic_hw_regs::cmd::AllocPdIn::new_cmd(), &[], &mut []);
+    /// assert!(matches!(r, Err(rnic_driver::DriverError::Closed)));
+    /// # Ok(()) }
+    /// ```
     pub fn shutdown(&mut self) {
         let (pages, leak) = {
             let mut st = self.lock();
