@@ -5,6 +5,14 @@ use core::fmt;
 use super::Opcode;
 
 /// Which header a [`WireError`] is about.
+///
+/// ```
+/// use rnic_emulator::wire::{BthHeader, HeaderKind, WireError};
+///
+/// let err = BthHeader::new_checked(&[0u8; 5][..]).unwrap_err();
+/// assert!(matches!(err, WireError::Truncated { header: HeaderKind::Bth, needed: 12, available: 5 }));
+/// assert_eq!(HeaderKind::Bth.to_string(), "BTH");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HeaderKind {
     /// The 14-byte Ethernet II header.
@@ -66,6 +74,14 @@ impl fmt::Display for HeaderKind {
 }
 
 /// Everything that can be wrong with a RoCE v2 frame (on parse) or a `Repr` (on emit).
+///
+/// ```
+/// use rnic_emulator::wire::{PacketRepr, WireError};
+///
+/// let err = PacketRepr::parse(&[0u8; 60]).unwrap_err(); // EtherType 0: not IP
+/// assert!(matches!(err, WireError::NotIp { .. }));
+/// println!("{err}"); // every error has a readable message
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WireError {

@@ -13,16 +13,51 @@ pub(crate) const TPID_8021Q: u16 = 0x8100;
 
 /// The shortest Ethernet frame on the wire without the FCS: shorter frames are padded with
 /// zeros to this length, so receivers find the end of a RoCE packet from the UDP length.
+///
+/// ```
+/// use rnic_emulator::wire::{RocePacket, ETH_MIN_FRAME_LEN};
+/// # use rnic_emulator::wire::*;
+/// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+/// # let ip = IpRepr::V4(Ipv4Repr::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into()));
+/// # let send = PacketRepr::new(eth, ip, UdpRepr::new(0xC000), BthRepr::new(Opcode::RcSendOnly, 1, 0));
+///
+/// // An empty RC SEND_ONLY: 14 + 20 + 8 + 12 header bytes and the 4-byte ICRC, 58 bytes.
+/// let mut buf = [0xEEu8; 128];
+/// let n = send.emit(&mut buf, &[])?;
+/// assert_eq!(n, ETH_MIN_FRAME_LEN); // padded with zeros...
+/// assert_eq!(buf[58..60], [0, 0]);
+/// assert_eq!(RocePacket::new_checked(&buf[..n])?.packet_len(), 58); // ...which the UDP length excludes
+/// # Ok::<(), WireError>(())
+/// ```
 pub const ETH_MIN_FRAME_LEN: usize = 60;
 
 /// Wraps `buffer` as smoltcp's [`EthernetFrame`] after checking that it holds the 14-byte
 /// header, with a typed error instead of smoltcp's opaque one.
+///
+/// ```
+/// use rnic_emulator::wire::{ethernet_frame, EthernetProtocol, HeaderKind, WireError};
+///
+/// let mut bytes = [0u8; 14];
+/// bytes[12..].copy_from_slice(&[0x08, 0x00]);
+/// assert_eq!(ethernet_frame(&bytes[..])?.ethertype(), EthernetProtocol::Ipv4);
+/// let err = ethernet_frame(&bytes[..13]).unwrap_err();
+/// assert!(matches!(err, WireError::Truncated { header: HeaderKind::Ethernet, .. }));
+/// # Ok::<(), WireError>(())
+/// ```
 pub fn ethernet_frame<T: AsRef<[u8]>>(buffer: T) -> Result<EthernetFrame<T>, WireError> {
     check_len(buffer.as_ref(), ETH_HEADER_LEN, HeaderKind::Ethernet)?;
     Ok(EthernetFrame::new_unchecked(buffer))
 }
 
 /// An IEEE 802.1Q tag (the TCI; the TPID is 0x8100).
+///
+/// ```
+/// use rnic_emulator::wire::VlanTag;
+///
+/// let tag = VlanTag { pcp: 3, dei: false, vid: 100 };
+/// assert_eq!(tag.tci(), 0x6064);
+/// assert_eq!(VlanTag::from_tci(0x6064), tag);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct VlanTag {
     /// Priority code point (3 bits).
@@ -35,11 +70,24 @@ pub struct VlanTag {
 
 impl VlanTag {
     /// The tag control information word.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::VlanTag;
+    ///
+    /// assert_eq!(VlanTag { pcp: 7, dei: true, vid: 0xFFF }.tci(), 0xFFFF);
+    /// assert_eq!(VlanTag { pcp: 0, dei: false, vid: 0x1005 }.tci(), 0x005); // vid is 12 bits
+    /// ```
     pub const fn tci(self) -> u16 {
         ((self.pcp as u16 & 0x7) << 13) | ((self.dei as u16) << 12) | (self.vid & 0x0FFF)
     }
 
     /// The tag for a tag control information word.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::VlanTag;
+    ///
+    /// assert_eq!(VlanTag::from_tci(0x2001), VlanTag { pcp: 1, dei: false, vid: 1 });
+    /// ```
     pub const fn from_tci(tci: u16) -> Self {
         VlanTag {
             pcp: (tci >> 13) as u8,
@@ -50,6 +98,18 @@ impl VlanTag {
 }
 
 /// A parsed Ethernet header.
+///
+/// ```
+/// use rnic_emulator::wire::{ethernet_frame, EthRepr, EthernetAddress, VlanTag};
+///
+/// let mut repr = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+/// repr.vlan = Some(VlanTag { pcp: 3, dei: false, vid: 10 });
+/// let mut buf = [0u8; 18];
+/// repr.emit(&mut ethernet_frame(&mut buf[..])?);
+/// assert_eq!(buf[12..], [0x81, 0x00, 0x60, 0x0A, 0x08, 0x00]); // TPID, TCI, IPv4
+/// assert_eq!(EthRepr::parse(&ethernet_frame(&buf[..])?)?, repr);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EthRepr {
     /// Destination MAC.
@@ -64,6 +124,13 @@ pub struct EthRepr {
 
 impl EthRepr {
     /// An untagged header carrying IPv4.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{EthRepr, EthernetAddress, EthernetProtocol};
+    ///
+    /// let e = EthRepr::new(EthernetAddress::BROADCAST, EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// assert_eq!((e.ethertype, e.vlan, e.buffer_len()), (EthernetProtocol::Ipv4, None, 14));
+    /// ```
     pub const fn new(dst: EthernetAddress, src: EthernetAddress) -> Self {
         EthRepr {
             dst,

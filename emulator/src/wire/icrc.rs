@@ -17,6 +17,21 @@ use super::udp::UDP_HEADER_LEN;
 use super::{HeaderKind, WireError, check_len};
 
 /// Length of the ICRC.
+///
+/// ```
+/// use rnic_emulator::wire::{icrc::ICRC_LEN, RocePacket};
+/// # use rnic_emulator::wire::*;
+/// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+/// # let ip = IpRepr::V4(Ipv4Repr::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into()));
+/// # let repr = PacketRepr::new(eth, ip, UdpRepr::new(0xC000), BthRepr::new(Opcode::RcSendOnly, 1, 0));
+/// # let mut buf = [0u8; 128];
+/// # let len = repr.emit(&mut buf, b"data").unwrap();
+/// # let frame = &buf[..len];
+///
+/// let pkt = RocePacket::new_checked(frame)?;
+/// assert_eq!(pkt.icrc().to_le_bytes(), frame[pkt.packet_len() - ICRC_LEN..pkt.packet_len()]);
+/// # Ok::<(), WireError>(())
+/// ```
 pub const ICRC_LEN: usize = 4;
 
 /// The pseudo LRH: 8 bytes of 0xFF.
@@ -25,6 +40,25 @@ const PSEUDO_LRH: [u8; 8] = [0xFF; 8];
 /// Computes the ICRC of a RoCE v2 packet given as `packet`: from the first byte of the IP
 /// header up to (not including) the ICRC. The IP version comes from the first nibble; IPv4
 /// must have IHL 5.
+///
+/// ```
+/// use rnic_emulator::wire::{icrc, RocePacket};
+/// # use rnic_emulator::wire::*;
+/// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+/// # let ip = IpRepr::V4(Ipv4Repr::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into()));
+/// # let repr = PacketRepr::new(eth, ip, UdpRepr::new(0xC000), BthRepr::new(Opcode::RcSendOnly, 1, 0));
+/// # let mut buf = [0u8; 128];
+/// # let len = repr.emit(&mut buf, b"data").unwrap();
+/// # let frame = &buf[..len];
+///
+/// let ip = &frame[14..len - 4]; // the IP header up to the ICRC
+/// let crc = icrc::compute(ip)?;
+/// assert_eq!(crc, RocePacket::new_checked(frame)?.icrc());
+/// let mut other = ip.to_vec();
+/// other[8] = 1; // the TTL is masked out: same ICRC
+/// assert_eq!(icrc::compute(&other)?, crc);
+/// # Ok::<(), WireError>(())
+/// ```
 pub fn compute(packet: &[u8]) -> Result<u32, WireError> {
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(&PSEUDO_LRH);
@@ -74,6 +108,22 @@ pub fn compute(packet: &[u8]) -> Result<u32, WireError> {
 
 /// Checks the ICRC of `packet`: from the first byte of the IP header through the 4-byte ICRC
 /// at its end. Returns [`WireError::IcrcMismatch`] with both values when they differ.
+///
+/// ```
+/// use rnic_emulator::wire::{icrc, WireError};
+/// # use rnic_emulator::wire::*;
+/// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+/// # let ip = IpRepr::V4(Ipv4Repr::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into()));
+/// # let repr = PacketRepr::new(eth, ip, UdpRepr::new(0xC000), BthRepr::new(Opcode::RcSendOnly, 1, 0));
+/// # let mut buf = [0u8; 128];
+/// # let len = repr.emit(&mut buf, b"data").unwrap();
+///
+/// let mut ip = buf[14..len].to_vec(); // IP header through the ICRC
+/// icrc::verify(&ip)?;
+/// ip[30] ^= 0x40; // a BTH bit (the P_Key)
+/// assert!(matches!(icrc::verify(&ip), Err(WireError::IcrcMismatch { .. })));
+/// # Ok::<(), WireError>(())
+/// ```
 pub fn verify(packet: &[u8]) -> Result<(), WireError> {
     let body_len = packet
         .len()

@@ -20,6 +20,17 @@ const PROTO_UDP: u8 = 17;
 /// Wraps `buffer` as smoltcp's [`Ipv4Packet`] after the checks that make its accessors safe
 /// and that RoCE v2 requires of the layout: at least 20 bytes, version 4, IHL 5 (no options),
 /// and a total length between 20 and the buffer length.
+///
+/// ```
+/// use rnic_emulator::wire::{ipv4_packet, WireError};
+///
+/// let mut hdr = [0u8; 20];
+/// hdr[0] = 0x45; // version 4, IHL 5
+/// hdr[3] = 20; // total length
+/// assert!(ipv4_packet(&hdr[..]).is_ok());
+/// hdr[0] = 0x46; // IHL 6: options, which RoCE v2 does not use
+/// assert!(matches!(ipv4_packet(&hdr[..]), Err(WireError::BadIhl { .. })));
+/// ```
 pub fn ipv4_packet<T: AsRef<[u8]>>(buffer: T) -> Result<Ipv4Packet<T>, WireError> {
     let buf = buffer.as_ref();
     check_len(buf, IPV4_HEADER_LEN, HeaderKind::Ipv4)?;
@@ -46,6 +57,16 @@ pub fn ipv4_packet<T: AsRef<[u8]>>(buffer: T) -> Result<Ipv4Packet<T>, WireError
 
 /// Wraps `buffer` as smoltcp's [`Ipv6Packet`] after checking: at least 40 bytes, version 6,
 /// and 40 + payload length within the buffer.
+///
+/// ```
+/// use rnic_emulator::wire::ipv6_packet;
+///
+/// let mut hdr = [0u8; 48];
+/// hdr[0] = 0x60; // version 6
+/// hdr[5] = 8; // payload length
+/// assert!(ipv6_packet(&hdr[..]).is_ok());
+/// assert!(ipv6_packet(&hdr[..47]).is_err()); // the payload does not fit
+/// ```
 pub fn ipv6_packet<T: AsRef<[u8]>>(buffer: T) -> Result<Ipv6Packet<T>, WireError> {
     let buf = buffer.as_ref();
     check_len(buf, IPV6_HEADER_LEN, HeaderKind::Ipv6)?;
@@ -70,6 +91,19 @@ pub fn ipv6_packet<T: AsRef<[u8]>>(buffer: T) -> Result<Ipv6Packet<T>, WireError
 ///
 /// The total length is not stored: [`Ipv4Repr::emit`] takes the payload length, and
 /// [`super::PacketRepr::emit`] computes it.
+///
+/// ```
+/// use core::net::Ipv4Addr;
+/// use rnic_emulator::wire::{ipv4_packet, Ipv4Packet, Ipv4Repr};
+///
+/// let mut repr = Ipv4Repr::new(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+/// repr.ident = 0x1234;
+/// let mut buf = [0u8; 20 + 8];
+/// repr.emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]), 8);
+/// assert_eq!(buf[2..6], [0, 28, 0x12, 0x34]); // total length, ID
+/// assert_eq!(Ipv4Repr::parse(&ipv4_packet(&buf[..])?)?, repr); // the checksum was filled in
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ipv4Repr {
     /// Source address.
@@ -90,6 +124,14 @@ pub struct Ipv4Repr {
 
 impl Ipv4Repr {
     /// A header as rxe sends it: ID 0, TOS 0, DF set, TTL 64.
+    ///
+    /// ```
+    /// use core::net::Ipv4Addr;
+    /// use rnic_emulator::wire::Ipv4Repr;
+    ///
+    /// let r = Ipv4Repr::new(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST);
+    /// assert_eq!((r.ident, r.dscp, r.ecn, r.dont_frag, r.ttl), (0, 0, 0, true, 64));
+    /// ```
     pub const fn new(src: Ipv4Addr, dst: Ipv4Addr) -> Self {
         Ipv4Repr {
             src,
@@ -163,6 +205,19 @@ impl Ipv4Repr {
 }
 
 /// A parsed IPv6 header of a RoCE v2 packet (next header UDP, no extension headers).
+///
+/// ```
+/// use core::net::Ipv6Addr;
+/// use rnic_emulator::wire::{ipv6_packet, Ipv6Packet, Ipv6Repr};
+///
+/// let mut repr = Ipv6Repr::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST);
+/// repr.flow_label = 0xABCDE;
+/// let mut buf = [0u8; 40 + 8];
+/// repr.emit(&mut Ipv6Packet::new_unchecked(&mut buf[..]), 8);
+/// assert_eq!(buf[..4], [0x60, 0x0A, 0xBC, 0xDE]); // version, traffic class, flow label
+/// assert_eq!(Ipv6Repr::parse(&ipv6_packet(&buf[..])?)?, repr);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ipv6Repr {
     /// Source address.
@@ -179,6 +234,15 @@ pub struct Ipv6Repr {
 
 impl Ipv6Repr {
     /// A header with traffic class 0, flow label 0 and hop limit 64.
+    ///
+    /// ```
+    /// use core::net::Ipv6Addr;
+    /// use rnic_emulator::wire::Ipv6Repr;
+    ///
+    /// let r = Ipv6Repr::new(Ipv6Addr::LOCALHOST, Ipv6Addr::UNSPECIFIED);
+    /// assert_eq!((r.traffic_class, r.flow_label, r.hop_limit), (0, 0, 64));
+    /// assert_eq!(r.buffer_len(), 40);
+    /// ```
     pub const fn new(src: Ipv6Addr, dst: Ipv6Addr) -> Self {
         Ipv6Repr {
             src,
@@ -229,6 +293,18 @@ impl Ipv6Repr {
 }
 
 /// An IPv4 or IPv6 header.
+///
+/// ```
+/// use core::net::{IpAddr, Ipv4Addr};
+/// use rnic_emulator::wire::{IpRepr, Ipv4Repr};
+///
+/// let ip = IpRepr::V4(Ipv4Repr::new(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2)));
+/// let mut buf = [0u8; 20 + 12];
+/// ip.emit(&mut buf, 12);
+/// assert_eq!(IpRepr::parse(4, &buf)?, (ip, 32)); // header and packet length
+/// assert_eq!(ip.dst(), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)));
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IpRepr {
     /// IPv4.
@@ -241,6 +317,15 @@ impl IpRepr {
     /// Parses the IP header at the start of `buffer` as IPv4 or IPv6 by `version` (4 or 6,
     /// as announced by the EtherType). Returns the header and the IP packet length (header
     /// + payload).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{IpRepr, WireError};
+    ///
+    /// let mut hdr = [0u8; 40];
+    /// hdr[0] = 0x45; // an IPv4 header...
+    /// let err = IpRepr::parse(6, &hdr).unwrap_err(); // ...where the EtherType said IPv6
+    /// assert!(matches!(err, WireError::IpVersion { .. }));
+    /// ```
     pub fn parse(version: u8, buffer: &[u8]) -> Result<(Self, usize), WireError> {
         if version == 6 {
             let packet = ipv6_packet(buffer)?;
@@ -254,6 +339,14 @@ impl IpRepr {
     }
 
     /// 4 or 6.
+    ///
+    /// ```
+    /// use core::net::Ipv6Addr;
+    /// use rnic_emulator::wire::{IpRepr, Ipv6Repr};
+    ///
+    /// let ip = IpRepr::V6(Ipv6Repr::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST));
+    /// assert_eq!((ip.version(), ip.buffer_len()), (6, 40));
+    /// ```
     pub const fn version(&self) -> u8 {
         match self {
             IpRepr::V4(_) => 4,
@@ -262,6 +355,14 @@ impl IpRepr {
     }
 
     /// Source address.
+    ///
+    /// ```
+    /// use core::net::{IpAddr, Ipv4Addr};
+    /// use rnic_emulator::wire::{IpRepr, Ipv4Repr};
+    ///
+    /// let ip = IpRepr::V4(Ipv4Repr::new(Ipv4Addr::new(192, 0, 2, 1), Ipv4Addr::LOCALHOST));
+    /// assert_eq!(ip.src(), IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)));
+    /// ```
     pub fn src(&self) -> IpAddr {
         match self {
             IpRepr::V4(r) => IpAddr::V4(r.src),
@@ -270,6 +371,14 @@ impl IpRepr {
     }
 
     /// Destination address.
+    ///
+    /// ```
+    /// use core::net::{IpAddr, Ipv6Addr};
+    /// use rnic_emulator::wire::{IpRepr, Ipv6Repr};
+    ///
+    /// let ip = IpRepr::V6(Ipv6Repr::new(Ipv6Addr::UNSPECIFIED, Ipv6Addr::LOCALHOST));
+    /// assert_eq!(ip.dst(), IpAddr::V6(Ipv6Addr::LOCALHOST));
+    /// ```
     pub fn dst(&self) -> IpAddr {
         match self {
             IpRepr::V4(r) => IpAddr::V4(r.dst),
@@ -278,6 +387,14 @@ impl IpRepr {
     }
 
     /// The header length (20 or 40).
+    ///
+    /// ```
+    /// use core::net::Ipv4Addr;
+    /// use rnic_emulator::wire::{IpRepr, Ipv4Repr};
+    ///
+    /// let ip = IpRepr::V4(Ipv4Repr::new(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST));
+    /// assert_eq!(ip.buffer_len(), 20);
+    /// ```
     pub const fn buffer_len(&self) -> usize {
         match self {
             IpRepr::V4(_) => IPV4_HEADER_LEN,
@@ -286,6 +403,15 @@ impl IpRepr {
     }
 
     /// The largest UDP datagram the header's length field can describe.
+    ///
+    /// ```
+    /// use core::net::{Ipv4Addr, Ipv6Addr};
+    /// use rnic_emulator::wire::{IpRepr, Ipv4Repr, Ipv6Repr};
+    ///
+    /// let v4 = IpRepr::V4(Ipv4Repr::new(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST));
+    /// let v6 = IpRepr::V6(Ipv6Repr::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST));
+    /// assert_eq!((v4.max_payload_len(), v6.max_payload_len()), (65535 - 20, 65535));
+    /// ```
     pub const fn max_payload_len(&self) -> usize {
         match self {
             IpRepr::V4(_) => u16::MAX as usize - IPV4_HEADER_LEN,
@@ -295,6 +421,16 @@ impl IpRepr {
 
     /// Writes the header at the start of `buffer` for `payload_len` bytes of UDP datagram.
     /// `buffer` must hold [`Self::buffer_len`] bytes.
+    ///
+    /// ```
+    /// use core::net::Ipv6Addr;
+    /// use rnic_emulator::wire::{IpRepr, Ipv6Repr};
+    ///
+    /// let ip = IpRepr::V6(Ipv6Repr::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST));
+    /// let mut buf = [0u8; 40];
+    /// ip.emit(&mut buf, 100);
+    /// assert_eq!((buf[0] >> 4, u16::from_be_bytes([buf[4], buf[5]]), buf[6]), (6, 100, 17)); // UDP
+    /// ```
     pub fn emit(&self, buffer: &mut [u8], payload_len: usize) {
         match self {
             IpRepr::V4(r) => r.emit(&mut Ipv4Packet::new_unchecked(buffer), payload_len),

@@ -5,6 +5,13 @@
 use super::WireError;
 
 /// The transport service an opcode belongs to (BTH opcode bits 7:5).
+///
+/// ```
+/// use rnic_emulator::wire::{Opcode, Transport};
+///
+/// assert_eq!(Opcode::UcSendOnly.transport(), Transport::Uc);
+/// assert_eq!(Opcode::Cnp.transport(), Transport::Cnp);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transport {
     /// Reliable Connected (000).
@@ -18,6 +25,13 @@ pub enum Transport {
 }
 
 /// What an opcode does, independent of transport and position in the message.
+///
+/// ```
+/// use rnic_emulator::wire::{Opcode, Operation};
+///
+/// assert_eq!(Opcode::RcRdmaWriteMiddle.operation(), Operation::RdmaWrite);
+/// assert_eq!(Opcode::UdSendOnlyWithImm.operation(), Operation::SendWithImm);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operation {
     /// SEND.
@@ -47,6 +61,13 @@ pub enum Operation {
 }
 
 /// Where a packet sits in its message.
+///
+/// ```
+/// use rnic_emulator::wire::{Opcode, Position};
+///
+/// assert_eq!(Opcode::RcSendFirst.position(), Position::First);
+/// assert_eq!(Opcode::RcAcknowledge.position(), Position::Only);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Position {
     /// First packet of a multi-packet message.
@@ -60,6 +81,13 @@ pub enum Position {
 }
 
 /// How much payload an opcode may carry.
+///
+/// ```
+/// use rnic_emulator::wire::{Opcode, PayloadRule};
+///
+/// assert_eq!(Opcode::RcSendMiddle.payload_rule(), PayloadRule::Pmtu);
+/// assert_eq!(Opcode::RcAcknowledge.payload_rule(), PayloadRule::None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PayloadRule {
     /// No payload at all.
@@ -73,6 +101,16 @@ pub enum PayloadRule {
 }
 
 /// A BTH opcode from the RoCE v2 opcode table. The discriminant is the byte on the wire.
+///
+/// ```
+/// use rnic_emulator::wire::Opcode;
+///
+/// let op = Opcode::from_u8(0x0C).unwrap();
+/// assert_eq!(op, Opcode::RcRdmaReadRequest);
+/// assert!(op.has_reth() && !op.has_aeth());
+/// assert_eq!(op.ext_header_len(), 16);
+/// assert_eq!(Opcode::from_u8(0x15), None); // not in the table
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 #[allow(missing_docs)] // the names are the table of roce-v2.md section 4
@@ -119,6 +157,12 @@ pub enum Opcode {
 
 impl Opcode {
     /// Every opcode in the table, in wire order.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::ALL.iter().all(|op| Opcode::from_u8(op.as_u8()) == Some(*op)));
+    /// ```
     pub const ALL: [Opcode; 38] = [
         Opcode::RcSendFirst,
         Opcode::RcSendMiddle,
@@ -161,16 +205,36 @@ impl Opcode {
     ];
 
     /// The opcode for a wire byte, or `None` when the byte is not in the table.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert_eq!(Opcode::from_u8(0x81), Some(Opcode::Cnp));
+    /// assert_eq!(Opcode::from_u8(0xFF), None);
+    /// ```
     pub const fn from_u8(byte: u8) -> Option<Opcode> {
         LOOKUP[byte as usize]
     }
 
     /// The byte on the wire.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert_eq!(Opcode::UdSendOnly.as_u8(), 0x64);
+    /// ```
     pub const fn as_u8(self) -> u8 {
         self as u8
     }
 
     /// The transport service (BTH opcode bits 7:5).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{Opcode, Transport};
+    ///
+    /// assert_eq!(Opcode::RcFetchAdd.transport(), Transport::Rc);
+    /// assert_eq!(Opcode::UdSendOnly.transport(), Transport::Ud);
+    /// ```
     pub const fn transport(self) -> Transport {
         match self.as_u8() >> 5 {
             0 => Transport::Rc,
@@ -181,6 +245,12 @@ impl Opcode {
     }
 
     /// The operation, independent of transport and position.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{Opcode, Operation};
+    ///
+    /// assert_eq!(Opcode::RcRdmaReadResponseLast.operation(), Operation::RdmaReadResponse);
+    /// ```
     pub const fn operation(self) -> Operation {
         if matches!(self, Opcode::Cnp) {
             return Operation::Cnp;
@@ -201,6 +271,12 @@ impl Opcode {
     }
 
     /// First, middle, last or only packet of its message.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{Opcode, Position};
+    ///
+    /// assert_eq!(Opcode::UcRdmaWriteLastWithImm.position(), Position::Last);
+    /// ```
     pub const fn position(self) -> Position {
         if matches!(self, Opcode::Cnp) {
             return Position::Only;
@@ -214,11 +290,25 @@ impl Opcode {
     }
 
     /// Carries a DETH (UD).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::UdSendOnly.has_deth());
+    /// assert!(!Opcode::RcSendOnly.has_deth());
+    /// ```
     pub const fn has_deth(self) -> bool {
         matches!(self.transport(), Transport::Ud)
     }
 
     /// Carries a RETH (WRITE FIRST / ONLY, READ request).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::RcRdmaWriteFirst.has_reth());
+    /// assert!(!Opcode::RcRdmaWriteMiddle.has_reth()); // only the first packet carries it
+    /// ```
     pub const fn has_reth(self) -> bool {
         matches!(
             self,
@@ -233,11 +323,25 @@ impl Opcode {
     }
 
     /// Carries an AtomicETH (COMPARE_SWAP, FETCH_ADD).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::RcCompareSwap.has_atomic_eth());
+    /// assert!(!Opcode::RcAtomicAcknowledge.has_atomic_eth());
+    /// ```
     pub const fn has_atomic_eth(self) -> bool {
         matches!(self, Opcode::RcCompareSwap | Opcode::RcFetchAdd)
     }
 
     /// Carries an AETH (ACK, ATOMIC ACK, READ response FIRST / LAST / ONLY).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::RcRdmaReadResponseFirst.has_aeth());
+    /// assert!(!Opcode::RcRdmaReadResponseMiddle.has_aeth());
+    /// ```
     pub const fn has_aeth(self) -> bool {
         matches!(
             self,
@@ -250,11 +354,24 @@ impl Opcode {
     }
 
     /// Carries an AtomicAckETH (ATOMIC ACKNOWLEDGE).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::RcAtomicAcknowledge.has_atomic_ack_eth());
+    /// ```
     pub const fn has_atomic_ack_eth(self) -> bool {
         matches!(self, Opcode::RcAtomicAcknowledge)
     }
 
     /// Carries an ImmDt (the `*_WITH_IMMEDIATE` opcodes).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::RcRdmaWriteLastWithImm.has_imm());
+    /// assert!(!Opcode::RcRdmaWriteFirst.has_imm());
+    /// ```
     pub const fn has_imm(self) -> bool {
         matches!(
             self.operation(),
@@ -263,16 +380,37 @@ impl Opcode {
     }
 
     /// Carries an IETH (SEND_*_WITH_INVALIDATE).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::RcSendOnlyWithInv.has_ieth());
+    /// ```
     pub const fn has_ieth(self) -> bool {
         matches!(self.operation(), Operation::SendWithInv)
     }
 
     /// Is the RoCE v2 CNP (carries 16 reserved bytes).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::Cnp.is_cnp());
+    /// assert!(!Opcode::RcAcknowledge.is_cnp());
+    /// ```
     pub const fn is_cnp(self) -> bool {
         matches!(self, Opcode::Cnp)
     }
 
     /// Bytes of extension headers between the BTH and the payload.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert_eq!(Opcode::RcSendOnly.ext_header_len(), 0);
+    /// assert_eq!(Opcode::UdSendOnlyWithImm.ext_header_len(), 8 + 4); // DETH + ImmDt
+    /// assert_eq!(Opcode::RcCompareSwap.ext_header_len(), 28);
+    /// ```
     pub const fn ext_header_len(self) -> usize {
         let mut len = 0;
         if self.has_deth() {
@@ -303,6 +441,14 @@ impl Opcode {
     }
 
     /// How much payload this opcode may carry.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{Opcode, PayloadRule};
+    ///
+    /// assert_eq!(Opcode::RcSendOnly.payload_rule(), PayloadRule::ZeroToPmtu);
+    /// assert_eq!(Opcode::RcSendLast.payload_rule(), PayloadRule::OneToPmtu);
+    /// assert_eq!(Opcode::RcRdmaReadRequest.payload_rule(), PayloadRule::None);
+    /// ```
     pub const fn payload_rule(self) -> PayloadRule {
         match self.operation() {
             Operation::RdmaReadRequest
@@ -320,16 +466,37 @@ impl Opcode {
     }
 
     /// May carry payload bytes.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::RcRdmaReadResponseOnly.has_payload());
+    /// assert!(!Opcode::RcAcknowledge.has_payload());
+    /// ```
     pub const fn has_payload(self) -> bool {
         !matches!(self.payload_rule(), PayloadRule::None)
     }
 
     /// Sent by a requester (SEND, WRITE, READ request, atomics).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::RcRdmaReadRequest.is_request());
+    /// assert!(!Opcode::RcRdmaReadResponseFirst.is_request());
+    /// ```
     pub const fn is_request(self) -> bool {
         !self.is_response() && !self.is_cnp()
     }
 
     /// Sent by a responder (READ responses, ACK / NAK, ATOMIC ACK).
+    ///
+    /// ```
+    /// use rnic_emulator::wire::Opcode;
+    ///
+    /// assert!(Opcode::RcAtomicAcknowledge.is_response());
+    /// assert!(!Opcode::UdSendOnly.is_response());
+    /// ```
     pub const fn is_response(self) -> bool {
         matches!(
             self.operation(),

@@ -6,6 +6,12 @@ use smoltcp::wire::UdpPacket;
 use super::{HeaderKind, WireError, check_len};
 
 /// The RoCE v2 UDP destination port.
+///
+/// ```
+/// use rnic_emulator::wire::{UdpRepr, ROCE_V2_PORT};
+///
+/// assert_eq!(UdpRepr::new(0xC000).dst_port, ROCE_V2_PORT);
+/// ```
 pub const ROCE_V2_PORT: u16 = 4791;
 /// Length of the UDP header.
 pub(crate) const UDP_HEADER_LEN: usize = 8;
@@ -14,6 +20,15 @@ const SPORT_BASE: u16 = 0xC000;
 
 /// Wraps `buffer` as smoltcp's [`UdpPacket`] after checking that it holds the 8-byte header
 /// and that the length field is between 8 and the buffer length.
+///
+/// ```
+/// use rnic_emulator::wire::udp_packet;
+///
+/// let hdr = [0xC0, 0x00, 0x12, 0xB7, 0, 8, 0, 0]; // 49152 -> 4791, length 8
+/// assert_eq!(udp_packet(&hdr[..])?.dst_port(), 4791);
+/// assert!(udp_packet(&hdr[..7]).is_err());
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 pub fn udp_packet<T: AsRef<[u8]>>(buffer: T) -> Result<UdpPacket<T>, WireError> {
     let buf = buffer.as_ref();
     check_len(buf, UDP_HEADER_LEN, HeaderKind::Udp)?;
@@ -28,6 +43,17 @@ pub fn udp_packet<T: AsRef<[u8]>>(buffer: T) -> Result<UdpPacket<T>, WireError> 
 }
 
 /// A parsed UDP header. The length is not stored: [`UdpRepr::emit`] takes it.
+///
+/// ```
+/// use rnic_emulator::wire::{udp_packet, UdpPacket, UdpRepr};
+///
+/// let repr = UdpRepr::new(0xC123);
+/// let mut buf = [0u8; 8 + 16];
+/// repr.emit(&mut UdpPacket::new_unchecked(&mut buf[..]), 16);
+/// assert_eq!(buf[..8], [0xC1, 0x23, 0x12, 0xB7, 0, 24, 0, 0]); // ports, length, checksum 0
+/// assert_eq!(UdpRepr::parse(&udp_packet(&buf[..])?)?, repr);
+/// # Ok::<(), rnic_emulator::wire::WireError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UdpRepr {
     /// Source port: a flow id, constant per QP (see [`rdma_get_udp_sport`]).
@@ -41,6 +67,13 @@ pub struct UdpRepr {
 
 impl UdpRepr {
     /// A RoCE v2 header from `src_port` to 4791 with checksum 0.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::UdpRepr;
+    ///
+    /// let u = UdpRepr::new(0xD000);
+    /// assert_eq!((u.src_port, u.dst_port, u.checksum, u.buffer_len()), (0xD000, 4791, 0, 8));
+    /// ```
     pub const fn new(src_port: u16) -> Self {
         UdpRepr {
             src_port,
@@ -80,12 +113,25 @@ impl UdpRepr {
 
 /// Older rxe's source port for a QP: `0xC000 + hash_32(qpn, 14)`, with the kernel's
 /// `hash_32(v, 14) = (v * 0x61C88647 mod 2^32) >> 18`.
+///
+/// ```
+/// use rnic_emulator::wire::rxe_legacy_udp_sport;
+///
+/// assert_eq!(rxe_legacy_udp_sport(0x11), 0xDF94);
+/// ```
 pub const fn rxe_legacy_udp_sport(qpn: u32) -> u16 {
     SPORT_BASE + (qpn.wrapping_mul(0x61C8_8647) >> 18) as u16
 }
 
 /// The flow label the kernel derives from a QP pair when the address vector's is 0:
 /// `FL = lqpn * rqpn` (64-bit), `FL ^= FL >> 20`, `FL ^= FL >> 40`, low 20 bits.
+///
+/// ```
+/// use rnic_emulator::wire::rdma_calc_flow_label;
+///
+/// assert_eq!(rdma_calc_flow_label(0x11, 0x12), 0x11 * 0x12); // small products pass through
+/// assert!(rdma_calc_flow_label(0xFF_FFFF, 0xFF_FFFE) < 1 << 20);
+/// ```
 pub const fn rdma_calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
     let mut fl = lqpn as u64 * rqpn as u64;
     fl ^= fl >> 20;
@@ -95,6 +141,13 @@ pub const fn rdma_calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
 
 /// The kernel's folding of a 20-bit flow label into a source port:
 /// `0xC000 | ((FL & 0x3FFF) ^ ((FL & 0xFC000) >> 14))`.
+///
+/// ```
+/// use rnic_emulator::wire::rdma_flow_label_to_udp_sport;
+///
+/// assert_eq!(rdma_flow_label_to_udp_sport(0x12345), 0xE341);
+/// assert_eq!(rdma_flow_label_to_udp_sport(0), 0xC000);
+/// ```
 pub const fn rdma_flow_label_to_udp_sport(flow_label: u32) -> u16 {
     let low = flow_label & 0x3FFF;
     let high = (flow_label & 0xF_C000) >> 14;
@@ -104,6 +157,14 @@ pub const fn rdma_flow_label_to_udp_sport(flow_label: u32) -> u16 {
 /// Newer rxe's (Linux 6.x) source port for a connected QP, `rdma_get_udp_sport`: the flow
 /// label if non-zero, else [`rdma_calc_flow_label`]`(lqpn, rqpn)`, folded by
 /// [`rdma_flow_label_to_udp_sport`].
+///
+/// ```
+/// use rnic_emulator::wire::{rdma_calc_flow_label, rdma_flow_label_to_udp_sport, rdma_get_udp_sport};
+///
+/// let derived = rdma_flow_label_to_udp_sport(rdma_calc_flow_label(0x11, 0x12));
+/// assert_eq!(rdma_get_udp_sport(0, 0x11, 0x12), derived); // no flow label: from the QPNs
+/// assert_eq!(rdma_get_udp_sport(0x12345, 0x11, 0x12), 0xE341); // the flow label wins
+/// ```
 pub const fn rdma_get_udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
     let fl = if flow_label == 0 {
         rdma_calc_flow_label(lqpn, rqpn)
