@@ -15,6 +15,14 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
 /// The direction of a DMA access.
+///
+/// ```
+/// use rnic_emulator::iommu::{Access, Iommu};
+///
+/// let iommu = Iommu::new();
+/// let fault = iommu.write(0x1000, &[1]).unwrap_err(); // nothing is mapped
+/// assert_eq!(fault.access, Access::Write);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     /// The device reads host memory.
@@ -24,6 +32,15 @@ pub enum Access {
 }
 
 /// A device access to an IOVA range that is not fully mapped.
+///
+/// ```
+/// use rnic_emulator::iommu::{Access, Iommu, IommuFault};
+///
+/// let iommu = Iommu::new();
+/// let mut buf = [0u8; 8];
+/// assert_eq!(iommu.read(0x2000, &mut buf), Err(IommuFault { iova: 0x2000, len: 8, access: Access::Read }));
+/// assert_eq!(iommu.faults(), 1); // counted
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("IOMMU fault: {access:?} of {len} bytes at IOVA {iova:#x}")]
 pub struct IommuFault {
@@ -36,6 +53,19 @@ pub struct IommuFault {
 }
 
 /// Why a mapping request was refused.
+///
+/// ```
+/// use rnic_emulator::iommu::{Iommu, MapError};
+///
+/// let iommu = Iommu::new();
+/// let mut page = vec![0u8; 4096];
+/// // SAFETY: `page` outlives every use of the mapping (the IOMMU is dropped first).
+/// unsafe { iommu.map(0x1000, page.as_mut_ptr(), 4096) }.unwrap();
+/// // SAFETY: as above; the call fails anyway.
+/// assert_eq!(unsafe { iommu.map(0x1800, page.as_mut_ptr(), 16) }, Err(MapError::Overlap));
+/// assert_eq!(iommu.unmap(0x1000, 16), Err(MapError::NotMapped)); // the length must match
+/// # drop(iommu);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MapError {
     /// Zero length, or the range wraps around the IOVA space.
@@ -57,6 +87,19 @@ struct Mapping {
 }
 
 /// The translation table and its fault counter.
+///
+/// ```
+/// use rnic_emulator::iommu::Iommu;
+///
+/// let iommu = Iommu::new();
+/// let mut host = vec![0u8; 4096];
+/// // SAFETY: `host` stays allocated until after the unmap below.
+/// unsafe { iommu.map(0x10_0000, host.as_mut_ptr(), host.len()) }.unwrap();
+/// iommu.write_be32(0x10_0004, 0xDEAD_BEEF).unwrap(); // what the device does
+/// assert_eq!(host[4..8], [0xDE, 0xAD, 0xBE, 0xEF]);
+/// iommu.unmap(0x10_0000, 4096).unwrap();
+/// assert!(iommu.read_be32(0x10_0004).is_err());
+/// ```
 #[derive(Debug, Default)]
 pub struct Iommu {
     maps: RwLock<BTreeMap<u64, Mapping>>,
@@ -65,6 +108,13 @@ pub struct Iommu {
 
 impl Iommu {
     /// An IOMMU with nothing mapped.
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// assert_eq!((iommu.mappings(), iommu.faults()), (0, 0));
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -74,6 +124,17 @@ impl Iommu {
     /// # Safety
     /// `host..host + len` must stay valid for reads and writes until [`Iommu::unmap`] removes
     /// this mapping: the device may access it at any time in between.
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// let mut host = vec![0u8; 8192];
+    /// // SAFETY: `host` outlives the mapping (unmapped below).
+    /// unsafe { iommu.map(0x4000, host.as_mut_ptr(), 8192) }.unwrap();
+    /// assert_eq!(iommu.mappings(), 1);
+    /// # iommu.unmap(0x4000, 8192).unwrap();
+    /// ```
     pub unsafe fn map(&self, iova: u64, host: *mut u8, len: usize) -> Result<(), MapError> {
         let len64 = u64::try_from(len).map_err(|_| MapError::InvalidRange)?;
         let end = iova.checked_add(len64).ok_or(MapError::InvalidRange)?;
@@ -101,6 +162,17 @@ impl Iommu {
     }
 
     /// Removes the mapping made at `iova` with length `len`.
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// let mut host = [0u8; 64];
+    /// // SAFETY: `host` outlives the mapping.
+    /// unsafe { iommu.map(0x4000, host.as_mut_ptr(), 64) }.unwrap();
+    /// iommu.unmap(0x4000, 64).unwrap();
+    /// assert_eq!(iommu.mappings(), 0);
+    /// ```
     pub fn unmap(&self, iova: u64, len: usize) -> Result<(), MapError> {
         let mut maps = self.maps.write().unwrap_or_else(|e| e.into_inner());
         match maps.get(&iova) {
@@ -113,11 +185,35 @@ impl Iommu {
     }
 
     /// How many device accesses have faulted.
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// let _ = iommu.read_be64(0x8000);
+    /// let _ = iommu.write(0x9000, &[0; 4]);
+    /// assert_eq!(iommu.faults(), 2);
+    /// ```
     pub fn faults(&self) -> u64 {
         self.faults.load(Ordering::Relaxed)
     }
 
     /// How many mappings exist.
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// let mut a = [0u8; 16];
+    /// let mut b = [0u8; 16];
+    /// // SAFETY: `a` and `b` outlive the mappings (the IOMMU is dropped first).
+    /// unsafe {
+    ///     iommu.map(0x1000, a.as_mut_ptr(), 16).unwrap();
+    ///     iommu.map(0x2000, b.as_mut_ptr(), 16).unwrap();
+    /// }
+    /// assert_eq!(iommu.mappings(), 2);
+    /// # drop(iommu);
+    /// ```
     pub fn mappings(&self) -> usize {
         self.maps.read().unwrap_or_else(|e| e.into_inner()).len()
     }
@@ -162,6 +258,20 @@ impl Iommu {
     }
 
     /// Copies `buf.len()` bytes from device-visible memory at `iova` into `buf`.
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// let mut host = *b"host memory!";
+    /// // SAFETY: `host` outlives the mapping.
+    /// unsafe { iommu.map(0x1000, host.as_mut_ptr(), host.len()) }.unwrap();
+    /// let mut out = [0u8; 6];
+    /// iommu.read(0x1005, &mut out).unwrap();
+    /// assert_eq!(&out, b"memory");
+    /// assert!(iommu.read(0x1008, &mut out).is_err()); // runs past the mapping
+    /// # drop(iommu);
+    /// ```
     pub fn read(&self, iova: u64, buf: &mut [u8]) -> Result<(), IommuFault> {
         let dst = buf.as_mut_ptr();
         self.walk(iova, buf.len(), Access::Read, |host, at, n| {
@@ -176,6 +286,18 @@ impl Iommu {
     }
 
     /// Copies `data` into device-visible memory at `iova`.
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// let mut host = [0u8; 8];
+    /// // SAFETY: `host` outlives the mapping.
+    /// unsafe { iommu.map(0x1000, host.as_mut_ptr(), 8) }.unwrap();
+    /// iommu.write(0x1002, b"dma").unwrap();
+    /// # drop(iommu);
+    /// assert_eq!(&host[2..5], b"dma");
+    /// ```
     pub fn write(&self, iova: u64, data: &[u8]) -> Result<(), IommuFault> {
         fence(Ordering::Release);
         let src = data.as_ptr();
@@ -186,6 +308,17 @@ impl Iommu {
     }
 
     /// Reads a big-endian u32 at `iova` (doorbell records, descriptors).
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// let mut host = [0x12u8, 0x34, 0x56, 0x78];
+    /// // SAFETY: `host` outlives the mapping.
+    /// unsafe { iommu.map(0x1000, host.as_mut_ptr(), 4) }.unwrap();
+    /// assert_eq!(iommu.read_be32(0x1000), Ok(0x1234_5678));
+    /// # drop(iommu);
+    /// ```
     pub fn read_be32(&self, iova: u64) -> Result<u32, IommuFault> {
         let mut b = [0u8; 4];
         self.read(iova, &mut b)?;
@@ -193,6 +326,17 @@ impl Iommu {
     }
 
     /// Reads a big-endian u64 at `iova`.
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// let mut host = 0x0102_0304_0506_0708u64.to_be_bytes();
+    /// // SAFETY: `host` outlives the mapping.
+    /// unsafe { iommu.map(0x1000, host.as_mut_ptr(), 8) }.unwrap();
+    /// assert_eq!(iommu.read_be64(0x1000), Ok(0x0102_0304_0506_0708));
+    /// # drop(iommu);
+    /// ```
     pub fn read_be64(&self, iova: u64) -> Result<u64, IommuFault> {
         let mut b = [0u8; 8];
         self.read(iova, &mut b)?;
@@ -200,6 +344,18 @@ impl Iommu {
     }
 
     /// Writes a big-endian u32 at `iova`.
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// let mut host = [0u8; 4];
+    /// // SAFETY: `host` outlives the mapping.
+    /// unsafe { iommu.map(0x1000, host.as_mut_ptr(), 4) }.unwrap();
+    /// iommu.write_be32(0x1000, 7).unwrap();
+    /// # drop(iommu);
+    /// assert_eq!(host, [0, 0, 0, 7]);
+    /// ```
     pub fn write_be32(&self, iova: u64, value: u32) -> Result<(), IommuFault> {
         self.write(iova, &value.to_be_bytes())
     }
@@ -207,6 +363,20 @@ impl Iommu {
     /// Writes an entry (CQE, EQE, command entry) whose last byte carries the ownership bit:
     /// the body first, a release fence, then the last byte, so the host never sees the new
     /// owner value with an old body.
+    ///
+    /// ```
+    /// use rnic_emulator::iommu::Iommu;
+    ///
+    /// let iommu = Iommu::new();
+    /// let mut cqe = [0xF1u8; 64]; // owned by hardware, opcode INVALID
+    /// // SAFETY: `cqe` outlives the mapping.
+    /// unsafe { iommu.map(0x1000, cqe.as_mut_ptr(), 64) }.unwrap();
+    /// let mut entry = [0u8; 64];
+    /// entry[63] = 0x00; // opcode REQ, owner 0: the body lands first, then this byte
+    /// iommu.write_owned(0x1000, &entry).unwrap();
+    /// # drop(iommu);
+    /// assert_eq!(cqe, [0; 64]);
+    /// ```
     pub fn write_owned(&self, iova: u64, entry: &[u8]) -> Result<(), IommuFault> {
         let Some((last, body)) = entry.split_last() else {
             return Ok(());
