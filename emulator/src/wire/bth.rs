@@ -6,6 +6,17 @@ use super::{HeaderKind, Opcode, WireError, be16, be24, check_len, put24};
 pub(crate) const BTH_LEN: usize = 12;
 
 /// A zero-copy view of a BTH.
+///
+/// ```
+/// use rnic_emulator::wire::{BthHeader, Opcode};
+///
+/// // rxe's RC SEND_ONLY to QP 0x11, PSN 0x3A5B2C, P_Key 0xFFFF, AckReq set.
+/// let bytes = [0x04, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x11, 0x80, 0x3A, 0x5B, 0x2C];
+/// let bth = BthHeader::new_checked(&bytes[..]).unwrap();
+/// assert_eq!(bth.opcode(), Ok(Opcode::RcSendOnly));
+/// assert_eq!((bth.dest_qp(), bth.psn(), bth.pkey()), (0x11, 0x3A5B2C, 0xFFFF));
+/// assert!(bth.ack_req() && !bth.solicited());
+/// ```
 #[derive(Debug, Clone)]
 pub struct BthHeader<T: AsRef<[u8]>> {
     buffer: T,
@@ -13,31 +24,80 @@ pub struct BthHeader<T: AsRef<[u8]>> {
 
 impl<T: AsRef<[u8]>> BthHeader<T> {
     /// The header length in bytes.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::BthHeader;
+    ///
+    /// assert_eq!(BthHeader::<&[u8]>::LEN, 12);
+    /// ```
     pub const LEN: usize = BTH_LEN;
 
     /// Wraps a buffer without checking its length; getters and setters panic if it is shorter
     /// than [`Self::LEN`]. Use [`Self::new_checked`] for untrusted input.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{BthHeader, Opcode};
+    ///
+    /// let mut buf = [0u8; 12];
+    /// let mut bth = BthHeader::new_unchecked(&mut buf[..]);
+    /// bth.set_opcode(Opcode::RcAcknowledge);
+    /// bth.set_psn(7);
+    /// assert_eq!((buf[0], buf[11]), (0x11, 7));
+    /// ```
     pub const fn new_unchecked(buffer: T) -> Self {
         BthHeader { buffer }
     }
 
     /// Wraps a buffer that holds at least [`Self::LEN`] bytes.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{BthHeader, HeaderKind, WireError};
+    ///
+    /// let err = BthHeader::new_checked(&[0u8; 11][..]).unwrap_err();
+    /// assert!(matches!(err, WireError::Truncated { header: HeaderKind::Bth, needed: 12, .. }));
+    /// ```
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         check_len(buffer.as_ref(), BTH_LEN, HeaderKind::Bth)?;
         Ok(BthHeader { buffer })
     }
 
     /// Returns the underlying buffer.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::BthHeader;
+    ///
+    /// let bth = BthHeader::new_checked(vec![0u8; 12]).unwrap();
+    /// assert_eq!(bth.into_inner().len(), 12);
+    /// ```
     pub fn into_inner(self) -> T {
         self.buffer
     }
 
     /// The raw opcode byte.
+    ///
+    /// ```
+    /// use rnic_emulator::wire::BthHeader;
+    ///
+    /// let bytes = [0x15u8; 12]; // 0x15 is not a RoCE opcode
+    /// let bth = BthHeader::new_checked(&bytes[..]).unwrap();
+    /// assert_eq!(bth.opcode_raw(), 0x15);
+    /// assert!(bth.opcode().is_err());
+    /// ```
     pub fn opcode_raw(&self) -> u8 {
         self.buffer.as_ref()[0]
     }
 
     /// The opcode, or [`WireError::UnknownOpcode`].
+    ///
+    /// ```
+    /// use rnic_emulator::wire::{BthHeader, Opcode, WireError};
+    ///
+    /// let mut bytes = [0u8; 12];
+    /// bytes[0] = 0x64;
+    /// assert_eq!(BthHeader::new_checked(&bytes[..]).unwrap().opcode(), Ok(Opcode::UdSendOnly));
+    /// bytes[0] = 0x30;
+    /// assert!(matches!(BthHeader::new_checked(&bytes[..]).unwrap().opcode(), Err(WireError::UnknownOpcode(0x30))));
+    /// ```
     pub fn opcode(&self) -> Result<Opcode, WireError> {
         Opcode::try_from(self.opcode_raw())
     }
