@@ -19,6 +19,28 @@ pub const FW_PAGE_SIZE: usize = 4096;
 pub const PAGES_PER_COMMAND: usize = 512;
 
 /// Which QUERY_PAGES phase.
+///
+/// On a device that is only enabled (command queue set up, ENABLE_HCA), as bring-up starts:
+///
+/// ```
+/// use rnic_driver::pages::{FirmwarePages, PagePhase};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+/// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+/// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+/// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
+/// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
+/// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
+/// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
+/// # let t = std::time::Instant::now();
+/// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
+/// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+/// let mut fp = FirmwarePages::new();
+/// let boot = fp.query(&q, PagePhase::Boot)?;
+/// assert!(boot > 0); // firmware wants pages before INIT_HCA
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PagePhase {
     /// Before INIT_HCA's boot stage (op_mod 1).
@@ -40,6 +62,31 @@ impl PagePhase {
 }
 
 /// The pages firmware holds, by bus address.
+///
+/// The boot pages of a device that is only enabled (command queue set up, ENABLE_HCA), as
+/// bring-up gives them:
+///
+/// ```
+/// use rnic_driver::pages::{FirmwarePages, PagePhase};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+/// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+/// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+/// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
+/// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
+/// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
+/// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
+/// # let t = std::time::Instant::now();
+/// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
+/// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+/// let mut fp = FirmwarePages::new();
+/// let n = fp.query(&q, PagePhase::Boot)? as usize;
+/// fp.give(&q, &*bus, n)?;
+/// assert_eq!((fp.held(), dev.pages_held()), (n, n));
+/// assert_eq!(fp.query(&q, PagePhase::Boot)?, 0); // satisfied
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Default)]
 pub struct FirmwarePages {
     held: HashMap<u64, DmaRegion>,
@@ -48,16 +95,60 @@ pub struct FirmwarePages {
 
 impl FirmwarePages {
     /// No pages held yet.
+    ///
+    /// ```
+    /// assert_eq!(rnic_driver::pages::FirmwarePages::new().held(), 0);
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Number of pages firmware holds.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
+    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
+    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
+    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
+    /// # let t = std::time::Instant::now();
+    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
+    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// let mut fp = rnic_driver::pages::FirmwarePages::new();
+    /// fp.give(&q, &*bus, 2)?;
+    /// assert_eq!(fp.held(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn held(&self) -> usize {
         self.held.len()
     }
 
     /// QUERY_PAGES for `phase`: the signed number of pages firmware asks for.
+    ///
+    /// ```
+    /// use rnic_driver::pages::{FirmwarePages, PagePhase};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
+    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
+    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
+    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
+    /// # let t = std::time::Instant::now();
+    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
+    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// let mut fp = FirmwarePages::new();
+    /// let boot = fp.query(&q, PagePhase::Boot)?;
+    /// fp.give(&q, &*bus, boot as usize)?;
+    /// assert_eq!(fp.query(&q, PagePhase::Boot)?, 0); // satisfied
+    /// # Ok(()) }
+    /// ```
     pub fn query(&mut self, cmdq: &CmdQueue, phase: PagePhase) -> Result<i32, DriverError> {
         let mut i = QueryPagesIn::new_cmd();
         i.set_op_mod(phase.op_mod());
@@ -68,6 +159,25 @@ impl FirmwarePages {
 
     /// Gives `count` pages, [`PAGES_PER_COMMAND`] per MANAGE_PAGES. If memory runs out,
     /// tells firmware with MANAGE_PAGES "can't give" and returns the error.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
+    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
+    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
+    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
+    /// # let t = std::time::Instant::now();
+    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
+    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// let mut fp = rnic_driver::pages::FirmwarePages::new();
+    /// fp.give(&q, &*bus, 600)?; // two MANAGE_PAGES: 512 + 88
+    /// assert_eq!(dev.pages_held(), 600);
+    /// # Ok(()) }
+    /// ```
     pub fn give(
         &mut self,
         cmdq: &CmdQueue,
@@ -131,6 +241,28 @@ impl FirmwarePages {
 
     /// Takes back up to `count` pages and frees them; returns how many firmware returned.
     /// Every returned address must be a page firmware holds, else [`DriverError::BadOutput`].
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
+    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
+    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
+    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
+    /// # let t = std::time::Instant::now();
+    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
+    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// let mut fp = rnic_driver::pages::FirmwarePages::new();
+    /// let n = fp.query(&q, rnic_driver::pages::PagePhase::Boot)? as usize;
+    /// fp.give(&q, &*bus, n)?;
+    /// // Firmware returns only pages it does not need: it needs its boot pages until teardown.
+    /// assert_eq!(fp.take(&q, &*bus, n)?, 0);
+    /// assert_eq!(fp.held(), n);
+    /// # Ok(()) }
+    /// ```
     pub fn take(
         &mut self,
         cmdq: &CmdQueue,
@@ -178,6 +310,29 @@ impl FirmwarePages {
     }
 
     /// Takes pages back until firmware holds none (or returns no more).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
+    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
+    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
+    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
+    /// # let t = std::time::Instant::now();
+    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
+    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// let mut fp = rnic_driver::pages::FirmwarePages::new();
+    /// let n = fp.query(&q, rnic_driver::pages::PagePhase::Boot)? as usize;
+    /// fp.give(&q, &*bus, n)?;
+    /// // Before teardown firmware still needs its boot pages: none come back, an error.
+    /// let err = fp.reclaim_all(&q, &*bus).unwrap_err();
+    /// assert!(matches!(err, rnic_driver::DriverError::BadOutput { .. }));
+    /// assert_eq!(fp.held(), n);
+    /// # Ok(()) }
+    /// ```
     pub fn reclaim_all(&mut self, cmdq: &CmdQueue, bus: &dyn Bus) -> Result<(), DriverError> {
         while !self.held.is_empty() {
             let want = self.held.len();
@@ -193,6 +348,27 @@ impl FirmwarePages {
     }
 
     /// Forgets every page without freeing it (the device may still use them: leaked).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
+    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
+    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
+    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
+    /// # let t = std::time::Instant::now();
+    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
+    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// let mut fp = rnic_driver::pages::FirmwarePages::new();
+    /// fp.give(&q, &*bus, 2)?;
+    /// dev.hang_firmware(); // no MANAGE_PAGES can take them back: the device may still use them
+    /// assert_eq!(fp.leak_all(), 2);
+    /// assert_eq!(fp.held(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn leak_all(&mut self) -> usize {
         let n = self.held.len();
         self.held.clear();
@@ -200,6 +376,27 @@ impl FirmwarePages {
     }
 
     /// Frees every page without a command (the device is disabled or gone).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
+    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
+    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
+    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
+    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
+    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
+    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
+    /// # let t = std::time::Instant::now();
+    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
+    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// let mut fp = rnic_driver::pages::FirmwarePages::new();
+    /// fp.give(&q, &*bus, 2)?;
+    /// dev.kill_pci_link(); // the device is gone: its pages can be freed without a command
+    /// fp.free_all(&*bus);
+    /// assert_eq!(fp.held(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn free_all(&mut self, bus: &dyn Bus) {
         for (_, p) in self.held.drain() {
             if let Err(e) = bus.free_dma(p) {
