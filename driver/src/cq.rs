@@ -320,7 +320,10 @@ unsafe impl Sync for Cq {}
 
 /// ceil(log2(n)) for n >= 1.
 pub(crate) fn log2_ceil(n: u32) -> u8 {
-    (n.max(1).next_power_of_two().trailing_zeros()) as u8
+    // Above 2^31 the next power of two does not fit: 32, which every size check refuses.
+    n.max(1)
+        .checked_next_power_of_two()
+        .map_or(32, u32::trailing_zeros) as u8
 }
 
 impl Cq {

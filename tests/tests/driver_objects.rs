@@ -509,3 +509,41 @@ fn ten_thousand_cycles_leak_nothing() {
     let c = fx.dev.counters();
     assert_eq!(c.command_errors, 0);
 }
+
+/// Sizes beyond anything a device offers are refused with `InvalidArgument`, never a panic
+/// (an overflow in the size arithmetic), at every boundary of `u32`.
+#[test]
+fn absurd_queue_sizes_are_refused() {
+    let fx = open(RunMode::Deterministic);
+    let pd = Arc::new(Pd::alloc(&fx.hca).unwrap());
+    for n in [1 << 31, (1 << 31) + 1, u32::MAX - 1, u32::MAX] {
+        let e = Cq::create(&fx.hca, n, None).unwrap_err();
+        assert!(
+            matches!(e, DriverError::InvalidArgument(_)),
+            "CQ of {n}: {e}"
+        );
+        let e = Srq::create(&pd, n, 1).unwrap_err();
+        assert!(
+            matches!(e, DriverError::InvalidArgument(_)),
+            "SRQ of {n}: {e}"
+        );
+        for caps in [
+            QpCaps {
+                max_send_wr: n,
+                ..QpCaps::default()
+            },
+            QpCaps {
+                max_recv_wr: n,
+                ..QpCaps::default()
+            },
+        ] {
+            let mut cfg = QpConfig::new(QpType::Rc, fx.cq(16), fx.cq(16));
+            cfg.caps = caps;
+            let e = Qp::create(&pd, &cfg).unwrap_err();
+            assert!(
+                matches!(e, DriverError::InvalidArgument(_)),
+                "QP {caps:?}: {e}"
+            );
+        }
+    }
+}
