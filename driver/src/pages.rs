@@ -309,7 +309,9 @@ impl FirmwarePages {
         Ok(total)
     }
 
-    /// Takes pages back until firmware holds none (or returns no more).
+    /// Takes pages back until firmware holds none. Firmware that returns none while it still
+    /// holds some (it still needs them: call this after TEARDOWN_HCA) is a `BadOutput` error,
+    /// and the pages stay held.
     ///
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
