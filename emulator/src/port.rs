@@ -251,7 +251,7 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
         return;
     }
     ctx.st.counters.frames_rx += 1;
-    if crate::transport::completer::is_response(repr.bth.opcode) {
+    if repr.bth.opcode.is_response() {
         crate::transport::completer::handle(ctx, qpn, &repr, payload);
     } else {
         let ip_start = repr.eth.buffer_len();

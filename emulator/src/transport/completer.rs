@@ -28,7 +28,7 @@ use super::{QpTransport, SendWqe, advance_una, enter_error, mtu_bytes, psn_add, 
 use crate::device::Ctx;
 use crate::mkey;
 use crate::port::count_drop;
-use crate::wire::{NakCode, Opcode, Operation, PacketRepr, Position, Syndrome, Transport};
+use crate::wire::{NakCode, Operation, PacketRepr, Position, Syndrome, Transport};
 
 /// Handles a response packet (ACK, NAK, READ response, atomic ACK) for QP `qpn`.
 pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[u8]) {
@@ -420,12 +420,4 @@ pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
     if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
         qp.tr = tr;
     }
-}
-
-/// Whether `opcode` is one the completer handles (responses), not the responder.
-pub(crate) fn is_response(opcode: Opcode) -> bool {
-    matches!(
-        opcode.operation(),
-        Operation::Acknowledge | Operation::AtomicAcknowledge | Operation::RdmaReadResponse
-    )
 }
