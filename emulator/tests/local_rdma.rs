@@ -37,6 +37,25 @@ fn assert_req(c: &Cqe64, qpn: u32, wqe_index: u16, opcode: u8) {
     assert_eq!(c.send_opcode(), opcode);
 }
 
+/// Posts one signaled WRITE or READ (`opcode`) on `a` against `remote_addr` / `rkey`, with
+/// the local data segment(s) `local`; returns its wqe_index.
+fn rdma(
+    r: &mut Rig,
+    a: &mut rig::Qp,
+    opcode: u8,
+    remote_addr: u64,
+    rkey: u32,
+    local: &[u8],
+) -> u16 {
+    r.post(
+        a,
+        opcode,
+        SIGNALED,
+        0,
+        &segs(&[raddr(remote_addr, rkey), local.to_vec()]),
+    )
+}
+
 #[test]
 fn send_and_send_imm_at_every_size() {
     let mut r = Rig::new();
@@ -123,12 +142,13 @@ fn send_with_invalidate_reports_the_rkey() {
     let victim = r.mr(4096, Access::ALL);
     r.fill(&src, 0, b"inv");
     // The victim key works before.
-    let w = r.post(
+    let w = rdma(
+        &mut r,
         &mut a,
         op::WRITE,
-        SIGNALED,
-        0,
-        &segs(&[raddr(victim.addr, victim.key), data(src.addr, 3, src.key)]),
+        victim.addr,
+        victim.key,
+        &data(src.addr, 3, src.key),
     );
     assert_req(&r.one(&mut ca), a.qpn, w, op::WRITE);
     r.post_recv(&mut b, &[(dst.addr, 64, dst.key)]);
@@ -145,12 +165,13 @@ fn send_with_invalidate_reports_the_rkey() {
     assert_eq!(c.imm_inval_pkey(), victim.key);
     assert_eq!(r.read(&dst, 0, 3), b"inv");
     // Invalidated: a WRITE with it is a remote access error now.
-    let w = r.post(
+    let w = rdma(
+        &mut r,
         &mut a,
         op::WRITE,
-        SIGNALED,
-        0,
-        &segs(&[raddr(victim.addr, victim.key), data(src.addr, 3, src.key)]),
+        victim.addr,
+        victim.key,
+        &data(src.addr, 3, src.key),
     );
     let c = r.one(&mut ca);
     assert_eq!(c.wqe_counter(), w);
@@ -172,13 +193,7 @@ fn rdma_write_at_every_size() {
         r.fill(&src, 0, &msg);
         r.fill(&dst, 0, &vec![0xEE; 2048]);
         let sg = data_for(src.addr, len, src.key);
-        let wi = r.post(
-            &mut a,
-            op::WRITE,
-            SIGNALED,
-            0,
-            &segs(&[raddr(dst.addr + 8, dst.key), sg]),
-        );
+        let wi = rdma(&mut r, &mut a, op::WRITE, dst.addr + 8, dst.key, &sg);
         let c = r.one(&mut ca);
         assert_req(&c, a.qpn, wi, op::WRITE);
         assert_eq!(r.read(&dst, 8, len), msg, "size {len}");
@@ -228,19 +243,43 @@ fn rdma_read_at_every_size() {
         r.fill(&remote, 16, &msg);
         r.fill(&local, 0, &vec![0xEE; 2048]);
         let sg = data_for(local.addr, len, local.key);
-        let wi = r.post(
-            &mut a,
-            op::READ,
-            SIGNALED,
-            0,
-            &segs(&[raddr(remote.addr + 16, remote.key), sg]),
-        );
+        let wi = rdma(&mut r, &mut a, op::READ, remote.addr + 16, remote.key, &sg);
         let c = r.one(&mut ca);
         assert_req(&c, a.qpn, wi, op::READ);
         assert_eq!(c.byte_cnt() as usize, len);
         assert_eq!(r.read(&local, 0, len), msg, "size {len}");
         assert_eq!(r.read(&local, len, 1), [0xEE]);
     }
+}
+
+/// Posts one signaled atomic of `opcode` on `a` at `remote + 64`, its result into `local +
+/// local_off`, and checks the requester CQE; returns that CQE.
+#[allow(clippy::too_many_arguments)]
+fn post_atomic(
+    r: &mut Rig,
+    a: &mut rig::Qp,
+    ca: &mut rig::Cq,
+    opcode: u8,
+    remote: &rig::Mr,
+    local: &rig::Mr,
+    local_off: u64,
+    swap_add: u64,
+    compare: u64,
+) -> Cqe64 {
+    let wi = r.post(
+        a,
+        opcode,
+        SIGNALED,
+        0,
+        &segs(&[
+            raddr(remote.addr + 64, remote.key),
+            atomic(swap_add, compare),
+            data(local.addr + local_off, 8, local.key),
+        ]),
+    );
+    let c = r.one(ca);
+    assert_req(&c, a.qpn, wi, opcode);
+    c
 }
 
 /// CMP_SWAP and FETCH_ADD with 8-byte values in memory as `enc` encodes them.
@@ -250,50 +289,26 @@ fn atomics_with(mut r: Rig, enc: fn(u64) -> [u8; 8]) {
     let remote = r.mr(4096, Access::ALL);
     r.fill(&remote, 64, &enc(100));
     // FETCH_ADD 5: returns 100, memory 105.
-    let wi = r.post(
-        &mut a,
-        op::FA,
-        SIGNALED,
-        0,
-        &segs(&[
-            raddr(remote.addr + 64, remote.key),
-            atomic(5, 0),
-            data(local.addr, 8, local.key),
-        ]),
-    );
-    let c = r.one(&mut ca);
-    assert_req(&c, a.qpn, wi, op::FA);
+    let c = post_atomic(&mut r, &mut a, &mut ca, op::FA, &remote, &local, 0, 5, 0);
     assert_eq!(c.byte_cnt(), 8);
     assert_eq!(r.read(&local, 0, 8), enc(100));
     assert_eq!(r.read(&remote, 64, 8), enc(105));
     // CMP_SWAP that fails (compare 7 != 105): memory unchanged, original returned.
-    let wi = r.post(
-        &mut a,
-        op::CS,
-        SIGNALED,
-        0,
-        &segs(&[
-            raddr(remote.addr + 64, remote.key),
-            atomic(999, 7),
-            data(local.addr + 8, 8, local.key),
-        ]),
-    );
-    assert_req(&r.one(&mut ca), a.qpn, wi, op::CS);
+    post_atomic(&mut r, &mut a, &mut ca, op::CS, &remote, &local, 8, 999, 7);
     assert_eq!(r.read(&local, 8, 8), enc(105));
     assert_eq!(r.read(&remote, 64, 8), enc(105));
     // CMP_SWAP that succeeds.
-    let wi = r.post(
+    post_atomic(
+        &mut r,
         &mut a,
+        &mut ca,
         op::CS,
-        SIGNALED,
-        0,
-        &segs(&[
-            raddr(remote.addr + 64, remote.key),
-            atomic(0xDEAD_BEEF, 105),
-            data(local.addr + 16, 8, local.key),
-        ]),
+        &remote,
+        &local,
+        16,
+        0xDEAD_BEEF,
+        105,
     );
-    assert_req(&r.one(&mut ca), a.qpn, wi, op::CS);
     assert_eq!(r.read(&local, 16, 8), enc(105));
     assert_eq!(r.read(&remote, 64, 8), enc(0xDEAD_BEEF));
 }
@@ -435,15 +450,13 @@ fn uc_send_and_write_need_no_acks() {
     assert_eq!(r.counters().frames_tx - tx, 4, "four packets, no ACK");
     assert_eq!(r.one(&mut cb).byte_cnt() as usize, msg.len());
     assert_eq!(r.read(&dst, 0, msg.len()), msg);
-    let wi = r.post(
+    let wi = rdma(
+        &mut r,
         &mut a,
         op::WRITE,
-        SIGNALED,
-        0,
-        &segs(&[
-            raddr(dst.addr + 2048, dst.key),
-            data(src.addr, 300, src.key),
-        ]),
+        dst.addr + 2048,
+        dst.key,
+        &data(src.addr, 300, src.key),
     );
     assert_req(&r.one(&mut ca), a.qpn, wi, op::WRITE);
     assert_eq!(r.read(&dst, 2048, 300), &msg[..300]);
@@ -552,12 +565,13 @@ fn the_reserved_lkey_addresses_iovas_directly() {
     assert_eq!(r.one(&mut cb).byte_cnt(), 8);
     assert_eq!(r.read(&dst, 0, 8), b"raw iova");
     // It is not an rkey.
-    let w = r.post(
+    let w = rdma(
+        &mut r,
         &mut a,
         op::WRITE,
-        SIGNALED,
-        0,
-        &segs(&[raddr(buf, resd), data(dst.addr, 8, dst.key)]),
+        buf,
+        resd,
+        &data(dst.addr, 8, dst.key),
     );
     let c = r.one(&mut ca);
     assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::ReqErr));
@@ -575,15 +589,13 @@ fn long_messages_flow_through_the_psn_window() {
     let dst = r.mr(len, Access::ALL);
     let msg = pattern(len, 0x33);
     r.fill(&src, 0, &msg);
-    let w = r.post(
+    let w = rdma(
+        &mut r,
         &mut a,
         op::WRITE,
-        SIGNALED,
-        0,
-        &segs(&[
-            raddr(dst.addr, dst.key),
-            data(src.addr, len as u32, src.key),
-        ]),
+        dst.addr,
+        dst.key,
+        &data(src.addr, len as u32, src.key),
     );
     assert_req(&r.one(&mut ca), a.qpn, w, op::WRITE);
     assert_eq!(r.read(&dst, 0, len), msg);
@@ -602,15 +614,13 @@ fn long_messages_flow_through_the_psn_window() {
     assert_eq!((c.wqe_counter(), c.byte_cnt() as usize), (rc, len));
     assert_eq!(r.read(&dst, 0, len), msg);
     r.fill(&src, 0, &vec![0; len]);
-    let w = r.post(
+    let w = rdma(
+        &mut r,
         &mut a,
         op::READ,
-        SIGNALED,
-        0,
-        &segs(&[
-            raddr(dst.addr, dst.key),
-            data(src.addr, len as u32, src.key),
-        ]),
+        dst.addr,
+        dst.key,
+        &data(src.addr, len as u32, src.key),
     );
     assert_req(&r.one(&mut ca), a.qpn, w, op::READ);
     assert_eq!(r.read(&src, 0, len), msg);
