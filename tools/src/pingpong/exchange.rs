@@ -61,7 +61,12 @@ impl PpDest {
         }
         let mut gid = [0u8; 16];
         for (i, b) in gid.iter_mut().enumerate() {
-            *b = u8::from_str_radix(&g[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+            // `get`, not indexing: the peer's text may put a multi-byte character across a
+            // pair, which a slice would panic on.
+            *b = g
+                .get(2 * i..2 * i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(bad)?;
         }
         Ok(PpDest { lid, qpn, psn, gid })
     }
@@ -224,6 +229,16 @@ mod tests {
         assert_eq!(PpDest::decode(&m).unwrap(), d);
         assert!(PpDest::decode(b"0000:11:22:abc\0").is_err());
         assert!(PpDest::decode(b"garbage").is_err());
+    }
+
+    #[test]
+    fn decode_refuses_a_non_ascii_gid_without_panicking() {
+        // 32 bytes of GID text whose first pair ends inside a 3-byte character.
+        let mut m = b"0000:000011:3a5b2c:".to_vec();
+        m.extend_from_slice("\u{20ac}".as_bytes());
+        m.extend_from_slice(&[b'0'; 29]);
+        m.push(0);
+        assert!(matches!(PpDest::decode(&m), Err(ToolError::Protocol(_))));
     }
 
     #[test]
