@@ -390,12 +390,12 @@ impl Cq {
         let out = match hca.cmdq().exec(&cmd, &pas, &mut []) {
             Ok(o) => o,
             Err(e) => {
-                if e.device_answered() {
-                    bus.free_dma(buf)?;
-                } else {
-                    log::warn!("CREATE_CQ did not complete: its buffer is leaked");
-                }
-                return Err(e);
+                return Err(crate::dma::release_after_failed_create(
+                    &*bus,
+                    buf,
+                    e,
+                    "CREATE_CQ",
+                ));
             }
         };
         let cqes = buf.vaddr;

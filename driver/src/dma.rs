@@ -102,9 +102,26 @@ pub(crate) unsafe fn read_byte(p: *const u8) -> u8 {
     unsafe { p.read_volatile() }
 }
 
+/// Frees `region` when the device answered the command about it, and leaks it when it did
+/// not (a device that may still be running must not get the memory back for reuse).
+fn free_or_leak(
+    bus: &dyn rnic_hw_regs::Bus,
+    region: DmaRegion,
+    answered: bool,
+    what: std::fmt::Arguments<'_>,
+) -> Result<(), crate::DriverError> {
+    if answered {
+        bus.free_dma(region)?;
+    } else {
+        log::warn!("{what} did not complete: its buffer is leaked");
+        // Dropping the description without `free_dma` keeps the memory allocated.
+        let _leaked = region;
+    }
+    Ok(())
+}
+
 /// The end of a DESTROY_* command: frees the object's ring when the device answered, and
-/// leaks it when it did not (a device that may still be running must not get the memory back
-/// for reuse). Returns the command's own result first, then a free failure.
+/// leaks it when it did not. Returns a free failure, else the command's own result.
 pub(crate) fn release_after_destroy<T>(
     bus: &dyn rnic_hw_regs::Bus,
     buf: &mut Option<DmaRegion>,
@@ -112,19 +129,28 @@ pub(crate) fn release_after_destroy<T>(
     what: &str,
     number: u32,
 ) -> Result<(), crate::DriverError> {
-    match &destroyed {
-        Err(e) if !e.device_answered() => {
-            log::warn!("{what} {number:#x} did not complete: its buffer is leaked");
-            // Dropping the description without `free_dma` keeps the memory allocated.
-            let _leaked = buf.take();
-        }
-        _ => {
-            if let Some(region) = buf.take() {
-                bus.free_dma(region)?;
-            }
-        }
+    let answered = destroyed
+        .as_ref()
+        .map_or_else(|e| e.device_answered(), |_| true);
+    if let Some(region) = buf.take() {
+        free_or_leak(bus, region, answered, format_args!("{what} {number:#x}"))?;
     }
     destroyed.map(|_| ())
+}
+
+/// The end of a failed CREATE_* command: frees the ring it was given when the device answered
+/// (and so refused it), and leaks it when it did not. Returns the error to report: a free
+/// failure, else the command's error.
+pub(crate) fn release_after_failed_create(
+    bus: &dyn rnic_hw_regs::Bus,
+    buf: DmaRegion,
+    failed: crate::DriverError,
+    what: &str,
+) -> crate::DriverError {
+    match free_or_leak(bus, buf, failed.device_answered(), format_args!("{what}")) {
+        Ok(()) => failed,
+        Err(free_failed) => free_failed,
+    }
 }
 
 /// A bus handle that object types can derive `Debug` with.

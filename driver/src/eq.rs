@@ -129,10 +129,7 @@ impl EventQueue {
             .collect();
         let out = match cmdq.exec(&cmd, &pas, &mut []) {
             Ok(o) => o,
-            Err(e) => {
-                let _ = bus.free_dma(buf);
-                return Err(e);
-            }
+            Err(e) => return Err(dma::release_after_failed_create(bus, buf, e, "CREATE_EQ")),
         };
         let eq = Self {
             buf: Some(buf),
@@ -276,19 +273,7 @@ impl EventQueue {
         let mut i = DestroyEqIn::new_cmd();
         i.set_eq_number(self.eqn);
         let r = cmdq.exec(&i, &[], &mut []);
-        match &r {
-            Ok(_) | Err(DriverError::Command { .. }) => {
-                if let Some(buf) = self.buf.take() {
-                    bus.free_dma(buf)?;
-                }
-            }
-            Err(_) => {
-                // Not delivered or timed out: the device may still write the EQ, so its
-                // memory is leaked rather than freed.
-                let _leaked = self.buf.take();
-            }
-        }
-        r.map(|_| ())
+        dma::release_after_destroy(bus, &mut self.buf, r, "DESTROY_EQ", u32::from(self.eqn))
     }
 
     /// Frees the buffer without a command (device gone or disabled).

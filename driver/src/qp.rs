@@ -713,14 +713,12 @@ impl Qp {
         let out = match hca.cmdq().exec(&cmd, &pas, &mut []) {
             Ok(o) => o,
             Err(e) => {
-                if e.device_answered() {
-                    bus.free_dma(buf)?;
-                } else {
-                    // Not handed back to the bus: the region stays mapped (leaked).
-                    let _leaked = buf;
-                    log::warn!("CREATE_QP did not complete: its buffer is leaked");
-                }
-                return Err(e);
+                return Err(crate::dma::release_after_failed_create(
+                    &*bus,
+                    buf,
+                    e,
+                    "CREATE_QP",
+                ));
             }
         };
         let qpn = out.qpn();
