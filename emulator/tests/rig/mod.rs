@@ -313,8 +313,7 @@ impl Rig {
     /// Like [`Rig::mr`] with a PD and a choice of PA (false) or MTT (true) translation.
     pub(crate) fn mr_in_pd(&mut self, len: usize, access: Access, pd: u32, mtt: bool) -> Mr {
         let (iova, _) = self.h.queue_buf(len);
-        let variant = self.next_variant;
-        self.next_variant = self.next_variant.wrapping_add(1);
+        let variant = self.take_variant();
         let mut i = CreateMkeyIn::new_cmd();
         let addr = if mtt { 0x7000_0000_0000 + iova } else { iova };
         let npages = len.div_ceil(4096);
@@ -325,15 +324,8 @@ impl Rig {
             } else {
                 MKC_ACCESS_MODE_PA
             });
-            m.set_lr(true);
-            m.set_lw(access.lw);
-            m.set_rr(access.rr);
-            m.set_rw(access.rw);
-            m.set_a(access.a);
+            set_key_access(m, access, variant, pd);
             m.set_en_rinval(access.rinval);
-            m.set_qpn(0xFF_FFFF);
-            m.set_mkey_7_0(variant);
-            m.set_pd(pd);
             m.set_start_addr(addr);
             m.set_len(len as u64);
             m.set_log_page_size(12);
@@ -363,21 +355,20 @@ impl Rig {
         }
     }
 
-    /// A PA key over the whole address space (`length64`): addresses are IOVAs.
-    pub(crate) fn mr_whole(&mut self, access: Access) -> u32 {
+    /// The next key variant (`mkey_7_0`) the rig hands out.
+    fn take_variant(&mut self) -> u8 {
         let variant = self.next_variant;
         self.next_variant = self.next_variant.wrapping_add(1);
+        variant
+    }
+
+    /// A PA key over the whole address space (`length64`): addresses are IOVAs.
+    pub(crate) fn mr_whole(&mut self, access: Access) -> u32 {
+        let variant = self.take_variant();
         let mut i = CreateMkeyIn::new_cmd();
         let m = i.memory_key_mkey_entry_mut();
         m.set_access_mode(MKC_ACCESS_MODE_PA);
-        m.set_lr(true);
-        m.set_lw(access.lw);
-        m.set_rr(access.rr);
-        m.set_rw(access.rw);
-        m.set_a(access.a);
-        m.set_qpn(0xFF_FFFF);
-        m.set_mkey_7_0(variant);
-        m.set_pd(self.pd);
+        set_key_access(m, access, variant, self.pd);
         m.set_length64(true);
         let r = self.h.ok(&i, &[]);
         r.view::<CreateMkeyOut>().mkey_index() << 8 | u32::from(variant)
@@ -390,20 +381,12 @@ impl Rig {
         let sq = 64usize << log_sq;
         let (buf, pas) = self.h.queue_buf(rq + sq);
         let dbr = self.h.alloc(64);
-        let mut i = CreateQpIn::new_cmd();
+        let mut i = self.create_qp_in(st, scq, rcq, dbr, log_sq);
         let c = i.qpc_mut();
-        c.set_st(st.into());
-        c.set_pm_state(3);
-        c.set_pd(self.pd);
-        c.set_uar_page(self.up.uar);
         c.set_log_page_size(0);
-        c.set_cqn_snd(scq.cqn);
-        c.set_cqn_rcv(rcq.cqn);
-        c.set_log_sq_size(log_sq);
         c.set_log_rq_size(log_rq);
         c.set_log_rq_stride(stride_log);
         c.set_rq_type(0);
-        c.set_dbr_addr(dbr);
         c.set_user_index(0xFF_FFFF);
         c.set_fre(true);
         let r = self.h.ok(&i, &pas);
@@ -421,6 +404,22 @@ impl Rig {
             scq: scq.cqn,
             rcq: rcq.cqn,
         }
+    }
+
+    /// CREATE_QP's fields both kinds of rig QP share: type, PM state 3, the rig's PD and
+    /// UAR, the CQs, the doorbell record and `2^log_sq` WQEBBs.
+    fn create_qp_in(&self, st: QpSt, scq: &Cq, rcq: &Cq, dbr: u64, log_sq: u8) -> CreateQpIn {
+        let mut i = CreateQpIn::new_cmd();
+        let c = i.qpc_mut();
+        c.set_st(st.into());
+        c.set_pm_state(3);
+        c.set_pd(self.pd);
+        c.set_uar_page(self.up.uar);
+        c.set_cqn_snd(scq.cqn);
+        c.set_cqn_rcv(rcq.cqn);
+        c.set_log_sq_size(log_sq);
+        c.set_dbr_addr(dbr);
+        i
     }
 
     /// CREATE_SRQ of `2^log_size` 64-byte WQEs whose next pointers follow `order` (a cycle
@@ -472,18 +471,10 @@ impl Rig {
     pub(crate) fn qp_on_srq(&mut self, scq: &Cq, rcq: &Cq, srq: &Srq) -> Qp {
         let (buf, pas) = self.h.queue_buf(64 << 6);
         let dbr = self.h.alloc(64);
-        let mut i = CreateQpIn::new_cmd();
+        let mut i = self.create_qp_in(QpSt::Rc, scq, rcq, dbr, 6);
         let c = i.qpc_mut();
-        c.set_st(QpSt::Rc.into());
-        c.set_pm_state(3);
-        c.set_pd(self.pd);
-        c.set_uar_page(self.up.uar);
-        c.set_cqn_snd(scq.cqn);
-        c.set_cqn_rcv(rcq.cqn);
-        c.set_log_sq_size(6);
         c.set_rq_type(1);
         c.set_srqn_rmpn_xrqn(srq.srqn);
-        c.set_dbr_addr(dbr);
         c.set_user_index(SRQ_QP_UIDX);
         let r = self.h.ok(&i, &pas);
         Qp {
@@ -504,13 +495,7 @@ impl Rig {
 
     /// The next EQE of the bring-up's async EQ, if any (consumed).
     pub(crate) fn poll_aeq(&mut self) -> Option<Eqe> {
-        let slot = self.aeq_ci & 127;
-        let raw = self.h.read_mem(self.aeq_buf + u64::from(slot) * 64, 64);
-        if !eqe_is_sw_owned(raw[63], self.aeq_ci, 7) {
-            return None;
-        }
-        self.aeq_ci += 1;
-        Some(Eqe::read_from_bytes(&raw).expect("64 bytes"))
+        next_eqe(&self.h, self.aeq_buf, &mut self.aeq_ci, 7)
     }
 
     /// RST2INIT with all remote access flags (and the Q_Key for UD).
@@ -667,15 +652,11 @@ impl Rig {
     /// Writes the send counter to the doorbell record and rings the send doorbell with the
     /// control segment of the WQE at `last`.
     pub(crate) fn ring(&mut self, qp: &mut Qp, last: u16) {
-        self.h
-            .write_mem(qp.dbr + 4, &u32::from(qp.sq_pi).to_be_bytes());
         let size = 1u16 << qp.log_sq;
         let at = qp.buf + qp.rq_bytes() + u64::from(last & (size - 1)) * 64;
         let ctrl = self.h.read_mem(at, 8);
         let value = u64::from_be_bytes(ctrl.try_into().expect("8 bytes"));
-        let off = uar_bar_offset(self.up.uar) + send_doorbell_offset(qp.doorbells);
-        qp.doorbells += 1;
-        self.h.bus.write64(off, value);
+        self.ring_with(qp, value);
     }
 
     /// Writes the send counter to the doorbell record and rings with a given doorbell value.
@@ -757,13 +738,7 @@ impl Rig {
 
     /// The next EQE of the completion EQ, if any (consumed).
     pub(crate) fn poll_ceq(&mut self) -> Option<Eqe> {
-        let slot = self.ceq_ci & 63;
-        let raw = self.h.read_mem(self.ceq_buf + u64::from(slot) * 64, 64);
-        if !eqe_is_sw_owned(raw[63], self.ceq_ci, 6) {
-            return None;
-        }
-        self.ceq_ci += 1;
-        Some(Eqe::read_from_bytes(&raw).expect("64 bytes"))
+        next_eqe(&self.h, self.ceq_buf, &mut self.ceq_ci, 6)
     }
 
     /// Arms the completion EQ at its consumer index.
@@ -794,6 +769,30 @@ impl Default for Rig {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The access bits, `qpn` 0xFF_FFFF (no QP), key variant and PD of a new memory key.
+fn set_key_access(m: &mut rnic_hw_regs::ctx::Mkc, access: Access, variant: u8, pd: u32) {
+    m.set_lr(true);
+    m.set_lw(access.lw);
+    m.set_rr(access.rr);
+    m.set_rw(access.rw);
+    m.set_a(access.a);
+    m.set_qpn(0xFF_FFFF);
+    m.set_mkey_7_0(variant);
+    m.set_pd(pd);
+}
+
+/// The next EQE of the EQ of `2^log_size` entries at `buf` whose consumer index is `ci`, if
+/// the device wrote one (consumed: `ci` advances).
+fn next_eqe(h: &Host, buf: u64, ci: &mut u32, log_size: u8) -> Option<Eqe> {
+    let slot = *ci & ((1 << log_size) - 1);
+    let raw = h.read_mem(buf + u64::from(slot) * 64, 64);
+    if !eqe_is_sw_owned(raw[63], *ci, log_size) {
+        return None;
+    }
+    *ci += 1;
+    Some(Eqe::read_from_bytes(&raw).expect("64 bytes"))
 }
 
 /// A data segment.
@@ -836,15 +835,7 @@ pub(crate) fn inline(bytes: &[u8]) -> Vec<u8> {
 
 /// A UD datagram segment to `dqpn` on this device.
 pub(crate) fn datagram(dqpn: u32, qkey: u32) -> Vec<u8> {
-    let mut av = WqeAv::default();
-    av.set_qkey(qkey);
-    av.set_dqp_dct(dqpn);
-    av.set_rmac(MAC);
-    av.set_hop_limit(64);
-    av.set_grh(true);
-    av.set_sgid_index(0);
-    av.set_rgid(gid());
-    av.as_bytes().to_vec()
+    datagram_to(dqpn, qkey, IP, MAC)
 }
 
 /// A UD datagram segment to `dqpn` at `ip` / `mac` (another device).
