@@ -488,12 +488,13 @@ pub fn tcp_server_on(
     listener
         .set_nonblocking(true)
         .map_err(Error::io("connection exchange: listen"))?;
-    let deadline = Instant::now() + t;
+    // `None` (a timeout past what `Instant` holds, `Duration::MAX`): no deadline.
+    let deadline = Instant::now().checked_add(t);
     let mut s = loop {
         match listener.accept() {
             Ok((s, _)) => break s,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
                     return Err(timed_out("connection exchange: waiting for a client", t));
                 }
                 std::thread::sleep(Duration::from_millis(5));
@@ -554,15 +555,16 @@ pub fn tcp_client(
         .to_socket_addrs()
         .map_err(Error::io("connection exchange: resolving the server"))?
         .collect();
-    let deadline = Instant::now() + t;
+    // `None` (a timeout past what `Instant` holds, `Duration::MAX`): no deadline.
+    let deadline = Instant::now().checked_add(t);
     let mut s = 'found: loop {
         for a in &addrs {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.map_or(t, |d| d.saturating_duration_since(Instant::now()));
             if let Ok(s) = TcpStream::connect_timeout(a, left.max(Duration::from_millis(1))) {
                 break 'found s;
             }
         }
-        if Instant::now() >= deadline {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(timed_out(
                 "connection exchange: connecting to the server",
                 t,

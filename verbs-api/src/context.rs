@@ -498,7 +498,8 @@ impl Context {
         &self,
         timeout: std::time::Duration,
     ) -> Result<Option<crate::AsyncEvent>> {
-        let deadline = std::time::Instant::now() + timeout;
+        // `None` (a timeout past what `Instant` holds, `Duration::MAX`): no deadline.
+        let deadline = std::time::Instant::now().checked_add(timeout);
         loop {
             if let Some(e) = lock(&self.inner.events).pop_front() {
                 return Ok(Some(e));
@@ -516,7 +517,7 @@ impl Context {
                 return Ok(Some(e));
             }
             drop(q);
-            if std::time::Instant::now() >= deadline {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return Ok(None);
             }
             std::thread::sleep(std::time::Duration::from_millis(1));

@@ -193,7 +193,8 @@ impl CompletionChannel {
     /// # Ok(()) }
     /// ```
     pub fn get_cq_event(&self, timeout: Option<Duration>) -> Result<Option<CompletionQueue>> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        // A timeout past what `Instant` holds (`Duration::MAX`) is no timeout.
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut cqns = [0u32; 16];
         loop {
             // Clear the fd first, then look: an interrupt after this point makes it readable
@@ -556,12 +557,13 @@ impl CompletionQueue {
     /// # Ok(()) }
     /// ```
     pub fn poll_blocking(&self, wc: &mut [WorkCompletion], timeout: Duration) -> Result<usize> {
-        let deadline = Instant::now() + timeout;
+        // `None` (a timeout past what `Instant` holds, `Duration::MAX`): no deadline.
+        let deadline = Instant::now().checked_add(timeout);
         let mut got = 0;
         while got < wc.len() {
             got += self.poll(&mut wc[got..])?;
             if got < wc.len() {
-                if Instant::now() >= deadline {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
                     break;
                 }
                 std::thread::yield_now();

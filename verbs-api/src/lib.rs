@@ -203,4 +203,15 @@ mod tests {
         }
         let _ = boxed;
     }
+
+    #[test]
+    fn duration_max_is_a_wait_without_deadline() {
+        let ctx = Context::open("emu0").unwrap();
+        let cq = ctx.create_cq(1, None).unwrap();
+        // Nothing to wait for: returns at once instead of overflowing `Instant`.
+        assert_eq!(
+            cq.poll_blocking(&mut [], std::time::Duration::MAX).unwrap(),
+            0
+        );
+    }
 }
