@@ -196,14 +196,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> usize {
 /// Checks one received frame and hands it to the transport. `exact`: the IP header is the
 /// sender's (false for a UDP link: the IP ID is unknown, see [`crate::link::udp`]).
 fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
-    let icrc_ok = match RocePacket::new_checked(&*frame) {
-        Err(_) => {
-            count_drop(ctx, |d| &mut d.malformed);
-            return;
-        }
-        Ok(packet) => packet.verify_icrc().is_ok(),
+    let Ok(mut packet) = RocePacket::new_checked(&*frame) else {
+        count_drop(ctx, |d| &mut d.malformed);
+        return;
     };
-    if !icrc_ok {
+    if packet.verify_icrc().is_err() {
         let ip_start = if frame.get(12..14) == Some(&[0x81, 0x00]) {
             18
         } else {
@@ -218,12 +215,14 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
             return;
         }
         ctx.st.counters.transport.icrc_ip_id_solved += 1;
+        // The IP ID and header checksum changed: check the frame again.
+        let Ok(p) = RocePacket::new_checked(&*frame) else {
+            count_drop(ctx, |d| &mut d.malformed);
+            return;
+        };
+        packet = p;
     }
     let frame = &*frame;
-    let Ok(packet) = RocePacket::new_checked(frame) else {
-        count_drop(ctx, |d| &mut d.malformed);
-        return;
-    };
     let Ok(repr) = PacketRepr::parse_packet(&packet) else {
         count_drop(ctx, |d| &mut d.malformed);
         return;
