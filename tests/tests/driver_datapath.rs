@@ -32,6 +32,16 @@ fn wr<'a>(wr_id: u64, op: SendOp, payload: Payload<'a>, flags: SendFlags) -> Sen
     }
 }
 
+/// Posts one receive of `sgl` as `wr_id` on `q`.
+fn post_recv1(q: &Qp, wr_id: u64, sgl: &[Sge]) {
+    q.post_recv(&[RecvWr { wr_id, sgl }]).unwrap();
+}
+
+/// Posts one send work request on `q` (see [`wr`]).
+fn post_send1(q: &Qp, wr_id: u64, op: SendOp, payload: Payload<'_>, flags: SendFlags) {
+    q.post_send(&[wr(wr_id, op, payload, flags)]).unwrap();
+}
+
 fn sgl_of(mr: &Mr, off: usize, len: usize) -> Vec<Sge> {
     if len == 0 {
         Vec::new()
@@ -69,14 +79,9 @@ fn send_recv_with_imm_and_inv_at_every_size() {
                 let msg = pattern(len, (n * 3 + k) as u8);
                 src.write(0, &msg);
                 dst.write(0, &[0xEE; 2048]);
-                b.post_recv(&[RecvWr {
-                    wr_id: 100 + n as u64,
-                    sgl: &[dst.sge(0, 2048)],
-                }])
-                .unwrap();
+                post_recv1(&b, 100 + n as u64, &[dst.sge(0, 2048)]);
                 let sgl = sgl_of(&src, 0, len);
-                a.post_send(&[wr(n as u64, op, Payload::Sgl(&sgl), SendFlags::SIGNALED)])
-                    .unwrap();
+                post_send1(&a, n as u64, op, Payload::Sgl(&sgl), SendFlags::SIGNALED);
                 let c = poll_one(&ca);
                 assert_eq!(c.status, WcStatus::Success, "{mode:?} {op:?} {len}: {c:?}");
                 assert_eq!(
@@ -127,8 +132,7 @@ fn write_read_and_atomics_at_every_size() {
                 raddr: remote.addr() + 8,
                 rkey: remote.rkey(),
             };
-            a.post_send(&[wr(1, op, Payload::Sgl(&sgl), SendFlags::SIGNALED)])
-                .unwrap();
+            post_send1(&a, 1, op, Payload::Sgl(&sgl), SendFlags::SIGNALED);
             let c = poll_one(&ca);
             assert_eq!(
                 (c.status, c.opcode),
@@ -144,8 +148,7 @@ fn write_read_and_atomics_at_every_size() {
                 raddr: remote.addr() + 8,
                 rkey: remote.rkey(),
             };
-            a.post_send(&[wr(2, op, Payload::Sgl(&sgl), SendFlags::SIGNALED)])
-                .unwrap();
+            post_send1(&a, 2, op, Payload::Sgl(&sgl), SendFlags::SIGNALED);
             let c = poll_one(&ca);
             assert_eq!(
                 (c.status, c.opcode, c.wr_id),
@@ -156,24 +159,20 @@ fn write_read_and_atomics_at_every_size() {
             assert_eq!(read(&local, 2048 + len, 1), [0xEE]);
         }
         // WRITE_IMM consumes a receive and reports the immediate.
-        _b.post_recv(&[RecvWr {
-            wr_id: 77,
-            sgl: &[],
-        }])
-        .unwrap();
+        post_recv1(&_b, 77, &[]);
         local.write(0, b"imm-write");
         let op = SendOp::WriteImm {
             raddr: remote.addr(),
             rkey: remote.rkey(),
             imm: 0x0102_0304,
         };
-        a.post_send(&[wr(
+        post_send1(
+            &a,
             3,
             op,
             Payload::Sgl(&[local.sge(0, 9)]),
             SendFlags::SIGNALED,
-        )])
-        .unwrap();
+        );
         assert_eq!(poll_one(&ca).opcode, WcOpcode::RdmaWrite);
         let r = poll_one(&cb);
         assert_eq!(
@@ -191,8 +190,7 @@ fn write_read_and_atomics_at_every_size() {
             rkey: remote.rkey(),
             add: 5,
         };
-        a.post_send(&[wr(4, fa, Payload::Sgl(&res), SendFlags::SIGNALED)])
-            .unwrap();
+        post_send1(&a, 4, fa, Payload::Sgl(&res), SendFlags::SIGNALED);
         let c = poll_one(&ca);
         assert_eq!(
             (c.status, c.opcode, c.byte_len),
@@ -209,8 +207,7 @@ fn write_read_and_atomics_at_every_size() {
                 compare,
                 swap,
             };
-            a.post_send(&[wr(5, cs, Payload::Sgl(&res), SendFlags::SIGNALED)])
-                .unwrap();
+            post_send1(&a, 5, cs, Payload::Sgl(&res), SendFlags::SIGNALED);
             let c = poll_one(&ca);
             assert_eq!(
                 (c.status, c.opcode),
@@ -236,24 +233,24 @@ fn sge_lists_and_inline_data() {
         src.write(3000, &msg[350..]);
         dst.write(0, &[0; 8192]);
         // Receive scattered over four SGEs, one of them zero-length (skipped).
-        b.post_recv(&[RecvWr {
-            wr_id: 1,
-            sgl: &[
+        post_recv1(
+            &b,
+            1,
+            &[
                 dst.sge(0, 10),
                 dst.sge(100, 0),
                 dst.sge(4096, 290),
                 dst.sge(6000, 400),
             ],
-        }])
-        .unwrap();
+        );
         let gather = [src.sge(0, 100), src.sge(1000, 250), src.sge(3000, 250)];
-        a.post_send(&[wr(
+        post_send1(
+            &a,
             1,
             SendOp::Send,
             Payload::Sgl(&gather),
             SendFlags::SIGNALED,
-        )])
-        .unwrap();
+        );
         poll_one(&ca);
         assert_eq!(poll_one(&cb).byte_len, 600);
         assert_eq!(read(&dst, 0, 10), &msg[..10]);
@@ -262,11 +259,7 @@ fn sge_lists_and_inline_data() {
         // Inline SEND and WRITE at sizes spanning the inline segment's first unit.
         for len in [1usize, 12, 13, 28, 60, 64] {
             let data = pattern(len, len as u8);
-            b.post_recv(&[RecvWr {
-                wr_id: 2,
-                sgl: &[dst.sge(0, 256)],
-            }])
-            .unwrap();
+            post_recv1(&b, 2, &[dst.sge(0, 256)]);
             a.post_send(&[
                 wr(3, SendOp::Send, Payload::Inline(&data), SendFlags::NONE),
                 wr(
@@ -421,7 +414,8 @@ fn unsignaled_wqes_retire_with_the_next_signaled_and_lists_ring_one_doorbell() {
             [50, 51, 52, 53]
         );
         // Unsignaled sends completed without a CQE; a NOP-free signaled one retires them.
-        a.post_send(&[wr(
+        post_send1(
+            &a,
             99,
             SendOp::Write {
                 raddr: mr.addr(),
@@ -429,8 +423,7 @@ fn unsignaled_wqes_retire_with_the_next_signaled_and_lists_ring_one_doorbell() {
             },
             Payload::Sgl(&sgl),
             SendFlags::SIGNALED,
-        )])
-        .unwrap();
+        );
         assert_eq!(poll_one(&ca).wr_id, 99);
         assert_empty(&ca);
     }
@@ -447,11 +440,7 @@ fn ud_sends_with_address_handles() {
         for (n, len) in [0usize, 1, 255, 1024].into_iter().enumerate() {
             let msg = pattern(len, n as u8);
             src.write(0, &msg);
-            b.post_recv(&[RecvWr {
-                wr_id: n as u64,
-                sgl: &[dst.sge(0, 40 + 1024)],
-            }])
-            .unwrap();
+            post_recv1(&b, n as u64, &[dst.sge(0, 40 + 1024)]);
             let sgl = sgl_of(&src, 0, len);
             let op = if n % 2 == 0 {
                 SendOp::Send
@@ -499,11 +488,7 @@ fn ud_sends_with_address_handles() {
             .unwrap_err();
         assert_eq!(e.kind, PostErrorKind::OpNotSupported);
         // A wrong Q_Key is dropped by the receiver: only the sender completes.
-        b.post_recv(&[RecvWr {
-            wr_id: 5,
-            sgl: &[dst.sge(0, 100)],
-        }])
-        .unwrap();
+        post_recv1(&b, 5, &[dst.sge(0, 100)]);
         a.post_send(&[SendWr {
             wr_id: 6,
             op: SendOp::Send,
@@ -530,11 +515,7 @@ fn uc_send_and_write() {
         for (n, &len) in SIZES.iter().enumerate() {
             let msg = pattern(len, n as u8);
             mr.write(0, &msg);
-            b.post_recv(&[RecvWr {
-                wr_id: n as u64,
-                sgl: &[mr.sge(4096, 2048)],
-            }])
-            .unwrap();
+            post_recv1(&b, n as u64, &[mr.sge(4096, 2048)]);
             let sgl = sgl_of(&mr, 0, len);
             // UC has no ACKs: A's WRITE completes when sent, not when placed. The
             // responder handles a QP's packets in order, so B's SEND completion after
@@ -617,13 +598,13 @@ fn srq_receives_for_two_qps() {
             );
             for i in 0..n as u8 {
                 let s = if i % 2 == 0 { &s1 } else { &s2 };
-                s.post_send(&[wr(
+                post_send1(
+                    s,
                     u64::from(i),
                     SendOp::Send,
                     Payload::Inline(&[i; 20]),
                     SendFlags::SIGNALED,
-                )])
-                .unwrap();
+                );
             }
             poll_n(&cs, n);
             let got = poll_n(&cr, n);
@@ -682,13 +663,13 @@ fn srq_slots_return_in_completion_order() {
             }])
         };
         let send = |s: &Qp, byte: u8| {
-            s.post_send(&[wr(
+            post_send1(
+                s,
                 u64::from(byte),
                 SendOp::Send,
                 Payload::Inline(&[byte; 8]),
                 SendFlags::SIGNALED,
-            )])
-            .unwrap();
+            );
             poll_one(&cs);
         };
         for id in 0..3 {
@@ -746,37 +727,29 @@ fn completion_events_through_a_channel() {
         for round in 0..3 {
             ca.req_notify(false);
             cb.req_notify(true);
-            b.post_recv(&[RecvWr {
-                wr_id: round,
-                sgl: &[],
-            }])
-            .unwrap();
+            post_recv1(&b, round, &[]);
             // Not solicited: only the sender's CQ (armed for any completion) fires.
-            a.post_send(&[wr(
+            post_send1(
+                &a,
                 round,
                 SendOp::Send,
                 Payload::Inline(b""),
                 SendFlags::SIGNALED,
-            )])
-            .unwrap();
+            );
             let n = chan.wait(Duration::from_secs(5), &mut cqns).unwrap();
             assert_eq!(&cqns[..n], &[ca.cqn()], "{mode:?} round {round}");
             ca.note_event();
             poll_one(&ca);
             poll_one(&cb);
             // A solicited SEND fires the receiver's solicited-only arm.
-            b.post_recv(&[RecvWr {
-                wr_id: 10 + round,
-                sgl: &[],
-            }])
-            .unwrap();
-            a.post_send(&[wr(
+            post_recv1(&b, 10 + round, &[]);
+            post_send1(
+                &a,
                 round,
                 SendOp::Send,
                 Payload::Inline(b""),
                 SendFlags::SOLICITED,
-            )])
-            .unwrap();
+            );
             let n = chan.wait(Duration::from_secs(5), &mut cqns).unwrap();
             assert_eq!(&cqns[..n], &[cb.cqn()]);
             cb.note_event();
