@@ -54,7 +54,6 @@ use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const PAGE: usize = 4096;
 /// Claim states of a CQ's poll state.
 const FREE: u8 = 0;
 const POLLING: u8 = 1;
@@ -384,9 +383,7 @@ impl Cq {
             c.set_page_offset(0);
             c.set_dbr_addr(buf.iova + ring as u64);
         }
-        let pas: Vec<u8> = (0..ring.div_ceil(PAGE))
-            .flat_map(|i| (buf.iova + (i * PAGE) as u64).to_be_bytes())
-            .collect();
+        let pas = crate::dma::page_addresses(&buf, ring);
         let out = match hca.cmdq().exec(&cmd, &pas, &mut []) {
             Ok(o) => o,
             Err(e) => {

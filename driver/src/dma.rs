@@ -102,6 +102,17 @@ pub(crate) unsafe fn read_byte(p: *const u8) -> u8 {
     unsafe { p.read_volatile() }
 }
 
+/// The 4 KiB page size of queue buffers (`log_page_size` 0 in the contexts).
+pub(crate) const PAGE: usize = 4096;
+
+/// The physical address list (PAS) of a CREATE_* command: the big-endian bus address of each
+/// 4 KiB page of the first `len` bytes of `region` (bus-contiguous, as allocated).
+pub(crate) fn page_addresses(region: &DmaRegion, len: usize) -> Vec<u8> {
+    (0..len.div_ceil(PAGE))
+        .flat_map(|i| (region.iova + (i * PAGE) as u64).to_be_bytes())
+        .collect()
+}
+
 /// Frees `region` when the device answered the command about it, and leaks it when it did
 /// not (a device that may still be running must not get the memory back for reuse).
 fn free_or_leak(

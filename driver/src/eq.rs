@@ -2,7 +2,7 @@
 //! polled by the driver (CREATE_EQ's `event_bitmask` selects the events; there is no MAP_EQ).
 
 use crate::cmdq::CmdQueue;
-use crate::dma;
+use crate::dma::{self, PAGE};
 use crate::error::DriverError;
 use crate::uar::Uar;
 use rnic_hw_regs::cmd::{CreateEqIn, DestroyEqIn};
@@ -11,9 +11,6 @@ use rnic_hw_regs::eqe::{EQE_OWNER_INIT, EQE_SIZE, Eqe, EqeEvent, EventType, eqe_
 use rnic_hw_regs::{Bus, DmaRegion};
 use std::sync::atomic::{Ordering, fence};
 use zerocopy::FromZeros;
-
-/// Adapter page size of the PAS list.
-const PAGE: usize = 4096;
 
 /// The events the driver's EQ subscribes to: page requests and every asynchronous event
 /// (QP/SRQ/CQ errors, port changes, internal errors). Completion events go to the EQ a CQ
@@ -108,7 +105,6 @@ impl EventQueue {
     ) -> Result<Self, DriverError> {
         let len = EQE_SIZE << log_size;
         let buf = bus.alloc_dma(len.max(PAGE))?;
-        let npages = len.div_ceil(PAGE);
         for i in 0..1usize << log_size {
             dma::fill(&buf, i * EQE_SIZE, EQE_SIZE, 0);
             dma::write(&buf, i * EQE_SIZE + EQE_SIZE - 1, &[EQE_OWNER_INIT]);
@@ -124,9 +120,7 @@ impl EventQueue {
         for e in events {
             cmd.set_event(e.raw(), true);
         }
-        let pas: Vec<u8> = (0..npages)
-            .flat_map(|i| (buf.iova + (i * PAGE) as u64).to_be_bytes())
-            .collect();
+        let pas = dma::page_addresses(&buf, len);
         let out = match cmdq.exec(&cmd, &pas, &mut []) {
             Ok(o) => o,
             Err(e) => return Err(dma::release_after_failed_create(bus, buf, e, "CREATE_EQ")),

@@ -48,8 +48,6 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-const PAGE: usize = 4096;
-
 /// QP transport service type.
 ///
 /// ```
@@ -707,9 +705,7 @@ impl Qp {
                 q.set_user_index(0xFF_FFFF);
             }
         }
-        let pas: Vec<u8> = (0..queues.div_ceil(PAGE))
-            .flat_map(|i| (buf.iova + (i * PAGE) as u64).to_be_bytes())
-            .collect();
+        let pas = crate::dma::page_addresses(&buf, queues);
         let out = match hca.cmdq().exec(&cmd, &pas, &mut []) {
             Ok(o) => o,
             Err(e) => {

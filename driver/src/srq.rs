@@ -35,8 +35,6 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering, fence};
 
-const PAGE: usize = 4096;
-
 /// Slot states: linked into the device's list and free to post...
 const LINKED: u8 = 0;
 /// ...posted (the device owns it until its completion is polled)...
@@ -194,9 +192,7 @@ impl Srq {
             c.set_log_page_size(0);
             c.set_dbr_addr(buf.iova + ring as u64);
         }
-        let pas: Vec<u8> = (0..ring.div_ceil(PAGE))
-            .flat_map(|i| (buf.iova + (i * PAGE) as u64).to_be_bytes())
-            .collect();
+        let pas = crate::dma::page_addresses(&buf, ring);
         let out = match hca.cmdq().exec(&cmd, &pas, &mut []) {
             Ok(o) => o,
             Err(e) => {
