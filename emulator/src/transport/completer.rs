@@ -227,15 +227,18 @@ fn ack_before(tr: &mut QpTransport, psn: u32) {
     ack_upto(tr, super::psn_add(psn, 0xFF_FFFF));
 }
 
+/// Whether `w` is unfinished and its PSN range holds `psn`.
+fn holds(w: &SendWqe, psn: u32) -> bool {
+    !w.done
+        && w.started
+        && w.npkts > 0
+        && psn_cmp(psn, w.first_psn) >= 0
+        && psn_cmp(psn, w.last_psn()) <= 0
+}
+
 /// The first unfinished WQE whose PSN range holds `psn`.
 fn wqe_at(tr: &mut QpTransport, psn: u32) -> Option<&mut SendWqe> {
-    tr.sq.iter_mut().find(|w| {
-        !w.done
-            && w.started
-            && w.npkts > 0
-            && psn_cmp(psn, w.first_psn) >= 0
-            && psn_cmp(psn, w.last_psn()) <= 0
-    })
+    tr.sq.iter_mut().find(|w| holds(w, psn))
 }
 
 /// Fails the WQE that holds `psn` (or the oldest unfinished one): it sends nothing more and
@@ -244,13 +247,7 @@ pub(crate) fn fail_at(tr: &mut QpTransport, psn: u32, s: CqeSyndrome) {
     let idx = tr
         .sq
         .iter()
-        .position(|w| {
-            !w.done
-                && w.started
-                && w.npkts > 0
-                && psn_cmp(psn, w.first_psn) >= 0
-                && psn_cmp(psn, w.last_psn()) <= 0
-        })
+        .position(|w| holds(w, psn))
         .or_else(|| tr.sq.iter().position(|w| !w.done));
     if let Some(w) = idx.and_then(|i| tr.sq.get_mut(i)) {
         w.error = Some(s);
