@@ -42,7 +42,7 @@ use crate::qp::QpShared;
 use crate::wr::{BadCqe, PollError, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{CreateCqIn, DestroyCqIn, QueryCqIn};
-use rnic_hw_regs::cqe::{CQE_OP_OWN_INIT, CQE_SIZE};
+use rnic_hw_regs::cqe::{CQE_OP_OWN_INIT, CQE_SIZE, cqe_is_sw_owned};
 use rnic_hw_regs::ctx::Cqc;
 use rnic_hw_regs::doorbell::{
     CQ_ARM_WORD_INIT, CqArmCmd, UAR_CQ_ARM, cq_arm_doorbell, cq_arm_word,
@@ -694,7 +694,7 @@ impl Cq {
     fn owned_at(&self, ci: u32) -> bool {
         // SAFETY: inside the ring.
         let op_own = unsafe { read_byte(self.cqe_ptr(ci).add(0x3F)) };
-        (op_own >> 4) != 0xF && u32::from(op_own & 1) == (ci >> self.log_size) & 1
+        cqe_is_sw_owned(op_own, ci, self.log_size)
     }
 
     /// Polls up to `wc.len()` completions into `wc`; returns how many. An impossible CQE
@@ -757,7 +757,7 @@ impl Cq {
             let p = self.cqe_ptr(st.ci);
             // SAFETY: inside the ring.
             let op_own = unsafe { read_byte(p.add(0x3F)) };
-            if (op_own >> 4) == 0xF || u32::from(op_own & 1) != (st.ci >> self.log_size) & 1 {
+            if !cqe_is_sw_owned(op_own, st.ci, self.log_size) {
                 break;
             }
             // The body only after the owner byte says the entry is ours.

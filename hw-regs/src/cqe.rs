@@ -200,6 +200,7 @@ impl Cqe64 {
 /// assert!(cqe_is_sw_owned(0x21, 16 + 3, 4));
 /// assert!(!cqe_is_sw_owned(0xF0, 3, 4)); // opcode INVALID never is
 /// ```
+#[inline]
 pub const fn cqe_is_sw_owned(op_own: u8, ci: u32, log_size: u8) -> bool {
     let parity = match ci.checked_shr(log_size as u32) {
         Some(v) => (v & 1) as u8,
