@@ -295,38 +295,24 @@ fn write_bw_two_processes_and_pcap() {
     let _g = heavy();
     let pcap = tmp("write-bw.pcap");
     let json = tmp("write-bw-2p.json");
+    let common = ["-n", "200", "-s", "8192", "--timeout", "20"];
     let (s, c) = pair(
-        &[
+        &emu_args(
             "write-bw",
-            "-d",
             "emu:127.0.0.31",
-            "-p",
             "18731",
-            "-n",
-            "200",
-            "-s",
-            "8192",
-            "--timeout",
-            "20",
-            "--pcap",
-            pcap.to_str().unwrap(),
-        ],
-        &[
+            &[&common[..], &["--pcap", pcap.to_str().unwrap()]].concat(),
+        ),
+        &emu_args(
             "write-bw",
-            "-d",
             "emu:127.0.0.32",
-            "-p",
             "18731",
-            "-n",
-            "200",
-            "-s",
-            "8192",
-            "--timeout",
-            "20",
-            "--out_json_file",
-            json.to_str().unwrap(),
-            "127.0.0.1",
-        ],
+            &[
+                &common[..],
+                &["--out_json_file", json.to_str().unwrap(), "127.0.0.1"],
+            ]
+            .concat(),
+        ),
     );
     let (so, co) = both_succeed(&s, &c);
     let (rs, rc) = (rows(&so), rows(&co));
@@ -371,36 +357,28 @@ fn write_bw_two_processes_and_pcap() {
 #[test]
 fn faults_are_recovered_by_rc() {
     let _g = heavy();
+    let common = ["-n", "100", "-c", "--timeout", "30"];
     let (s, c) = pair(
-        &[
+        &emu_args(
             "rc-pingpong",
-            "-d",
             "emu:127.0.0.41",
-            "-p",
             "18741",
-            "-n",
-            "100",
-            "-c",
-            "--timeout",
-            "30",
-            "--emu-faults",
-            "loss=0.05,dup=0.01,reorder=0.01,seed=7",
-        ],
-        &[
+            &[
+                &common[..],
+                &["--emu-faults", "loss=0.05,dup=0.01,reorder=0.01,seed=7"],
+            ]
+            .concat(),
+        ),
+        &emu_args(
             "rc-pingpong",
-            "-d",
             "emu:127.0.0.42",
-            "-p",
             "18741",
-            "-n",
-            "100",
-            "-c",
-            "--timeout",
-            "30",
-            "--emu-faults",
-            "loss=0.05,seed=8",
-            "127.0.0.1",
-        ],
+            &[
+                &common[..],
+                &["--emu-faults", "loss=0.05,seed=8", "127.0.0.1"],
+            ]
+            .concat(),
+        ),
     );
     let (_, co) = both_succeed(&s, &c);
     assert!(co.contains("100 iters in"), "{co}");
@@ -447,6 +425,19 @@ fn one_line_error(o: &Output) -> String {
     lines[0].to_string()
 }
 
+/// Runs `rnic` with `args`, checks it failed with one line, and returns that line.
+#[track_caller]
+fn error_line(args: &[&str]) -> String {
+    one_line_error(&rnic(args))
+}
+
+/// `cmd -d <dev> -p <port>`, then `rest`.
+fn emu_args<'a>(cmd: &'a str, dev: &'a str, port: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![cmd, "-d", dev, "-p", port];
+    a.extend_from_slice(rest);
+    a
+}
+
 #[test]
 fn bad_arguments_are_one_line() {
     for args in [
@@ -475,8 +466,7 @@ fn no_such_device_is_one_line() {
         vec!["devinfo", "-d", "rxe0"],
         vec!["write-bw", "-d", "mlx5_7", "-p", "18751"],
     ] {
-        let o = rnic(&args);
-        let l = one_line_error(&o);
+        let l = error_line(&args);
         assert!(l.contains("device"), "{l}");
     }
 }
@@ -493,17 +483,12 @@ fn a_peer_that_never_answers_times_out() {
     });
     for cmd in ["rc-pingpong", "write-bw"] {
         let start = Instant::now();
-        let o = rnic(&[
+        let l = error_line(&emu_args(
             cmd,
-            "-d",
             "emu:127.0.0.51",
-            "-p",
             &port,
-            "--timeout",
-            "2",
-            "127.0.0.1",
-        ]);
-        let l = one_line_error(&o);
+            &["--timeout", "2", "127.0.0.1"],
+        ));
         assert!(
             l.contains("timed out") || l.contains("closed"),
             "{cmd}: {l}"
@@ -519,30 +504,21 @@ fn a_peer_that_never_answers_times_out() {
     t.join().unwrap();
     // Nobody listening: the client gives up after its timeout.
     let start = Instant::now();
-    let o = rnic(&[
+    let l = error_line(&emu_args(
         "write-lat",
-        "-d",
         "emu:127.0.0.52",
-        "-p",
         "18761",
-        "--timeout",
-        "1",
-        "127.0.0.1",
-    ]);
-    let l = one_line_error(&o);
+        &["--timeout", "1", "127.0.0.1"],
+    ));
     assert!(l.contains("couldn't connect"), "{l}");
     assert!(start.elapsed() < Duration::from_secs(10));
     // A server nobody connects to gives up too.
-    let o = rnic(&[
+    let l = error_line(&emu_args(
         "send-bw",
-        "-d",
         "emu:127.0.0.53",
-        "-p",
         "18762",
-        "--timeout",
-        "1",
-    ]);
-    let l = one_line_error(&o);
+        &["--timeout", "1"],
+    ));
     assert!(l.contains("timed out"), "{l}");
 }
 
@@ -550,37 +526,25 @@ fn a_peer_that_never_answers_times_out() {
 fn port_in_use_is_one_line() {
     let l = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = l.local_addr().unwrap().port().to_string();
-    let o = rnic(&["rc-pingpong", "-d", "emu:127.0.0.61", "-p", &port]);
-    let line = one_line_error(&o);
+    let line = error_line(&["rc-pingpong", "-d", "emu:127.0.0.61", "-p", &port]);
     assert!(line.contains("address in use"), "{line}");
 }
 
 #[test]
 fn parameters_that_differ_from_the_peers_are_one_line_on_both_sides() {
     let (s, c) = pair(
-        &[
+        &emu_args(
             "write-bw",
-            "-d",
             "emu:127.0.0.71",
-            "-p",
             "18771",
-            "-s",
-            "4096",
-            "--timeout",
-            "10",
-        ],
-        &[
+            &["-s", "4096", "--timeout", "10"],
+        ),
+        &emu_args(
             "write-bw",
-            "-d",
             "emu:127.0.0.72",
-            "-p",
             "18771",
-            "-s",
-            "8192",
-            "--timeout",
-            "10",
-            "127.0.0.1",
-        ],
+            &["-s", "8192", "--timeout", "10", "127.0.0.1"],
+        ),
     );
     for o in [&s, &c] {
         let l = one_line_error(o);
@@ -590,25 +554,13 @@ fn parameters_that_differ_from_the_peers_are_one_line_on_both_sides() {
         );
     }
     let (s, c) = pair(
-        &[
-            "read-bw",
-            "-d",
-            "emu:127.0.0.73",
-            "-p",
-            "18772",
-            "--timeout",
-            "10",
-        ],
-        &[
+        &emu_args("read-bw", "emu:127.0.0.73", "18772", &["--timeout", "10"]),
+        &emu_args(
             "write-bw",
-            "-d",
             "emu:127.0.0.74",
-            "-p",
             "18772",
-            "--timeout",
-            "10",
-            "127.0.0.1",
-        ],
+            &["--timeout", "10", "127.0.0.1"],
+        ),
     );
     let l = one_line_error(&c);
     assert!(l.contains("we run write-bw, the peer runs read-bw"), "{l}");
