@@ -4,8 +4,8 @@
 
 use super::protocol::PerfDest;
 use super::report::BwResult;
-use super::run::{GRH, Res};
-use super::{Conn, PerfConfig, Verb};
+use super::run::Res;
+use super::{PerfConfig, Verb};
 use crate::error::ToolError;
 use crate::rdma::{self, WorkCompletion};
 use rnic_verbs as v;
@@ -13,12 +13,8 @@ use std::time::{Duration, Instant};
 
 /// Posts the receive queue of every QP full (`ctx_set_recv_wqes`) for messages of `size`.
 pub fn post_recvs(res: &Res, cfg: &PerfConfig, size: u64) -> Result<(), ToolError> {
-    let extra = if cfg.conn == Conn::Ud { GRH } else { 0 };
     for (i, qp) in res.qps.iter().enumerate() {
-        let sgl = [res
-            .mr
-            .sge(res.local(i), (size as usize + extra) as u32)
-            .map_err(rdma::verr)?];
+        let sgl = [res.recv_sge(cfg, i, size)?];
         let wr = [v::RecvWr::new(i as u64, &sgl)];
         for _ in 0..cfg.rx_depth {
             qp.post_recv(&wr).map_err(rdma::verr)?;
@@ -334,15 +330,9 @@ pub fn run_server_recv(
 ) -> Result<BwResult, ToolError> {
     let nq = res.qps.len();
     let total = cfg.iters * nq as u64;
-    let extra = if cfg.conn == Conn::Ud { GRH } else { 0 };
     let sgls: Vec<[v::Sge; 1]> = (0..nq)
-        .map(|i| {
-            res.mr
-                .sge(res.local(i), (size as usize + extra) as u32)
-                .map(|s| [s])
-        })
-        .collect::<Result<_, _>>()
-        .map_err(rdma::verr)?;
+        .map(|i| res.recv_sge(cfg, i, size).map(|s| [s]))
+        .collect::<Result<_, _>>()?;
     let mut posted_rx = vec![u64::from(cfg.rx_depth); nq];
     let mut rcnt = vec![0u64; nq];
     let mut first: Option<Instant> = None;

@@ -11,8 +11,8 @@
 use super::bw::{one_sided_wr, wait_poll};
 use super::protocol::PerfDest;
 use super::report::{LatResult, lat_duration_line};
-use super::run::{GRH, Res};
-use super::{Conn, PerfConfig, Verb};
+use super::run::Res;
+use super::{PerfConfig, Verb};
 use crate::error::ToolError;
 use crate::rdma::{self, WorkCompletion};
 use rnic_verbs as v;
@@ -218,12 +218,8 @@ pub fn run_send(
     let qp = &res.qps[0];
     let clock = Clock::new(cfg);
     let iters = cfg.iters;
-    let extra = if cfg.conn == Conn::Ud { GRH } else { 0 };
     let sgl = [res.mr.sge(res.local(0), size as u32).map_err(rdma::verr)?];
-    let rsgl = [res
-        .mr
-        .sge(res.local(0), (size as usize + extra) as u32)
-        .map_err(rdma::verr)?];
+    let rsgl = [res.recv_sge(cfg, 0, size)?];
     let payload = inline_payload(res, cfg, size)?;
     let t0 = Instant::now();
     let mut posted = post_times(iters);

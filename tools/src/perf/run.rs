@@ -95,6 +95,15 @@ impl Res {
         i * 2 * self.slot + self.slot
     }
 
+    /// QP `i`'s receive buffer for messages of `size`: its local area, with room for the GRH
+    /// in front on UD.
+    pub fn recv_sge(&self, cfg: &PerfConfig, i: usize, size: u64) -> Result<v::Sge, ToolError> {
+        let extra = if cfg.conn == Conn::Ud { GRH } else { 0 };
+        self.mr
+            .sge(self.local(i), (size as usize + extra) as u32)
+            .map_err(rdma::verr)
+    }
+
     fn create(
         ctx: Context,
         cfg: &PerfConfig,
