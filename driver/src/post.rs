@@ -47,20 +47,11 @@ impl Qp {
         }
     }
 
-    /// Writes 16 raw bytes as unit `ds`.
+    /// Writes 16 raw bytes as unit `ds` (in memory order, as `put` writes big-endian).
     #[inline(always)]
     fn put_raw(&self, pi: u16, ds: usize, b: &[u8; 16]) {
-        let off = (usize::from(pi) * 64 + ds * 16) & self.sq_bytes_mask;
-        let (a, c) = b.split_at(8);
-        // SAFETY: as in `put`.
-        unsafe {
-            let p = self.sq_base.as_ptr().add(off);
-            p.cast::<u64>()
-                .write_volatile(u64::from_ne_bytes(a.try_into().unwrap_or([0; 8])));
-            p.add(8)
-                .cast::<u64>()
-                .write_volatile(u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])));
-        }
+        let v = u128::from_be_bytes(*b);
+        self.put(pi, ds, (v >> 64) as u64, v as u64);
     }
 
     /// Posts send work requests behind one doorbell. On error, the requests before
