@@ -405,14 +405,7 @@ fn rnr_with_no_retries_fails_and_with_retries_waits_for_a_receive() {
     // rnr_retry 7 (infinite): the SEND waits; a receive posted later gets it after the RNR
     // timer (code 1: 10 us) expires.
     let mut r = Rig::new();
-    let mut ca = r.cq(6);
-    let mut cb = r.cq(6);
-    let mut a = r.qp(QpSt::Rc, &ca, &ca, 6, 6);
-    let mut b = r.qp(QpSt::Rc, &cb, &cb, 6, 6);
-    r.init_qp(&a, true, true, true);
-    r.init_qp(&b, true, true, true);
-    r.rtr_rts(&a, b.qpn, MTU, 7, 7);
-    r.rtr_rts(&b, a.qpn, MTU, 7, 7);
+    let (mut a, mut b, mut ca, mut cb) = r.pair_with(QpSt::Rc, MTU, 7, 7);
     let src = r.mr(4096, Access::ALL);
     let dst = r.mr(4096, Access::ALL);
     r.fill(&src, 0, b"late");
@@ -454,14 +447,7 @@ fn ud_receive_too_small_is_a_local_length_error() {
 fn rnr_on_a_multi_packet_send_resends_the_whole_message() {
     for rnr_retry in [0u8, 7] {
         let mut r = Rig::new();
-        let mut ca = r.cq(6);
-        let mut cb = r.cq(6);
-        let mut a = r.qp(QpSt::Rc, &ca, &ca, 6, 6);
-        let mut b = r.qp(QpSt::Rc, &cb, &cb, 6, 6);
-        r.init_qp(&a, true, true, true);
-        r.init_qp(&b, true, true, true);
-        r.rtr_rts(&a, b.qpn, MTU, 3, rnr_retry);
-        r.rtr_rts(&b, a.qpn, MTU, 3, rnr_retry);
+        let (mut a, mut b, mut ca, mut cb) = r.pair_with(QpSt::Rc, MTU, 3, rnr_retry);
         let src = r.mr(4096, Access::ALL);
         let dst = r.mr(4096, Access::ALL);
         let msg: Vec<u8> = (0..700u32).map(|i| (i * 3) as u8).collect();

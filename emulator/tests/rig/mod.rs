@@ -579,6 +579,17 @@ impl Rig {
 
     /// A connected pair of RC (or UC) QPs on fresh CQs, MTU code `mtu`, all access flags.
     pub(crate) fn pair(&mut self, st: QpSt, mtu: u8) -> (Qp, Qp, Cq, Cq) {
+        self.pair_with(st, mtu, 0x10, 0)
+    }
+
+    /// Like [`Rig::pair`], with start PSN `psn` and `rnr_retry` on both QPs.
+    pub(crate) fn pair_with(
+        &mut self,
+        st: QpSt,
+        mtu: u8,
+        psn: u32,
+        rnr_retry: u8,
+    ) -> (Qp, Qp, Cq, Cq) {
         let ca = self.cq(6);
         let cb = self.cq(6);
         let a = self.qp(st, &ca, &ca, 6, 6);
@@ -586,8 +597,8 @@ impl Rig {
         for q in [&a, &b] {
             self.init_qp(q, true, true, true);
         }
-        self.rtr_rts(&a, b.qpn, mtu, 0x10, 0);
-        self.rtr_rts(&b, a.qpn, mtu, 0x10, 0);
+        self.rtr_rts(&a, b.qpn, mtu, psn, rnr_retry);
+        self.rtr_rts(&b, a.qpn, mtu, psn, rnr_retry);
         (a, b, ca, cb)
     }
 
