@@ -432,13 +432,7 @@ impl Run<'_> {
                 let r = if cfg.bidirectional {
                     let r = super::bw::run_bidir_send(res, cfg, size, rem, t)?;
                     let theirs = comm.xchg_bw_report(&to_report(&r))?;
-                    BwResult {
-                        size: r.size,
-                        iters: r.iters,
-                        bw_peak: r.bw_peak + theirs.bw_peak,
-                        bw_avg: r.bw_avg + theirs.bw_avg,
-                        msg_rate: r.msg_rate + theirs.msg_rate,
-                    }
+                    with_peer(&r, &theirs)
                 } else if client {
                     super::bw::run_client(res, cfg, size, rem, t)?
                 } else {
@@ -461,13 +455,7 @@ impl Run<'_> {
                     comm.hand_shake(&mine[0], long)?;
                 }
                 let theirs = comm.xchg_bw_report(&to_report(&r))?;
-                let sum = BwResult {
-                    size: r.size,
-                    iters: r.iters,
-                    bw_peak: r.bw_peak + theirs.bw_peak,
-                    bw_avg: r.bw_avg + theirs.bw_avg,
-                    msg_rate: r.msg_rate + theirs.msg_rate,
-                };
+                let sum = with_peer(&r, &theirs);
                 p.out.put(&format!("{}\n", sum.line(cfg.gbits)));
                 results.push(sum.json());
                 points.push((size, sum.bw_avg));
@@ -492,13 +480,7 @@ impl Run<'_> {
             // report (perftest prints the client's last result on the server).
             comm.hand_shake(&mine[0], long)?;
             let theirs = comm.xchg_bw_report(&BwReport::default())?;
-            let r = BwResult {
-                size: theirs.size,
-                iters: theirs.iters,
-                bw_peak: theirs.bw_peak,
-                bw_avg: theirs.bw_avg,
-                msg_rate: theirs.msg_rate,
-            };
+            let r = from_report(&theirs);
             p.out.put(&format!("{}\n", r.line(cfg.gbits)));
             results.push(r.json());
             comm.close(&mine[0])?;
@@ -607,6 +589,27 @@ fn write_files(
 
 fn is_v4(g: &[u8; 16]) -> bool {
     g[..10].iter().all(|&b| b == 0) && g[10] == 0xff && g[11] == 0xff
+}
+
+/// A `-b` total: this side's result with the peer's rates added (size and count are ours).
+fn with_peer(r: &BwResult, theirs: &BwReport) -> BwResult {
+    BwResult {
+        bw_peak: r.bw_peak + theirs.bw_peak,
+        bw_avg: r.bw_avg + theirs.bw_avg,
+        msg_rate: r.msg_rate + theirs.msg_rate,
+        ..*r
+    }
+}
+
+/// The peer's report as a result to print.
+fn from_report(r: &BwReport) -> BwResult {
+    BwResult {
+        size: r.size,
+        iters: r.iters,
+        bw_peak: r.bw_peak,
+        bw_avg: r.bw_avg,
+        msg_rate: r.msg_rate,
+    }
 }
 
 fn to_report(r: &BwResult) -> BwReport {
