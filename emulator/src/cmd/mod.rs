@@ -404,7 +404,8 @@ pub(crate) mod syndrome {
 /// A command doorbell: run every slot whose bit is set, in slot order.
 pub(crate) fn doorbell(ctx: &mut Ctx<'_>, bar: &Bar, mask: u32) {
     let (log_size, log_stride) = bar.cmdq_geometry();
-    let slots = 1u32 << log_size;
+    // The doorbell has one bit per slot: at most 32 slots can be rung, whatever the profile.
+    let slots = 1u32 << log_size.min(5);
     if slots < 32 && mask >> slots != 0 {
         ctx.st.counters.bad_doorbells += 1;
     }
@@ -415,7 +416,8 @@ pub(crate) fn doorbell(ctx: &mut Ctx<'_>, bar: &Bar, mask: u32) {
     let base = bar.cmdq_addr();
     for slot in 0..slots {
         if mask & (1 << slot) != 0 {
-            execute(ctx, base + (u64::from(slot) << log_stride), slot);
+            let at = base.wrapping_add(u64::from(slot) << log_stride.min(32));
+            execute(ctx, at, slot);
         }
     }
 }
@@ -749,5 +751,25 @@ mod tests {
             assert!(seen.insert(*v), "{name} = {v:#x} is used twice");
         }
         assert!(syndrome::ALL.len() > 100);
+    }
+
+    /// A profile with more command slots (or a wider stride) than the 32-bit doorbell can
+    /// name does not make a doorbell panic: slots beyond 32 are never rung.
+    #[test]
+    fn an_oversized_command_queue_geometry_does_not_panic() {
+        use crate::{Device, Profile, RunMode};
+        use rnic_hw_regs::{Bus, init_seg};
+
+        let p = Profile {
+            log_cmdq_size: 6,
+            log_cmdq_stride: 40,
+            ..Profile::default()
+        };
+        let dev = Device::new(p, RunMode::Deterministic);
+        let bus = dev.bus();
+        bus.write32(init_seg::CMDQ_ADDR_H, 0xFFFF_FFFF);
+        bus.write32(init_seg::CMDQ_ADDR_L_SZ, 0xFFFF_F000);
+        bus.write32(init_seg::CMD_DBELL, 0xFFFF_FFFF);
+        dev.step();
     }
 }
