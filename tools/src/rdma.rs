@@ -10,6 +10,9 @@ use std::path::PathBuf;
 
 pub use rnic_verbs::{Context, WorkCompletion};
 
+/// The 40-byte GRH area a UD receive buffer holds in front of the payload.
+pub const GRH: usize = 40;
+
 /// Emulator options from the command line.
 #[derive(Debug, Clone, Default)]
 pub struct EmuOpts {

@@ -43,7 +43,7 @@ impl Out {
 }
 
 /// Extra space before each buffer for the UD GRH area.
-pub const GRH: usize = 40;
+pub use crate::rdma::GRH;
 
 /// One side's verbs resources. Buffer layout per QP `i`: `[local(i), local(i) + slot)` is the
 /// source of WRITE/SEND, the destination of READ and atomic results and of receives;

@@ -89,9 +89,16 @@ pub const SEND_WRID: u64 = 2;
 /// The page size of rdma-core's `-c` pattern.
 pub const PAGE: usize = 4096;
 /// UD receive buffers start with the 40-byte GRH area.
-pub const GRH: usize = 40;
+pub use crate::rdma::GRH;
 /// UD Q_Key of ibv_ud_pingpong.
 pub const QKEY: u32 = 0x1111_1111;
+
+impl Kind {
+    /// Bytes in front of the message in the buffer: the GRH area on UD.
+    fn grh(self) -> usize {
+        if self == Kind::Ud { GRH } else { 0 }
+    }
+}
 
 /// The resources of one side.
 pub struct Pp {
@@ -132,9 +139,10 @@ impl Pp {
         events: bool,
         gid_index: u32,
     ) -> Result<Pp, ToolError> {
-        let (buf_len, qp_type) = match kind {
-            Kind::Rc => (size, v::QpType::Rc),
-            Kind::Ud => (size + GRH, v::QpType::Ud),
+        let buf_len = kind.grh() + size;
+        let qp_type = match kind {
+            Kind::Rc => v::QpType::Rc,
+            Kind::Ud => v::QpType::Ud,
         };
         let pd = ctx.alloc_pd().map_err(rdma::verr)?;
         let mr = pd
@@ -250,7 +258,7 @@ pub fn random_psn() -> u32 {
 
 impl Pp {
     fn post_recvs(&self, n: u32) -> Result<u32, ToolError> {
-        let len = (self.size + if self.kind == Kind::Ud { GRH } else { 0 }) as u32;
+        let len = (self.kind.grh() + self.size) as u32;
         let sgl = [self.mr.sge(0, len).map_err(rdma::verr)?];
         let wr = [v::RecvWr::new(RECV_WRID, &sgl)];
         for i in 0..n {
@@ -262,8 +270,10 @@ impl Pp {
     }
 
     fn post_send(&self, remote_qpn: u32) -> Result<(), ToolError> {
-        let off = if self.kind == Kind::Ud { GRH } else { 0 };
-        let sgl = [self.mr.sge(off, self.size as u32).map_err(rdma::verr)?];
+        let sgl = [self
+            .mr
+            .sge(self.kind.grh(), self.size as u32)
+            .map_err(rdma::verr)?];
         let mut wr = v::SendWr::send(SEND_WRID, &sgl).signaled();
         if let Some(ah) = &self.ah {
             wr = wr.ud(ah, remote_qpn, QKEY);
@@ -466,7 +476,7 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
     if kind == Kind::Ud {
         ud::connect(&mut pp, &mine, &rem, a.sl)?;
     }
-    let off = if kind == Kind::Ud { GRH } else { 0 };
+    let off = kind.grh();
     if client && a.chk {
         let pat: Vec<u8> = (0..pp.size).map(pattern_byte).collect();
         pp.mr.write(off, &pat).map_err(rdma::verr)?;
