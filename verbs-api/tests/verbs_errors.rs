@@ -20,6 +20,14 @@ fn qp_attr(e: &Error) -> (&'static str, &'static str) {
 }
 
 /// The states of an `InvalidTransition` error: (from, to).
+/// Unwraps the error of `r` and checks it names `(transition, attribute)` (see [`qp_attr`]).
+#[track_caller]
+fn refused_attr<T: std::fmt::Debug>(r: Result<T, Error>, named: (&str, &str)) -> Error {
+    let e = r.unwrap_err();
+    assert_eq!(qp_attr(&e), named);
+    e
+}
+
 fn transition(e: &Error) -> (QpState, QpState) {
     match e {
         Error::InvalidTransition { from, to, .. } => (*from, *to),
@@ -105,113 +113,112 @@ fn missing_and_bad_attributes_are_named() {
         ah_attr: Some(AhAttr::new(peer, 1)),
         ..RtrAttr::default()
     };
-    let e =
+    let e = refused_attr(
         a.qp.to_rtr(&RtrAttr {
             path_mtu: None,
             ..base
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("INIT2RTR", "path_mtu"));
+        }),
+        ("INIT2RTR", "path_mtu"),
+    );
     assert!(e.to_string().contains("attribute path_mtu"), "{e}");
-    let e =
+    refused_attr(
         a.qp.to_rtr(&RtrAttr {
             dest_qp_num: None,
             ..base
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("INIT2RTR", "dest_qp_num"));
-    let e =
+        }),
+        ("INIT2RTR", "dest_qp_num"),
+    );
+    refused_attr(
         a.qp.to_rtr(&RtrAttr {
             ah_attr: None,
             ..base
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("INIT2RTR", "ah_attr"));
-    let e =
+        }),
+        ("INIT2RTR", "ah_attr"),
+    );
+    refused_attr(
         a.qp.to_rtr(&RtrAttr {
             rq_psn: 1 << 24,
             ..base
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("INIT2RTR", "rq_psn"));
-    let e =
+        }),
+        ("INIT2RTR", "rq_psn"),
+    );
+    refused_attr(
         a.qp.to_rtr(&RtrAttr {
             min_rnr_timer: 32,
             ..base
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("INIT2RTR", "min_rnr_timer"));
+        }),
+        ("INIT2RTR", "min_rnr_timer"),
+    );
     let bad_sgid = AhAttr::new(peer, 9);
-    let e =
+    refused_attr(
         a.qp.to_rtr(&RtrAttr {
             ah_attr: Some(bad_sgid),
             ..base
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("INIT2RTR", "ah_attr"));
+        }),
+        ("INIT2RTR", "ah_attr"),
+    );
     assert_eq!(
         a.qp.state(),
         QpState::Init,
         "a refused transition changes nothing"
     );
     a.qp.to_rtr(&base).unwrap();
-    let e =
+    refused_attr(
         a.qp.to_rts(&RtsAttr {
             retry_cnt: 8,
             ..RtsAttr::default()
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("RTR2RTS", "retry_cnt"));
-    let e =
+        }),
+        ("RTR2RTS", "retry_cnt"),
+    );
+    refused_attr(
         a.qp.to_rts(&RtsAttr {
             timeout: 32,
             ..RtsAttr::default()
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("RTR2RTS", "timeout"));
-    let e =
+        }),
+        ("RTR2RTS", "timeout"),
+    );
+    refused_attr(
         a.qp.to_rts(&RtsAttr {
             sq_psn: 1 << 24,
             ..RtsAttr::default()
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("RTR2RTS", "sq_psn"));
+        }),
+        ("RTR2RTS", "sq_psn"),
+    );
     a.qp.to_rts(&RtsAttr::default()).unwrap();
-    let e =
+    refused_attr(
         a.qp.modify_rts(&RtsModifyAttr {
             rnr_retry: Some(9),
             ..RtsModifyAttr::default()
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("RTS2RTS", "rnr_retry"));
+        }),
+        ("RTS2RTS", "rnr_retry"),
+    );
 
     // UD needs a Q_Key; UC takes no REMOTE_READ or atomics; port 1 only.
     let u = fresh(QpType::Ud);
-    let e = u.qp.to_init(&InitAttr::default()).unwrap_err();
-    assert_eq!(qp_attr(&e), ("RST2INIT", "qkey"));
-    let e =
+    refused_attr(u.qp.to_init(&InitAttr::default()), ("RST2INIT", "qkey"));
+    refused_attr(
         u.qp.to_init(&InitAttr {
             port_num: 2,
             qkey: Some(1),
             ..InitAttr::default()
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("RST2INIT", "port_num"));
+        }),
+        ("RST2INIT", "port_num"),
+    );
     let c = fresh(QpType::Uc);
-    let e =
+    refused_attr(
         c.qp.to_init(&InitAttr {
             access: AccessFlags::REMOTE_READ,
             ..InitAttr::default()
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("RST2INIT", "qp_access_flags"));
-    let e =
+        }),
+        ("RST2INIT", "qp_access_flags"),
+    );
+    refused_attr(
         c.qp.to_init(&InitAttr {
             access: AccessFlags::REMOTE_ATOMIC,
             ..InitAttr::default()
-        })
-        .unwrap_err();
-    assert_eq!(qp_attr(&e), ("RST2INIT", "qp_access_flags"));
+        }),
+        ("RST2INIT", "qp_access_flags"),
+    );
 }
 
 #[test]
