@@ -16,12 +16,12 @@ use crate::wr::{
     Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge, WcOpcode,
 };
 use rnic_hw_regs::doorbell::send_doorbell_offset;
-use rnic_hw_regs::wqe::{INLINE_SEG_FLAG, INVALID_LKEY, SendOpcode};
+use rnic_hw_regs::wqe::{CE_CQ_UPDATE, INLINE_SEG_FLAG, INVALID_LKEY, SendOpcode, inline_seg_ds};
 use std::sync::atomic::{Ordering, fence};
 
-/// `fm_ce_se` bits.
+/// `fm_ce_se` bits (fm 7:5, ce 3:2, se 1).
 const FM_FENCE: u8 = 0x80;
-const CE_UPDATE: u8 = 0x08;
+const CE_UPDATE: u8 = CE_CQ_UPDATE << 2;
 const SE: u8 = 0x02;
 
 /// Releases a claim flag on drop.
@@ -196,7 +196,7 @@ impl Qp {
                     });
                 }
                 if !data.is_empty() {
-                    ds += (4 + data.len()).div_ceil(16);
+                    ds += inline_seg_ds(data.len());
                 }
                 len = data.len() as u64;
             }

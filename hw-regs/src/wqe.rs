@@ -299,6 +299,7 @@ prm_layout! {
 /// assert_eq!(inline_seg_ds(12), 1); // 4-byte header + 12 bytes
 /// assert_eq!(inline_seg_ds(13), 2);
 /// ```
+#[inline]
 pub const fn inline_seg_ds(len: usize) -> usize {
     (4 + len).div_ceil(DS_SIZE)
 }
