@@ -53,27 +53,44 @@ fn bad(cq: &Cq) -> BadCqe {
     }
 }
 
+/// Injects `cqe` into `cq` and returns the typed error polling it gives (see [`bad`]).
+#[track_caller]
+fn inject_bad(cq: &Cq, cqe: &[u8; 64]) -> BadCqe {
+    inject(cq, cqe);
+    bad(cq)
+}
+
 #[test]
 fn impossible_cqes_are_typed_errors() {
     let fx = open(RunMode::Deterministic);
     let (a, b, ca, cb) = fx.pair(QpType::Rc, Mtu::Mtu1024);
     let mr = Mr::alloc(&fx.pd, 4096, Access::ALL).unwrap();
     // Nothing outstanding: every CQE is impossible.
-    inject(&ca, &cqe(0x0, 0xABCDE, 0x0A, 0, 0));
-    assert_eq!(bad(&ca), BadCqe::UnknownQpn);
-    inject(&ca, &cqe(0x7, a.qpn(), 0, 0, 0));
-    assert_eq!(bad(&ca), BadCqe::UnknownOpcode(7));
+    assert_eq!(
+        inject_bad(&ca, &cqe(0x0, 0xABCDE, 0x0A, 0, 0)),
+        BadCqe::UnknownQpn
+    );
+    assert_eq!(
+        inject_bad(&ca, &cqe(0x7, a.qpn(), 0, 0, 0)),
+        BadCqe::UnknownOpcode(7)
+    );
     let mut compressed = cqe(0x0, a.qpn(), 0x0A, 0, 0);
     compressed[0x3F] |= 3 << 2;
     inject(&ca, &compressed);
     assert_eq!(bad(&ca), BadCqe::Compressed);
-    inject(&ca, &cqe(0x0, a.qpn(), 0x0A, 0, 0));
-    assert_eq!(bad(&ca), BadCqe::WqeCounterOutOfRange(0));
-    inject(&ca, &cqe(0x2, a.qpn(), 0, 0, 0));
-    assert_eq!(bad(&ca), BadCqe::RecvCounterOutOfRange(0));
+    assert_eq!(
+        inject_bad(&ca, &cqe(0x0, a.qpn(), 0x0A, 0, 0)),
+        BadCqe::WqeCounterOutOfRange(0)
+    );
+    assert_eq!(
+        inject_bad(&ca, &cqe(0x2, a.qpn(), 0, 0, 0)),
+        BadCqe::RecvCounterOutOfRange(0)
+    );
     // A receive CQE on the send-only CQ of another QP.
-    inject(&ca, &cqe(0x2, b.qpn(), 0, 0, 0));
-    assert_eq!(bad(&ca), BadCqe::UnknownQpn);
+    assert_eq!(
+        inject_bad(&ca, &cqe(0x2, b.qpn(), 0, 0, 0)),
+        BadCqe::UnknownQpn
+    );
 
     // With real work outstanding (the device does not run: auto-step off).
     fx.dev.set_auto_step(false);
@@ -95,34 +112,35 @@ fn impossible_cqes_are_typed_errors() {
         sgl: &[mr.sge(0, 16)],
     }])
     .unwrap();
-    inject(&ca, &cqe(0x0, a.qpn(), 0x08, 0, 16));
     assert_eq!(
-        bad(&ca),
+        inject_bad(&ca, &cqe(0x0, a.qpn(), 0x08, 0, 16)),
         BadCqe::SendOpcodeMismatch {
             posted: 0x10,
             cqe: 0x08
         }
     );
-    inject(&ca, &cqe(0x0, a.qpn(), 0x10, 1, 16));
-    assert_eq!(bad(&ca), BadCqe::WqeCounterOutOfRange(1));
-    inject(&ca, &cqe(0x0, a.qpn(), 0x10, 0, 17));
     assert_eq!(
-        bad(&ca),
+        inject_bad(&ca, &cqe(0x0, a.qpn(), 0x10, 1, 16)),
+        BadCqe::WqeCounterOutOfRange(1)
+    );
+    assert_eq!(
+        inject_bad(&ca, &cqe(0x0, a.qpn(), 0x10, 0, 17)),
         BadCqe::ByteCountTooLarge {
             byte_cnt: 17,
             posted: 16
         }
     );
-    inject(&cb, &cqe(0x2, b.qpn(), 0, 0, 1000));
     assert_eq!(
-        bad(&cb),
+        inject_bad(&cb, &cqe(0x2, b.qpn(), 0, 0, 1000)),
         BadCqe::ByteCountTooLarge {
             byte_cnt: 1000,
             posted: 16
         }
     );
-    inject(&cb, &cqe(0x2, b.qpn(), 0, 5, 8));
-    assert_eq!(bad(&cb), BadCqe::RecvCounterOutOfRange(5));
+    assert_eq!(
+        inject_bad(&cb, &cqe(0x2, b.qpn(), 0, 5, 8)),
+        BadCqe::RecvCounterOutOfRange(5)
+    );
     // The right CQEs still complete the work.
     inject(&ca, &cqe(0x0, a.qpn(), 0x10, 0, 16));
     inject(&cb, &cqe(0x3, b.qpn(), 0, 0, 8));
@@ -225,18 +243,23 @@ fn random_cqes_never_panic() {
     fx.dev.set_auto_step(true);
 }
 
+/// The fixture's device with a 300 ms command timeout.
+fn open_300ms(mode: RunMode) -> Fx {
+    open_with(
+        mode,
+        HcaConfig {
+            ipv4: Some(IP),
+            cmd_timeout: Duration::from_millis(300),
+            ..HcaConfig::default()
+        },
+    )
+}
+
 #[test]
 fn hung_firmware_and_health_syndromes_are_errors() {
     for mode in MODES {
         log_warnings();
-        let fx = open_with(
-            mode,
-            HcaConfig {
-                ipv4: Some(IP),
-                cmd_timeout: Duration::from_millis(300),
-                ..HcaConfig::default()
-            },
-        );
+        let fx = open_300ms(mode);
         let (a, b, ca, cb) = fx.pair(QpType::Rc, Mtu::Mtu1024);
         let mr = Mr::alloc(&fx.pd, 4096, Access::ALL).unwrap();
         fx.dev.hang_firmware();
@@ -272,14 +295,7 @@ fn hung_firmware_and_health_syndromes_are_errors() {
         let _ = hca_err;
     }
     for mode in MODES {
-        let fx = open_with(
-            mode,
-            HcaConfig {
-                ipv4: Some(IP),
-                cmd_timeout: Duration::from_millis(300),
-                ..HcaConfig::default()
-            },
-        );
+        let fx = open_300ms(mode);
         let (a, _b, ca, _cb) = fx.pair(QpType::Rc, Mtu::Mtu1024);
         fx.dev.raise_health_syndrome(HealthSyndrome::HwFatal);
         let e = fx.hca.check_health().unwrap_err();
