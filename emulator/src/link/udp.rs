@@ -67,7 +67,9 @@ use std::time::Duration;
 use crossbeam::channel::{Receiver, Sender, unbounded};
 
 use super::{Link, LinkEnv, Waker};
-use crate::wire::ROCE_V2_PORT;
+use crate::wire::{
+    EthRepr, EthernetAddress, EthernetFrame, Ipv4Packet, Ipv4Repr, ROCE_V2_PORT, UdpPacket, UdpRepr,
+};
 
 /// Why a UDP link could not be set up.
 ///
@@ -149,6 +151,7 @@ pub const RCVBUF_BYTES: usize = 16 << 20;
 /// Datagrams the reader takes per batch before it hands them over and wakes the device.
 const RX_BATCH: usize = 64;
 
+const ETH_LEN: usize = 14;
 const IP_LEN: usize = 20;
 const UDP_LEN: usize = 8;
 
@@ -461,7 +464,8 @@ fn recv_dgram(
 }
 
 /// The Ethernet/IPv4/UDP headers a datagram from `src:sport` to `dst:4791` came with, as far
-/// as a socket can tell (see the module docs), followed by the datagram.
+/// as a socket can tell (see the module docs: zero MACs and the IPv4 header rxe sends, with
+/// ID 0), followed by the datagram.
 pub(crate) fn rebuild_frame(
     f: &mut Vec<u8>,
     src: Ipv4Addr,
@@ -469,43 +473,18 @@ pub(crate) fn rebuild_frame(
     dst: Ipv4Addr,
     dgram: &[u8],
 ) {
-    let udp_len = (UDP_LEN + dgram.len()).min(0xFFFF) as u16;
-    let total = (IP_LEN + usize::from(udp_len)).min(0xFFFF) as u16;
-    f.extend_from_slice(&[0; 12]);
-    f.extend_from_slice(&0x0800u16.to_be_bytes());
-    let mut ip = [0u8; IP_LEN];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&total.to_be_bytes());
-    ip[6] = 0x40; // DF
-    ip[8] = 64;
-    ip[9] = 17;
-    ip[12..16].copy_from_slice(&src.octets());
-    ip[16..20].copy_from_slice(&dst.octets());
-    let sum = ipv4_checksum(&ip);
-    ip[10..12].copy_from_slice(&sum.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&ROCE_V2_PORT.to_be_bytes());
-    f.extend_from_slice(&udp_len.to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
+    let udp_len = (UDP_LEN + dgram.len()).min(0xFFFF - IP_LEN);
+    let eth = f.len();
+    let (ip, udp) = (eth + ETH_LEN, eth + ETH_LEN + IP_LEN);
+    f.resize(udp + UDP_LEN, 0);
+    EthRepr::new(EthernetAddress([0; 6]), EthernetAddress([0; 6]))
+        .emit(&mut EthernetFrame::new_unchecked(&mut f[eth..ip]));
+    Ipv4Repr::new(src, dst).emit(&mut Ipv4Packet::new_unchecked(&mut f[ip..udp]), udp_len);
+    UdpRepr::new(sport).emit(
+        &mut UdpPacket::new_unchecked(&mut f[udp..]),
+        udp_len - UDP_LEN,
+    );
     f.extend_from_slice(dgram);
-}
-
-/// The IPv4 header checksum of `ip` (its checksum field taken as zero).
-pub(crate) fn ipv4_checksum(ip: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for (i, w) in ip.chunks(2).enumerate() {
-        if i == 5 {
-            continue;
-        }
-        let hi = u32::from(w[0]) << 8;
-        let lo = w.get(1).map_or(0, |b| u32::from(*b));
-        sum += hi | lo;
-    }
-    while sum > 0xFFFF {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 /// For an IPv4 RoCE packet (from the IP header on) whose ICRC does not match with the IP ID
@@ -558,9 +537,9 @@ pub(crate) fn solve_ip_id(ip_pkt: &mut [u8]) -> bool {
     if target != 0 {
         return false;
     }
-    ip_pkt[4..6].copy_from_slice(&x.to_be_bytes());
-    let sum = ipv4_checksum(&ip_pkt[..IP_LEN]);
-    ip_pkt[10..12].copy_from_slice(&sum.to_be_bytes());
+    let mut header = Ipv4Packet::new_unchecked(&mut ip_pkt[..IP_LEN]);
+    header.set_ident(x);
+    header.fill_checksum();
     true
 }
 
