@@ -590,6 +590,31 @@ unsafe impl Send for Qp {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Qp {}
 
+/// Refuses `value` when it does not fit a `bits`-wide context field (shown in hex for the
+/// wide ones: PSNs, flow labels).
+fn check_width(
+    qpn: u32,
+    transition: &'static str,
+    attr: &'static str,
+    value: u32,
+    bits: u32,
+) -> Result<(), DriverError> {
+    if value >> bits == 0 {
+        return Ok(());
+    }
+    let shown = if bits >= 16 {
+        format!("{value:#x}")
+    } else {
+        value.to_string()
+    };
+    Err(attr_err(
+        qpn,
+        transition,
+        attr,
+        format!("{shown} is wider than {bits} bits"),
+    ))
+}
+
 fn attr_err(qpn: u32, transition: &'static str, attr: &'static str, why: String) -> DriverError {
     DriverError::QpAttr {
         qpn,
@@ -1024,22 +1049,8 @@ impl Qp {
                 format!("GID index {} is not programmed", av.sgid_index),
             ));
         }
-        if av.flow_label > 0xF_FFFF {
-            return Err(attr_err(
-                self.qpn,
-                t,
-                "ah_attr.grh.flow_label",
-                format!("{:#x} is wider than 20 bits", av.flow_label),
-            ));
-        }
-        if av.sl > 7 {
-            return Err(attr_err(
-                self.qpn,
-                t,
-                "ah_attr.sl",
-                format!("{} is wider than 3 bits", av.sl),
-            ));
-        }
+        check_width(self.qpn, t, "ah_attr.grh.flow_label", av.flow_label, 20)?;
+        check_width(self.qpn, t, "ah_attr.sl", u32::from(av.sl), 3)?;
         ads.set_grh(true);
         ads.set_src_addr_index(av.sgid_index);
         ads.set_hop_limit(if av.hop_limit == 0 { 64 } else { av.hop_limit });
@@ -1085,22 +1096,8 @@ impl Qp {
         let g = &hca.caps().general;
         let mut i = Init2RtrQpIn::new_cmd();
         i.set_qpn(self.qpn);
-        if a.rq_psn > 0xFF_FFFF {
-            return Err(attr_err(
-                self.qpn,
-                T,
-                "rq_psn",
-                format!("{:#x} is wider than 24 bits", a.rq_psn),
-            ));
-        }
-        if a.min_rnr_timer > 31 {
-            return Err(attr_err(
-                self.qpn,
-                T,
-                "min_rnr_timer",
-                format!("{} is wider than 5 bits", a.min_rnr_timer),
-            ));
-        }
+        check_width(self.qpn, T, "rq_psn", a.rq_psn, 24)?;
+        check_width(self.qpn, T, "min_rnr_timer", u32::from(a.min_rnr_timer), 5)?;
         let q = i.qpc_mut();
         q.set_next_rcv_psn(a.rq_psn);
         if self.qp_type != QpType::Ud {
@@ -1175,43 +1172,15 @@ impl Qp {
         const T: &str = "RTR2RTS";
         let hca = self.pd.hca();
         let g = &hca.caps().general;
-        if a.sq_psn > 0xFF_FFFF {
-            return Err(attr_err(
-                self.qpn,
-                T,
-                "sq_psn",
-                format!("{:#x} is wider than 24 bits", a.sq_psn),
-            ));
-        }
+        check_width(self.qpn, T, "sq_psn", a.sq_psn, 24)?;
         let mut i = Rtr2RtsQpIn::new_cmd();
         i.set_qpn(self.qpn);
         let q = i.qpc_mut();
         q.set_next_send_psn(a.sq_psn);
         if self.qp_type == QpType::Rc {
-            if a.timeout > 31 {
-                return Err(attr_err(
-                    self.qpn,
-                    T,
-                    "timeout",
-                    format!("{} is wider than 5 bits", a.timeout),
-                ));
-            }
-            if a.retry_cnt > 7 {
-                return Err(attr_err(
-                    self.qpn,
-                    T,
-                    "retry_cnt",
-                    format!("{} is wider than 3 bits", a.retry_cnt),
-                ));
-            }
-            if a.rnr_retry > 7 {
-                return Err(attr_err(
-                    self.qpn,
-                    T,
-                    "rnr_retry",
-                    format!("{} is wider than 3 bits", a.rnr_retry),
-                ));
-            }
+            check_width(self.qpn, T, "timeout", u32::from(a.timeout), 5)?;
+            check_width(self.qpn, T, "retry_cnt", u32::from(a.retry_cnt), 3)?;
+            check_width(self.qpn, T, "rnr_retry", u32::from(a.rnr_retry), 3)?;
             let sra = log2_ceil(u32::from(a.max_rd_atomic.max(1)));
             if sra > g.log_max_ra_req_qp() {
                 return Err(attr_err(
@@ -1271,50 +1240,22 @@ impl Qp {
             mask |= opt_param::RRE | opt_param::RWE | opt_param::RAE;
         }
         if let Some(t) = a.min_rnr_timer {
-            if t > 31 {
-                return Err(attr_err(
-                    self.qpn,
-                    T,
-                    "min_rnr_timer",
-                    format!("{t} is wider than 5 bits"),
-                ));
-            }
+            check_width(self.qpn, T, "min_rnr_timer", u32::from(t), 5)?;
             q.set_min_rnr_nak(t);
             mask |= opt_param::RNR_TIMEOUT;
         }
         if let Some(t) = a.timeout {
-            if t > 31 {
-                return Err(attr_err(
-                    self.qpn,
-                    T,
-                    "timeout",
-                    format!("{t} is wider than 5 bits"),
-                ));
-            }
+            check_width(self.qpn, T, "timeout", u32::from(t), 5)?;
             q.primary_address_path_mut().set_ack_timeout(t);
             mask |= opt_param::ACK_TIMEOUT;
         }
         if let Some(r) = a.retry_cnt {
-            if r > 7 {
-                return Err(attr_err(
-                    self.qpn,
-                    T,
-                    "retry_cnt",
-                    format!("{r} is wider than 3 bits"),
-                ));
-            }
+            check_width(self.qpn, T, "retry_cnt", u32::from(r), 3)?;
             q.set_retry_count(r);
             mask |= opt_param::RETRY_COUNT;
         }
         if let Some(r) = a.rnr_retry {
-            if r > 7 {
-                return Err(attr_err(
-                    self.qpn,
-                    T,
-                    "rnr_retry",
-                    format!("{r} is wider than 3 bits"),
-                ));
-            }
+            check_width(self.qpn, T, "rnr_retry", u32::from(r), 3)?;
             q.set_rnr_retry(r);
             mask |= opt_param::RNR_RETRY;
         }
