@@ -444,35 +444,23 @@ impl Responder<'_> {
                 return Err(|d| &mut d.uc_error);
             }
         }
-        let result = self.execute(ctx, tr, repr, payload);
-        let uc_drop: Rule = |d| &mut d.uc_error;
-        match result {
-            Ok(()) => Ok(()),
-            Err(Refuse::Drop) => {
-                if !self.rc {
-                    tr.resp.msg = None;
-                    self.epsn = psn_add(psn, 1);
-                    return Err(uc_drop);
-                }
-                Err(|d| &mut d.other)
+        let Err(refused) = self.execute(ctx, tr, repr, payload) else {
+            return Ok(());
+        };
+        if !self.rc {
+            // UC never NAKs: the message in progress is lost, the next PSN starts afresh.
+            tr.resp.msg = None;
+            self.epsn = psn_add(psn, 1);
+            return Err(|d| &mut d.uc_error);
+        }
+        match refused {
+            Refuse::Drop => Err(|d| &mut d.other),
+            Refuse::Rnr => {
+                let t = self.qpc.min_rnr_nak();
+                self.ack(ctx, tr, psn, Syndrome::RnrNak { timer: t });
+                Ok(())
             }
-            Err(Refuse::Rnr) => {
-                if self.rc {
-                    let t = self.qpc.min_rnr_nak();
-                    self.ack(ctx, tr, psn, Syndrome::RnrNak { timer: t });
-                    Ok(())
-                } else {
-                    tr.resp.msg = None;
-                    self.epsn = psn_add(psn, 1);
-                    Err(uc_drop)
-                }
-            }
-            Err(Refuse::Nak(code, recv)) => {
-                if !self.rc {
-                    tr.resp.msg = None;
-                    self.epsn = psn_add(psn, 1);
-                    return Err(uc_drop);
-                }
+            Refuse::Nak(code, recv) => {
                 if let Some((w, s)) = recv {
                     let mut c = resp_err(ctx, self.qpn, self.qpc, &w, s);
                     crate::cq::push(ctx, self.qpc.cqn_rcv(), &mut c);
