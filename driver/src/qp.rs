@@ -615,6 +615,17 @@ fn check_width(
     ))
 }
 
+/// The QPC's remote access bits (rre, rwe, rae) from `access`; remote atomics are the
+/// IB-compatible 8-byte ones (`atomic_mode` 1).
+fn set_remote_access(q: &mut Qpc, access: Access) {
+    q.set_rre(access.contains(Access::REMOTE_READ));
+    q.set_rwe(access.contains(Access::REMOTE_WRITE));
+    q.set_rae(access.contains(Access::REMOTE_ATOMIC));
+    if access.contains(Access::REMOTE_ATOMIC) {
+        q.set_atomic_mode(1);
+    }
+}
+
 fn attr_err(qpn: u32, transition: &'static str, attr: &'static str, why: String) -> DriverError {
     DriverError::QpAttr {
         qpn,
@@ -1016,13 +1027,7 @@ impl Qp {
                     "remote atomic on a UC QP".into(),
                 ));
             }
-            q.set_rre(a.access.contains(Access::REMOTE_READ));
-            q.set_rwe(a.access.contains(Access::REMOTE_WRITE));
-            q.set_rae(a.access.contains(Access::REMOTE_ATOMIC));
-            if a.access.contains(Access::REMOTE_ATOMIC) {
-                // IB-compatible 8-byte atomics.
-                q.set_atomic_mode(1);
-            }
+            set_remote_access(q, a.access);
         }
         self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
         Ok(())
@@ -1231,12 +1236,7 @@ impl Qp {
         let mut mask = 0;
         let q = i.qpc_mut();
         if let Some(acc) = a.access {
-            q.set_rre(acc.contains(Access::REMOTE_READ));
-            q.set_rwe(acc.contains(Access::REMOTE_WRITE));
-            q.set_rae(acc.contains(Access::REMOTE_ATOMIC));
-            if acc.contains(Access::REMOTE_ATOMIC) {
-                q.set_atomic_mode(1);
-            }
+            set_remote_access(q, acc);
             mask |= opt_param::RRE | opt_param::RWE | opt_param::RAE;
         }
         if let Some(t) = a.min_rnr_timer {
