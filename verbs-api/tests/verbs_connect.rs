@@ -8,11 +8,15 @@ use common::*;
 use rnic_verbs::*;
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
+use std::sync::mpsc;
 use std::time::Duration;
 
+/// A side's "I am done" to its peer, and the peer's to it.
+type Done = (mpsc::Sender<()>, mpsc::Receiver<()>);
+
 /// One side's run: connect over TCP, then a SEND each way and an RDMA WRITE into the
-/// peer's advertised region; returns what the peer wrote into ours.
-fn run_side(dev: &str, server: Option<TcpListener>, port: u16) -> Vec<u8> {
+/// peer's advertised region; returns what the peer wrote into ours. `done` tells the peer this side has finished, and hears when the peer has.
+fn run_side(dev: &str, server: Option<TcpListener>, port: u16, done: &Done) -> Vec<u8> {
     let s = side(dev, QpType::Rc);
     let mr = s.pd.reg_mr(4096, all()).unwrap();
     let r = [mr.sge(0, 64).unwrap()];
@@ -53,8 +57,10 @@ fn run_side(dev: &str, server: Option<TcpListener>, port: u16) -> Vec<u8> {
         assert!(std::time::Instant::now() < deadline);
         std::thread::sleep(Duration::from_millis(1));
     }
-    // Keep the QP alive until the peer is done with it too.
-    std::thread::sleep(Duration::from_millis(200));
+    // Keep the QP alive until the peer is done with it too (a peer that failed never says
+    // so: its thread's panic fails the test after the timeout).
+    let _ = done.0.send(());
+    let _ = done.1.recv_timeout(T);
     got
 }
 
@@ -62,13 +68,16 @@ fn run_side(dev: &str, server: Option<TcpListener>, port: u16) -> Vec<u8> {
 fn tcp_exchange_between_two_threads_over_the_udp_link() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let server = std::thread::spawn(move || run_side("emu:127.0.0.1", Some(listener), port));
-    let client = run_side("emu:127.0.0.2", None, port);
+    let (to_client, from_server) = mpsc::channel();
+    let (to_server, from_client) = mpsc::channel();
+    let server = std::thread::spawn(move || {
+        let done = (to_client, from_client);
+        run_side("emu:127.0.0.1", Some(listener), port, &done)
+    });
+    let client = run_side("emu:127.0.0.2", None, port, &(to_server, from_server));
     let server = server.join().unwrap();
     assert_eq!(client, b"from emu:127.0.0.1");
     assert_eq!(server, b"from emu:127.0.0.2");
-    let names: Vec<String> = devices().into_iter().map(|d| d.name).collect();
-    let _ = names; // the emu:<IP> devices are listed only while open
 }
 
 #[test]
