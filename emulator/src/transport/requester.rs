@@ -68,8 +68,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
         if w.error.is_some() || !w.fully_sent() {
             break;
         }
-        let st = QpSt::try_from(qpc.st()).ok();
-        if st != Some(QpSt::Rc) || w.npkts == 0 {
+        if !rc || w.npkts == 0 {
             w.done = true;
         } else if w.is_rd_atomic() {
             rd_outstanding += 1;
