@@ -123,6 +123,8 @@ impl Mr {
     /// assert_eq!(mr.addr() % 4096, 0); // page aligned, zeroed
     /// let err = Mr::alloc(&pd, 0, Access::LOCAL_WRITE).unwrap_err();
     /// assert!(matches!(err, DriverError::InvalidArgument(_)));
+    /// let err = Mr::alloc(&pd, usize::MAX, Access::LOCAL_WRITE).unwrap_err(); // no rounding overflow
+    /// assert!(matches!(err, DriverError::InvalidArgument(_)));
     /// # Ok(()) }
     /// ```
     pub fn alloc(pd: &Arc<Pd>, len: usize, access: Access) -> Result<Mr, DriverError> {
@@ -131,8 +133,12 @@ impl Mr {
                 "memory region of 0 bytes".into(),
             ));
         }
-        let layout = Layout::from_size_align(len.next_multiple_of(PAGE), PAGE)
-            .map_err(|_| DriverError::InvalidArgument(format!("region of {len} bytes")))?;
+        // Within PAGE of usize::MAX the rounding overflows (a debug panic, a 0-byte layout in
+        // release): refused like every other size no allocation can hold.
+        let layout = len
+            .checked_next_multiple_of(PAGE)
+            .and_then(|size| Layout::from_size_align(size, PAGE).ok())
+            .ok_or_else(|| DriverError::InvalidArgument(format!("region of {len} bytes")))?;
         // SAFETY: the layout has a non-zero size.
         let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
             .ok_or(DriverError::Bus(rnic_hw_regs::BusError::NoMemory))?;
