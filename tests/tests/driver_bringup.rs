@@ -300,16 +300,11 @@ fn run_time_page_requests_are_served() {
         let hca = hca.expect("bring-up");
         let before = hca.pages_held();
         assert!(dev.request_pages(8), "the driver's EQ takes page requests");
-        let mut served = false;
-        for _ in 0..1000 {
+        let served = wait_until(|| {
             let events = hca.process_events().expect("events");
             assert!(events.is_empty(), "no other events: {events:?}");
-            if hca.pages_held() == before + 8 {
-                served = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+            hca.pages_held() == before + 8
+        });
         assert!(served, "8 pages given ({mode:?})");
         assert_eq!(dev.pages_held(), before + 8);
         let give = rec
@@ -320,13 +315,10 @@ fn run_time_page_requests_are_served() {
         assert_eq!(give.slot, 31, "page commands use the last slot");
 
         assert!(dev.request_pages(-3));
-        for _ in 0..1000 {
+        wait_until(|| {
             hca.process_events().expect("events");
-            if hca.pages_held() == before + 5 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+            hca.pages_held() == before + 5
+        });
         assert_eq!(
             hca.pages_held(),
             before + 5,
@@ -430,4 +422,18 @@ fn trace_level_dumps_diff_against_the_kernel_trace() {
     }
     hca.close().expect("teardown");
     assert_eq!(dev.pages_held(), 0);
+}
+
+/// Calls `done` until it says yes (true) or 10 s have passed (false), 1 ms apart.
+fn wait_until(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if done() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
