@@ -24,8 +24,16 @@ const FM_FENCE: u8 = 0x80;
 const CE_UPDATE: u8 = CE_CQ_UPDATE << 2;
 const SE: u8 = 0x02;
 
-/// Releases a claim flag on drop.
-struct Claim<'a>(&'a std::sync::atomic::AtomicBool);
+/// A held claim flag (one poster per queue), released on drop.
+pub(crate) struct Claim<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl<'a> Claim<'a> {
+    /// Takes `flag`; `None` when another thread holds it.
+    #[inline(always)]
+    pub(crate) fn take(flag: &'a std::sync::atomic::AtomicBool) -> Option<Claim<'a>> {
+        (!flag.swap(true, Ordering::Acquire)).then_some(Claim(flag))
+    }
+}
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
@@ -71,13 +79,12 @@ impl Qp {
     /// ```
     #[inline]
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        if self.send_claim.swap(true, Ordering::Acquire) {
+        let Some(_claim) = Claim::take(&self.send_claim) else {
             return Err(PostError {
                 index: 0,
                 kind: PostErrorKind::Busy,
             });
-        }
-        let _claim = Claim(&self.send_claim);
+        };
         let sq = &self.shared.sq;
         let start = sq.pi.load(Ordering::Relaxed) as u16;
         let mut pi = start;
@@ -326,13 +333,12 @@ impl Qp {
                 kind: PostErrorKind::OpNotSupported,
             });
         };
-        if self.recv_claim.swap(true, Ordering::Acquire) {
+        let Some(_claim) = Claim::take(&self.recv_claim) else {
             return Err(PostError {
                 index: 0,
                 kind: PostErrorKind::Busy,
             });
-        }
-        let _claim = Claim(&self.recv_claim);
+        };
         let start = rq.pi.load(Ordering::Relaxed);
         let mut pi = start;
         let mut ci = rq.ci.load(Ordering::Acquire);

@@ -26,7 +26,7 @@ use crate::cq::log2_ceil;
 use crate::dma::{read_be32, write_be32};
 use crate::error::DriverError;
 use crate::pd::Pd;
-use crate::post::write_recv;
+use crate::post::{Claim, write_recv};
 use crate::wr::{PostError, PostErrorKind, RecvWr};
 use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{CreateSrqIn, DestroySrqIn, QuerySrqIn};
@@ -333,12 +333,12 @@ impl Srq {
     /// ```
     #[inline]
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        if self.claim.swap(true, Ordering::Acquire) {
+        let Some(_claim) = Claim::take(&self.claim) else {
             return Err(PostError {
                 index: 0,
                 kind: PostErrorKind::Busy,
             });
-        }
+        };
         let start = self.pi.load(Ordering::Relaxed);
         let mut pi = start;
         let mut head = self.head.load(Ordering::Relaxed) as usize;
@@ -382,7 +382,6 @@ impl Srq {
             // SAFETY: the doorbell record is inside the live region.
             unsafe { write_be32(self.dbrec.as_ptr(), pi & 0xFFFF) };
         }
-        self.claim.store(false, Ordering::Release);
         match err {
             Some(e) => Err(e),
             None => Ok(()),
