@@ -42,7 +42,9 @@ use crate::qp::QpShared;
 use crate::wr::{BadCqe, PollError, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{CreateCqIn, DestroyCqIn, QueryCqIn};
-use rnic_hw_regs::cqe::{CQE_OP_OWN_INIT, CQE_SIZE, cqe_is_sw_owned};
+use rnic_hw_regs::cqe::{
+    CQE_FORMAT_COMPRESSED, CQE_OP_OWN_INIT, CQE_SIZE, CqeOpcode, cqe_is_sw_owned,
+};
 use rnic_hw_regs::ctx::Cqc;
 use rnic_hw_regs::doorbell::{
     CQ_ARM_WORD_INIT, CqArmCmd, UAR_CQ_ARM, cq_arm_doorbell, cq_arm_word,
@@ -53,6 +55,23 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+// Byte offsets of the CQE dwords read here: the fields of `rnic_hw_regs::cqe::Cqe64`, read
+// one volatile dword at a time from the ring instead of copying the entry out.
+/// `grh` (29:28) and `rqpn` (23:0).
+const CQE_RQPN: usize = 0x18;
+/// `imm_inval_pkey`.
+const CQE_IMM: usize = 0x24;
+/// `byte_cnt`.
+const CQE_BYTE_CNT: usize = 0x2C;
+/// `vendor_err_synd` (15:8) and `syndrome` (7:0).
+const CQE_SYNDROME: usize = 0x34;
+/// `send_opcode` (31:24) and `qpn` (23:0).
+const CQE_QPN: usize = 0x38;
+/// `wqe_counter` (31:16), then the `op_own` byte.
+const CQE_WQE_COUNTER: usize = 0x3C;
+/// `op_own`: opcode (7:4), format (3:2), owner (0); the device writes it last.
+const CQE_OP_OWN: usize = CQE_SIZE - 1;
 
 /// Claim states of a CQ's poll state.
 const FREE: u8 = 0;
@@ -361,7 +380,7 @@ impl Cq {
         for i in 0..1usize << log_size {
             // SAFETY: `i * 64 + 63 < ring <= buf.len`; volatile, no reference.
             unsafe {
-                base.add(i * CQE_SIZE + CQE_SIZE - 1)
+                base.add(i * CQE_SIZE + CQE_OP_OWN)
                     .write_volatile(CQE_OP_OWN_INIT)
             };
         }
@@ -645,13 +664,13 @@ impl Cq {
                 idx = idx.wrapping_sub(1);
                 let p = cq.cqe_ptr(idx);
                 // SAFETY: inside the ring.
-                let w38 = unsafe { read_be32(p.add(0x38)) };
+                let w38 = unsafe { read_be32(p.add(CQE_QPN)) };
                 if w38 & 0xFF_FFFF == qpn {
                     // SAFETY: inside the ring.
-                    let op = unsafe { read_byte(p.add(0x3F)) } >> 4;
-                    if let (Some(srq), 1..=4 | 0xE) = (&srq, op) {
+                    let op = unsafe { read_byte(p.add(CQE_OP_OWN)) } >> 4;
+                    if let (Some(srq), true) = (&srq, is_responder(CqeOpcode::from_raw(op))) {
                         // SAFETY: inside the ring.
-                        let w = (unsafe { read_be32(p.add(0x3C)) } >> 16) as u16;
+                        let w = (unsafe { read_be32(p.add(CQE_WQE_COUNTER)) } >> 16) as u16;
                         srq.free(w);
                     }
                     freed += 1;
@@ -660,12 +679,12 @@ impl Cq {
                     // SAFETY: both entries are inside the ring and owned by software
                     // (between ci and the first hardware-owned entry).
                     unsafe {
-                        let owner = read_byte(dst.add(0x3F)) & 1;
-                        for k in 0..CQE_SIZE - 1 {
+                        let owner = read_byte(dst.add(CQE_OP_OWN)) & 1;
+                        for k in 0..CQE_OP_OWN {
                             dst.add(k).write_volatile(p.add(k).read_volatile());
                         }
-                        let src_own = read_byte(p.add(0x3F));
-                        dst.add(0x3F).write_volatile((src_own & !1) | owner);
+                        let src_own = read_byte(p.add(CQE_OP_OWN));
+                        dst.add(CQE_OP_OWN).write_volatile((src_own & !1) | owner);
                     }
                 }
             }
@@ -693,7 +712,7 @@ impl Cq {
     #[inline(always)]
     fn owned_at(&self, ci: u32) -> bool {
         // SAFETY: inside the ring.
-        let op_own = unsafe { read_byte(self.cqe_ptr(ci).add(0x3F)) };
+        let op_own = unsafe { read_byte(self.cqe_ptr(ci).add(CQE_OP_OWN)) };
         cqe_is_sw_owned(op_own, ci, self.log_size)
     }
 
@@ -756,7 +775,7 @@ impl Cq {
         while n < wc.len() {
             let p = self.cqe_ptr(st.ci);
             // SAFETY: inside the ring.
-            let op_own = unsafe { read_byte(p.add(0x3F)) };
+            let op_own = unsafe { read_byte(p.add(CQE_OP_OWN)) };
             if !cqe_is_sw_owned(op_own, st.ci, self.log_size) {
                 break;
             }
@@ -825,6 +844,21 @@ impl Drop for Cq {
     }
 }
 
+/// Whether a CQE of `opcode` completes a receive (responder CQEs, the error one included).
+#[inline(always)]
+fn is_responder(opcode: Option<CqeOpcode>) -> bool {
+    matches!(
+        opcode,
+        Some(
+            CqeOpcode::RespWrImm
+                | CqeOpcode::RespSend
+                | CqeOpcode::RespSendImm
+                | CqeOpcode::RespSendInv
+                | CqeOpcode::RespErr
+        )
+    )
+}
+
 /// Turns the CQE at `p` into a work completion, retiring the WQEs it completes; on an
 /// impossible CQE returns the QPN and what is wrong (nothing retired).
 #[inline(always)]
@@ -832,10 +866,10 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
     // SAFETY: `p` points at a 64-byte CQE inside the ring (caller), and every offset read
     // below is < 64 and 4-byte aligned; volatile reads, no reference.
     let rd = |off: usize| unsafe { read_be32(p.add(off)) };
-    let w38 = rd(0x38);
+    let w38 = rd(CQE_QPN);
     let qpn = w38 & 0xFF_FFFF;
-    let opcode = op_own >> 4;
-    if (op_own >> 2) & 3 == 3 {
+    let opcode = CqeOpcode::from_raw(op_own >> 4);
+    if (op_own >> 2) & 3 == CQE_FORMAT_COMPRESSED {
         return Err((qpn, BadCqe::Compressed));
     }
     let a = match st.qps.get(st.last) {
@@ -848,20 +882,20 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             None => return Err((qpn, BadCqe::UnknownQpn)),
         },
     };
-    let counter = (rd(0x3C) >> 16) as u16;
-    let byte_cnt = rd(0x2C);
+    let counter = (rd(CQE_WQE_COUNTER) >> 16) as u16;
+    let byte_cnt = rd(CQE_BYTE_CNT);
     let mut wc = WorkCompletion {
         qp_num: qpn,
         ..WorkCompletion::default()
     };
-    let error = matches!(opcode, 0xD | 0xE);
+    let error = opcode.is_some_and(CqeOpcode::is_error);
     if error {
-        let w34 = rd(0x34);
+        let w34 = rd(CQE_SYNDROME);
         wc.status = WcStatus::from_syndrome(w34 as u8);
         wc.vendor_err = (w34 >> 8) as u8;
     }
     match opcode {
-        0x0 | 0xD => {
+        Some(CqeOpcode::Req | CqeOpcode::ReqErr) => {
             if !a.send {
                 return Err((qpn, BadCqe::UnknownQpn));
             }
@@ -879,7 +913,7 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             let posted = (meta >> 32) as u8;
             let len = slot.len.load(Ordering::Relaxed);
             let send_op = (w38 >> 24) as u8;
-            if opcode == 0 && send_op != posted {
+            if opcode == Some(CqeOpcode::Req) && send_op != posted {
                 return Err((
                     qpn,
                     BadCqe::SendOpcodeMismatch {
@@ -915,7 +949,7 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
                 .store(u32::from((meta >> 16) as u16), Ordering::Release);
             Ok(wc)
         }
-        0x1..=0x4 | 0xE => {
+        op if is_responder(op) => {
             if !a.recv {
                 return Err((qpn, BadCqe::UnknownQpn));
             }
@@ -941,9 +975,9 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             }
             wc.opcode = WcOpcode::Recv;
             if !error {
-                let w18 = rd(0x18);
-                let imm = rd(0x24);
-                if opcode != 0x1 && u64::from(byte_cnt) > posted_len {
+                let w18 = rd(CQE_RQPN);
+                let imm = rd(CQE_IMM);
+                if opcode != Some(CqeOpcode::RespWrImm) && u64::from(byte_cnt) > posted_len {
                     return Err((
                         qpn,
                         BadCqe::ByteCountTooLarge {
@@ -958,16 +992,16 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
                     wc.flags = wc.flags.with(WcFlags::GRH);
                 }
                 match opcode {
-                    0x1 => {
+                    Some(CqeOpcode::RespWrImm) => {
                         wc.opcode = WcOpcode::RecvRdmaWithImm;
                         wc.imm = imm;
                         wc.flags = wc.flags.with(WcFlags::WITH_IMM);
                     }
-                    0x3 => {
+                    Some(CqeOpcode::RespSendImm) => {
                         wc.imm = imm;
                         wc.flags = wc.flags.with(WcFlags::WITH_IMM);
                     }
-                    0x4 => {
+                    Some(CqeOpcode::RespSendInv) => {
                         wc.invalidated_rkey = imm;
                         wc.flags = wc.flags.with(WcFlags::WITH_INV);
                     }
@@ -985,6 +1019,6 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             }
             Ok(wc)
         }
-        other => Err((qpn, BadCqe::UnknownOpcode(other))),
+        _ => Err((qpn, BadCqe::UnknownOpcode(op_own >> 4))),
     }
 }
