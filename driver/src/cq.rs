@@ -73,6 +73,9 @@ const CQE_WQE_COUNTER: usize = 0x3C;
 /// `op_own`: opcode (7:4), format (3:2), owner (0); the device writes it last.
 const CQE_OP_OWN: usize = CQE_SIZE - 1;
 
+/// log2 of a completion channel's EQ entries.
+const CHANNEL_LOG_EQ: u8 = 8;
+
 /// Claim states of a CQ's poll state.
 const FREE: u8 = 0;
 const POLLING: u8 = 1;
@@ -124,7 +127,14 @@ impl CompChannel {
     /// ```
     pub fn create(hca: &Arc<Hca>, vector: u16) -> Result<CompChannel, DriverError> {
         let uar = hca.uar().ok_or(DriverError::Closed)?;
-        let eq = EventQueue::create_on_vector(hca.cmdq(), &**hca.bus(), uar, 8, &[], vector)?;
+        let eq = EventQueue::create_on_vector(
+            hca.cmdq(),
+            &**hca.bus(),
+            uar,
+            CHANNEL_LOG_EQ,
+            &[],
+            vector,
+        )?;
         Ok(CompChannel {
             hca: hca.clone(),
             eqn: eq.eqn(),
@@ -230,7 +240,8 @@ impl CompChannel {
         let Some(eq) = g.as_mut() else { return 0 };
         let mut n = 0;
         let mut seen = 0;
-        while n < cqns.len() && seen < 1 << 8 {
+        // At most one lap of the EQ per call.
+        while n < cqns.len() && seen < 1 << CHANNEL_LOG_EQ {
             match eq.next_event() {
                 Some(Ok(EqeEvent::Completion { cqn })) => {
                     cqns[n] = cqn;
