@@ -679,7 +679,7 @@ impl Cq {
                 if w38 & 0xFF_FFFF == qpn {
                     // SAFETY: inside the ring.
                     let op = unsafe { read_byte(p.add(CQE_OP_OWN)) } >> 4;
-                    if let (Some(srq), true) = (&srq, is_responder(CqeOpcode::from_raw(op))) {
+                    if let (Some(srq), true) = (&srq, is_responder(op)) {
                         // SAFETY: inside the ring.
                         let w = (unsafe { read_be32(p.add(CQE_WQE_COUNTER)) } >> 16) as u16;
                         srq.free(w);
@@ -855,18 +855,23 @@ impl Drop for Cq {
     }
 }
 
-/// Whether a CQE of `opcode` completes a receive (responder CQEs, the error one included).
+// CQE opcodes (`op_own` 7:4) as raw nibbles: the poll path matches the nibble directly (a
+// jump table), which measured faster than decoding it into `Option<CqeOpcode>` first.
+const OP_REQ: u8 = CqeOpcode::Req.raw();
+const OP_REQ_ERR: u8 = CqeOpcode::ReqErr.raw();
+const OP_RESP_WR_IMM: u8 = CqeOpcode::RespWrImm.raw();
+const OP_RESP_SEND: u8 = CqeOpcode::RespSend.raw();
+const OP_RESP_SEND_IMM: u8 = CqeOpcode::RespSendImm.raw();
+const OP_RESP_SEND_INV: u8 = CqeOpcode::RespSendInv.raw();
+const OP_RESP_ERR: u8 = CqeOpcode::RespErr.raw();
+
+/// Whether a CQE of raw `opcode` completes a receive (responder CQEs, the error one
+/// included).
 #[inline(always)]
-fn is_responder(opcode: Option<CqeOpcode>) -> bool {
+fn is_responder(opcode: u8) -> bool {
     matches!(
         opcode,
-        Some(
-            CqeOpcode::RespWrImm
-                | CqeOpcode::RespSend
-                | CqeOpcode::RespSendImm
-                | CqeOpcode::RespSendInv
-                | CqeOpcode::RespErr
-        )
+        OP_RESP_WR_IMM | OP_RESP_SEND | OP_RESP_SEND_IMM | OP_RESP_SEND_INV | OP_RESP_ERR
     )
 }
 
@@ -879,7 +884,7 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
     let rd = |off: usize| unsafe { read_be32(p.add(off)) };
     let w38 = rd(CQE_QPN);
     let qpn = w38 & 0xFF_FFFF;
-    let opcode = CqeOpcode::from_raw(op_own >> 4);
+    let opcode = op_own >> 4;
     if (op_own >> 2) & 3 == CQE_FORMAT_COMPRESSED {
         return Err((qpn, BadCqe::Compressed));
     }
@@ -899,14 +904,14 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
         qp_num: qpn,
         ..WorkCompletion::default()
     };
-    let error = opcode.is_some_and(CqeOpcode::is_error);
+    let error = matches!(opcode, OP_REQ_ERR | OP_RESP_ERR);
     if error {
         let w34 = rd(CQE_SYNDROME);
         wc.status = WcStatus::from_syndrome(w34 as u8);
         wc.vendor_err = (w34 >> 8) as u8;
     }
     match opcode {
-        Some(CqeOpcode::Req | CqeOpcode::ReqErr) => {
+        OP_REQ | OP_REQ_ERR => {
             if !a.send {
                 return Err((qpn, BadCqe::UnknownQpn));
             }
@@ -924,7 +929,7 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             let posted = (meta >> 32) as u8;
             let len = slot.len.load(Ordering::Relaxed);
             let send_op = (w38 >> 24) as u8;
-            if opcode == Some(CqeOpcode::Req) && send_op != posted {
+            if opcode == OP_REQ && send_op != posted {
                 return Err((
                     qpn,
                     BadCqe::SendOpcodeMismatch {
@@ -960,7 +965,7 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
                 .store(u32::from((meta >> 16) as u16), Ordering::Release);
             Ok(wc)
         }
-        op if is_responder(op) => {
+        OP_RESP_WR_IMM | OP_RESP_SEND | OP_RESP_SEND_IMM | OP_RESP_SEND_INV | OP_RESP_ERR => {
             if !a.recv {
                 return Err((qpn, BadCqe::UnknownQpn));
             }
@@ -988,7 +993,7 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             if !error {
                 let w18 = rd(CQE_RQPN);
                 let imm = rd(CQE_IMM);
-                if opcode != Some(CqeOpcode::RespWrImm) && u64::from(byte_cnt) > posted_len {
+                if opcode != OP_RESP_WR_IMM && u64::from(byte_cnt) > posted_len {
                     return Err((
                         qpn,
                         BadCqe::ByteCountTooLarge {
@@ -1003,16 +1008,16 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
                     wc.flags = wc.flags.with(WcFlags::GRH);
                 }
                 match opcode {
-                    Some(CqeOpcode::RespWrImm) => {
+                    OP_RESP_WR_IMM => {
                         wc.opcode = WcOpcode::RecvRdmaWithImm;
                         wc.imm = imm;
                         wc.flags = wc.flags.with(WcFlags::WITH_IMM);
                     }
-                    Some(CqeOpcode::RespSendImm) => {
+                    OP_RESP_SEND_IMM => {
                         wc.imm = imm;
                         wc.flags = wc.flags.with(WcFlags::WITH_IMM);
                     }
-                    Some(CqeOpcode::RespSendInv) => {
+                    OP_RESP_SEND_INV => {
                         wc.invalidated_rkey = imm;
                         wc.flags = wc.flags.with(WcFlags::WITH_INV);
                     }
@@ -1030,6 +1035,6 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             }
             Ok(wc)
         }
-        _ => Err((qpn, BadCqe::UnknownOpcode(op_own >> 4))),
+        other => Err((qpn, BadCqe::UnknownOpcode(other))),
     }
 }
