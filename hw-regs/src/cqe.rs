@@ -59,6 +59,7 @@ impl CqeOpcode {
     /// assert!(CqeOpcode::RespErr.is_error());
     /// assert!(!CqeOpcode::RespSend.is_error());
     /// ```
+    #[inline]
     pub const fn is_error(self) -> bool {
         matches!(self, Self::ReqErr | Self::RespErr)
     }

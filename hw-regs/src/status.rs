@@ -72,11 +72,13 @@ macro_rules! code_enum {
             }
 
             /// The raw value.
+            #[inline]
             pub const fn raw(self) -> $repr {
                 self as $repr
             }
 
             /// Decodes a raw value; `None` when no variant carries it.
+            #[inline]
             pub const fn from_raw(raw: $repr) -> Option<Self> {
                 match raw {
                     $( $value => Some(Self::$variant), )+
