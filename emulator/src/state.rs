@@ -100,7 +100,8 @@ pub struct RxDrops {
     /// The QP's state does not receive (RST, INIT, ERR; requests before RTR, responses
     /// before RTS).
     pub wrong_state: u64,
-    /// RC / UC packet whose IP source is not the QP's peer.
+    /// RC / UC request or response whose IP source is not the QP's peer, or whose IP
+    /// destination is not the QP's own source GID.
     pub peer_mismatch: u64,
     /// P_Key mismatch.
     pub pkey: u64,

@@ -1,6 +1,10 @@
 //! The completer: matches ACKs, NAKs, READ responses and atomic ACKs to the requester's
 //! outstanding WQEs, and writes the requester's CQEs in WQE order.
 //!
+//! A response counts only when it comes from the QP's peer to the QP's own address
+//! ([`super::addr_ok`]); anything else is dropped (`peer_mismatch`) before it can complete,
+//! fail or fill anything.
+//!
 //! An ACK for PSN `p` completes every SEND / WRITE whose last PSN is at or before `p`. A READ
 //! response's payload is written at `(psn - first_psn) * MTU` into the READ's local buffers;
 //! the last (or only) response completes it. A READ reissued for its remaining bytes takes
@@ -24,7 +28,9 @@ use rnic_hw_regs::wqe::SendOpcode;
 
 use rnic_hw_regs::ctx::QpSt;
 
-use super::{QpTransport, SendWqe, advance_una, enter_error, mtu_bytes, psn_add, psn_cmp, rearm};
+use super::{
+    QpTransport, SendWqe, addr_ok, advance_una, enter_error, mtu_bytes, psn_add, psn_cmp, rearm,
+};
 use crate::device::Ctx;
 use crate::mkey;
 use crate::port::count_drop;
@@ -32,23 +38,30 @@ use crate::wire::{NakCode, Operation, PacketRepr, Position, Syndrome, Transport}
 
 /// Handles a response packet (ACK, NAK, READ response, atomic ACK) for QP `qpn`.
 pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[u8]) {
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qpc) = ctx.st.res.qps.get(qpn).map(|q| q.ctx) else {
         count_drop(ctx, |d| &mut d.unknown_qp);
         return;
     };
-    if qp.ctx.state() != u8::from(QpState::Rts) && qp.ctx.state() != u8::from(QpState::Sqd) {
+    if qpc.state() != u8::from(QpState::Rts) && qpc.state() != u8::from(QpState::Sqd) {
         count_drop(ctx, |d| &mut d.wrong_state);
         return;
     }
-    if qp.ctx.st() != u8::from(QpSt::Rc) || repr.bth.opcode.transport() != Transport::Rc {
+    if qpc.st() != u8::from(QpSt::Rc) || repr.bth.opcode.transport() != Transport::Rc {
         count_drop(ctx, |d| &mut d.wrong_transport);
         return;
     }
-    let qpc = qp.ctx;
-    let pd = qp.ctx.pd();
-    let mtu = mtu_bytes(qp.ctx.mtu()).unwrap_or(256);
-    let retry_count = qp.ctx.retry_count();
-    let rnr_retry = qp.ctx.rnr_retry();
+    // Only the peer may acknowledge, NAK or answer this QP's requests.
+    if !addr_ok(ctx, &qpc, &repr.ip) {
+        count_drop(ctx, |d| &mut d.peer_mismatch);
+        return;
+    }
+    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        return;
+    };
+    let pd = qpc.pd();
+    let mtu = mtu_bytes(qpc.mtu()).unwrap_or(256);
+    let retry_count = qpc.retry_count();
+    let rnr_retry = qpc.rnr_retry();
     let mut tr = std::mem::take(&mut qp.tr);
     let una_before = tr.una;
     let done_before = tr.sq.iter().filter(|w| w.done).count();

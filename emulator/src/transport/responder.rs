@@ -1,7 +1,8 @@
 //! The responder: executes incoming requests and answers them.
 //!
 //! Checks, in order (roce-v2.md section 5): the QP can receive (RTR or later), the packet's
-//! transport matches the QP's service type, its source IP is the connected peer (RC / UC),
+//! transport matches the QP's service type, its source IP is the connected peer and its
+//! destination IP the QP's own source GID (RC / UC, [`super::addr_ok`]),
 //! the P_Key is the default one; then for RC the PSN (a duplicate SEND / WRITE is re-ACKed,
 //! an atomic replayed; a PSN ahead of the expected one gets one PSN sequence NAK), the
 //! opcode sequence, the payload size for the packet's position, the QP's access flags
@@ -25,8 +26,8 @@ use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::eqe::EventType;
 
 use super::{
-    InMsg, MsgKind, Path, QpTransport, RdRes, ReadJob, ResKind, bth, can_receive, enter_error,
-    gid_ip, mtu_bytes, packet_repr, psn_add, psn_cmp, send_frame,
+    InMsg, MsgKind, Path, QpTransport, RdRes, ReadJob, ResKind, addr_ok, bth, can_receive,
+    enter_error, mtu_bytes, packet_repr, psn_add, psn_cmp, send_frame,
 };
 use crate::device::Ctx;
 use crate::mkey::{self, Need};
@@ -62,8 +63,7 @@ pub(crate) fn handle(
             | (Some(QpSt::Uc), Transport::Uc)
             | (Some(QpSt::Ud), Transport::Ud)
     );
-    let peer_ok =
-        st == Some(QpSt::Ud) || repr.ip.src() == gid_ip(&qpc.primary_address_path().rgid_rip());
+    let peer_ok = addr_ok(ctx, &qpc, &repr.ip);
     let rule: Option<Rule> = if !can_receive(&qpc) {
         Some(|d| &mut d.wrong_state)
     } else if !transport_ok {
