@@ -14,7 +14,8 @@
 //! (datagram for UD, remote address for RDMA and atomics, atomic, then data or inline
 //! segments that fit the DS; READ and atomic results cannot be inline, an atomic's buffer is
 //! 8 bytes). A WQE that fails, or that cannot be read (IOMMU fault), completes with a local
-//! QP operation error; the QP then enters ERR and the rest is flushed.
+//! QP operation error; the QP then enters ERR (RC) or SQE (UD, UC) and the rest of the send
+//! queue is flushed. A doorbell in SQE flushes what it posted.
 //!
 //! Data segments with a byte count of 0 stand for 2 GiB, as on ConnectX.
 
@@ -48,6 +49,15 @@ pub(crate) fn doorbell(ctx: &mut Ctx<'_>, uar: u32, value: u64) -> bool {
         Ok(QpState::Err) => {
             // WQEs posted to a QP in error are flushed.
             flush_qp(ctx, qpn);
+            return true;
+        }
+        Ok(QpState::Sqer) => {
+            // So are those posted to a send queue in error; the receive side works on.
+            let mut tr = std::mem::take(&mut qp.tr);
+            flush_send(ctx, qpn, &mut tr);
+            if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+                qp.tr = tr;
+            }
             return true;
         }
         Ok(QpState::Rts | QpState::Sqd) => {}
@@ -313,14 +323,22 @@ pub(crate) fn flush_qp(ctx: &mut Ctx<'_>, qpn: u32) {
 
 /// [`flush_qp`] with the QP's transport state taken out by the caller.
 pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
+    tr.resp.msg = None;
+    tr.resp.reads.clear();
+    tr.resp.ack_pending = None;
+    flush_send(ctx, qpn, tr);
+    crate::rq::flush(ctx, qpn);
+}
+
+/// Completes QP `qpn`'s outstanding send WQEs (parsed, or in the ring up to the send
+/// counter) with WR_FLUSH_ERR, leaving the receive side alone: what the send queue error
+/// state (SQE) does to a UD / UC QP, and [`flush_with`]'s send half.
+pub(crate) fn flush_send(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
     let Some(qp) = ctx.st.res.qps.get(qpn) else {
         return;
     };
     let cqn = qp.ctx.cqn_snd();
     let uidx = crate::cq::srqn_uidx(ctx, &qp.ctx, None);
-    tr.resp.msg = None;
-    tr.resp.reads.clear();
-    tr.resp.ack_pending = None;
     tr.rnr_wait = None;
     tr.retx_at = None;
     for w in std::mem::take(&mut tr.sq) {
@@ -363,7 +381,6 @@ pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
             }
         }
     }
-    crate::rq::flush(ctx, qpn);
 }
 
 #[cfg(test)]

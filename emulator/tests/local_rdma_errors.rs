@@ -1,5 +1,6 @@
 //! Local error paths: each gets the CQE syndrome a ConnectX gives, the failing WQE always
-//! gets its CQE (signaled or not), the QP enters ERR and what is outstanding is flushed.
+//! gets its CQE (signaled or not), the QP enters ERR (a UD / UC send queue error: SQE) and
+//! what is outstanding is flushed.
 
 mod common;
 #[path = "rig/mod.rs"]
@@ -8,8 +9,9 @@ mod rig;
 use std::time::Duration;
 
 use rig::{Access, Cq, Qp, Rig, SIGNALED, atomic, data, datagram, inline, op, raddr, segs};
+use rnic_hw_regs::cmd;
 use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
-use rnic_hw_regs::ctx::QpSt;
+use rnic_hw_regs::ctx::{QpSt, QpState};
 use rnic_hw_regs::eqe::{EqeEvent, EventType};
 
 const MTU: u8 = 1;
@@ -27,7 +29,7 @@ fn assert_err(c: &Cqe64, requester: bool, qpn: u32, counter: u16, s: CqeSyndrome
     assert_eq!(c.wqe_counter(), counter);
 }
 
-/// After an error the QP is in ERR: a new WQE is flushed.
+/// After an error the QP is in ERR (or SQE): a new WQE is flushed.
 #[track_caller]
 fn assert_flushes_new_work(r: &mut Rig, qp: &mut Qp, cq: &mut Cq) {
     let w = r.post(qp, op::NOP, SIGNALED, 0, &[]);
@@ -498,4 +500,83 @@ fn the_first_packet_in_rtr_raises_comm_est() {
         })
     );
     assert!(r.poll_aeq().is_none(), "once");
+}
+
+/// QUERY_QP's state.
+fn qp_state(r: &mut Rig, qpn: u32) -> QpState {
+    let mut q = cmd::QueryQpIn::new_cmd();
+    q.set_qpn(qpn);
+    let qpc = *r.h.ok(&q, &[]).view::<cmd::QueryQpOut>().qpc();
+    QpState::try_from(qpc.state()).expect("a QP state")
+}
+
+/// A UD send beyond the port MTU (1024 bytes on a 1500-byte Ethernet MTU) is a local length
+/// error that moves the QP to SQE, not ERR (IBTA: SQE is the error state of a UD / UC send
+/// queue): the send queue is flushed, the receive queue keeps its WQEs and receives, and
+/// SQERR2RTS resumes sending.
+#[test]
+fn ud_send_beyond_the_mtu_is_a_send_queue_error() {
+    let mut r = Rig::new();
+    let (mut a, mut b, mut ca, mut cb) = r.ud_pair(MTU, 0);
+    let src = r.mr(4096, Access::ALL);
+    let rbuf = r.mr(4096, Access::ALL);
+    r.fill(&src, 0, &[0x3C; 2048]);
+    let ra = r.post_recv(&mut a, &[(rbuf.addr, 2048, rbuf.key)]);
+    let to_b = datagram(b.qpn, rig::QKEY);
+    let w0 = r.write_wqe(
+        &mut a,
+        op::SEND,
+        SIGNALED,
+        0,
+        &segs(&[to_b.clone(), data(src.addr, 1025, src.key)]),
+    );
+    let w1 = r.write_wqe(
+        &mut a,
+        op::SEND,
+        SIGNALED,
+        0,
+        &segs(&[to_b.clone(), data(src.addr, 8, src.key)]),
+    );
+    r.ring(&mut a, w1);
+    assert_err(&r.one(&mut ca), true, a.qpn, w0, CqeSyndrome::LocalLength);
+    assert_err(&r.one(&mut ca), true, a.qpn, w1, CqeSyndrome::WrFlush);
+    assert!(r.poll(&mut ca).is_none(), "the receive WQE was flushed");
+    assert_eq!(qp_state(&mut r, a.qpn), QpState::Sqer);
+    assert!(r.poll(&mut cb).is_none(), "nothing was sent");
+    // Sends posted in SQE are flushed.
+    assert_flushes_new_work(&mut r, &mut a, &mut ca);
+    assert_eq!(qp_state(&mut r, a.qpn), QpState::Sqer);
+    // The receive side works on: a datagram to A lands in the receive posted before.
+    let wb = r.post(
+        &mut b,
+        op::SEND,
+        SIGNALED,
+        0,
+        &segs(&[datagram(a.qpn, rig::QKEY), data(src.addr, 16, src.key)]),
+    );
+    assert_eq!(r.one(&mut cb).wqe_counter(), wb);
+    let c = r.one(&mut ca);
+    assert_eq!(c.cqe_opcode(), Ok(CqeOpcode::RespSend), "{c:?}");
+    assert_eq!((c.wqe_counter(), c.byte_cnt()), (ra, 40 + 16));
+    assert_eq!(r.read(&rbuf, 40, 16), [0x3C; 16]);
+    // SQERR2RTS: the send queue runs again.
+    let mut i = cmd::Sqerr2RtsQpIn::new_cmd();
+    i.set_qpn(a.qpn);
+    r.h.ok(&i, &[]);
+    assert_eq!(qp_state(&mut r, a.qpn), QpState::Rts);
+    let rb = r.post_recv(&mut b, &[(rbuf.addr + 2048, 2048, rbuf.key)]);
+    let w = r.post(
+        &mut a,
+        op::SEND,
+        SIGNALED,
+        0,
+        &segs(&[to_b, data(src.addr, 8, src.key)]),
+    );
+    let c = r.one(&mut ca);
+    assert_eq!((c.cqe_opcode(), c.wqe_counter()), (Ok(CqeOpcode::Req), w));
+    let c = r.one(&mut cb);
+    assert_eq!(
+        (c.cqe_opcode(), c.wqe_counter()),
+        (Ok(CqeOpcode::RespSend), rb)
+    );
 }

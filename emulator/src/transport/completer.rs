@@ -20,7 +20,8 @@
 //!
 //! CQEs are written from the head of the queue: a signaled WQE that completed gets a REQ CQE
 //! whose `wqe_counter` is its `wqe_index`; an unsignaled one none; a failed one always gets
-//! an error CQE, and then the QP enters ERR and everything after it is flushed.
+//! an error CQE, and then the QP enters ERR and everything after it is flushed (UD and UC:
+//! SQE, and the send queue is flushed; the receive queue works on).
 
 use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::QpState;
@@ -393,7 +394,8 @@ fn atomic_ack(ctx: &mut Ctx<'_>, pd: u32, tr: &mut QpTransport, repr: &PacketRep
 }
 
 /// Writes CQEs for the completed WQEs at the head of QP `qpn`'s send queue; a failed WQE at
-/// the head gets its error CQE and moves the QP to ERR (flushing the rest).
+/// the head gets its error CQE and moves the QP to ERR (RC) or SQE (UD, UC), flushing the
+/// rest.
 pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
     let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
         return;
@@ -408,7 +410,11 @@ pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
             c.set_srqn_uidx(uidx);
             tr.sq.pop_front();
             crate::cq::push(ctx, cqn, &mut c);
-            enter_error(ctx, qpn, &mut tr);
+            if qpc.st() == u8::from(QpSt::Rc) {
+                enter_error(ctx, qpn, &mut tr);
+            } else {
+                super::enter_sq_error(ctx, qpn, &mut tr);
+            }
             break;
         }
         if !w.done {

@@ -13,7 +13,8 @@
 //! invalid request, remote access, remote operational) and RNR NAK generation; RNR retry on
 //! the RNR timer and go-back-N on a PSN sequence NAK; fence and max_rd_atomic on the
 //! requester; UD with DETH, Q_Key and the 40-byte GRH area; UC without ACKs. Errors complete
-//! the failing WQE with an error CQE, move the QP to ERR and flush the rest.
+//! the failing WQE with an error CQE, move the QP to ERR and flush the rest; a send WQE that
+//! fails on a UD or UC QP moves it to SQE instead, which flushes the send queue only.
 //!
 //! Reliability as rxe does it: the local ACK timeout (4.096 us x 2^timeout on the device
 //! clock, virtual in deterministic mode) retransmits go-back-N from the oldest unacknowledged
@@ -160,7 +161,8 @@ pub(crate) struct SendWqe {
     /// that treats the retry as a new request) or continue the original one (MIDDLE / LAST,
     /// as rxe replays a READ retried mid-message); see the completer.
     pub rd_resumed: bool,
-    /// Failed with this syndrome: completes with an error CQE and moves the QP to ERR.
+    /// Failed with this syndrome: completes with an error CQE and moves the QP to ERR (UD, UC:
+    /// SQE).
     pub error: Option<CqeSyndrome>,
 }
 
@@ -539,6 +541,16 @@ pub(crate) fn qp_event(ctx: &mut Ctx<'_>, kind: rnic_hw_regs::eqe::EventType, qp
     let mut data = [0u8; 28];
     data[0x18..0x1C].copy_from_slice(&(qpn & 0xFF_FFFF).to_be_bytes());
     crate::eq::post_event(ctx, kind.raw(), 0, &data);
+}
+
+/// Moves QP `qpn` to SQE (send queue error) and flushes its outstanding send WQEs; the
+/// receive side keeps working and SQERR2RTS resumes sending (IBTA: SQE is the error state of
+/// a UD or UC send queue, RC has none); `tr` as for [`enter_error`].
+pub(crate) fn enter_sq_error(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
+    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+        qp.ctx.set_state(QpState::Sqer.into());
+    }
+    crate::sq::flush_send(ctx, qpn, tr);
 }
 
 /// Moves QP `qpn` to ERR and flushes its outstanding work; `tr` is the QP's transport state
