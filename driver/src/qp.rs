@@ -39,7 +39,7 @@ use crate::wr::Access;
 use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{
     CreateQpIn, DestroyQpIn, Init2RtrQpIn, Qp2ErrIn, Qp2RstIn, QueryQpIn, Rst2InitQpIn,
-    Rtr2RtsQpIn, Rts2RtsQpIn,
+    Rtr2RtsQpIn, Rts2RtsQpIn, Sqerr2RtsQpIn,
 };
 pub use rnic_hw_regs::ctx::QpState;
 use rnic_hw_regs::ctx::{Ads, QpSt, Qpc, opt_param};
@@ -1264,6 +1264,43 @@ impl Qp {
             mask |= opt_param::Q_KEY;
         }
         i.set_opt_param_mask(mask);
+        self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
+        Ok(())
+    }
+
+    /// SQE -> RTS (SQERR2RTS_QP): a UD or UC QP whose send queue failed (the device moved it
+    /// to [`QpState::Sqer`] after an error completion and flushed the rest of its sends)
+    /// sends again. Fails with the device's bad-state status from any other state.
+    ///
+    /// ```
+    /// # use rnic_driver::{ah::AddressHandle, cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+    /// # use std::{sync::Arc, time::{Duration, Instant}};
+    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+    /// # let mr = Mr::alloc(&pd, 4096, Access::ALL)?;
+    /// let qp = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
+    /// qp.to_init(&InitAttr { qkey: Some(0x1234), ..InitAttr::default() })?;
+    /// qp.to_rtr(&RtrAttr::default())?;
+    /// qp.to_rts(&RtsAttr::default())?;
+    /// let ah = AddressHandle::new(&pd, &AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() })?;
+    /// let ud = Some(UdDest { ah: &ah, remote_qpn: qp.qpn(), remote_qkey: 0x1234 });
+    /// // A datagram larger than the port MTU: a local length error, the send queue in SQE.
+    /// let big = [mr.sge(0, 4096)];
+    /// qp.post_send(&[SendWr { wr_id: 1, op: SendOp::Send, payload: Payload::Sgl(&big), flags: SendFlags::SIGNALED, ud }])?;
+    /// assert_eq!(wait(&cq).status, WcStatus::LocLenErr);
+    /// assert_eq!(qp.query()?.state, QpState::Sqer);
+    /// qp.sqe_to_rts()?;
+    /// assert_eq!(qp.query()?.state, QpState::Rts);
+    /// assert!(qp.sqe_to_rts().is_err()); // from SQE only
+    /// # Ok(()) }
+    /// ```
+    pub fn sqe_to_rts(&self) -> Result<(), DriverError> {
+        let mut i = Sqerr2RtsQpIn::new_cmd();
+        i.set_qpn(self.qpn);
         self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
         Ok(())
     }

@@ -9,6 +9,7 @@
 //! | [`QueuePair::to_rtr`] | INIT -> RTR | [`RtrAttr`]: RC/UC: `path_mtu`, `dest_qp_num`, `rq_psn`, `ah_attr`; RC: `max_dest_rd_atomic`, `min_rnr_timer` |
 //! | [`QueuePair::to_rts`] | RTR -> RTS | [`RtsAttr`]: `sq_psn`; RC: `timeout`, `retry_cnt`, `rnr_retry`, `max_rd_atomic` |
 //! | [`QueuePair::modify_rts`] | RTS -> RTS | [`RtsModifyAttr`]: any of access, timers, retries, Q_Key |
+//! | [`QueuePair::sqe_to_rts`] | SQE -> RTS | nothing (a UD / UC send queue that failed sends again) |
 //! | [`QueuePair::to_error`] | any -> ERR | nothing (outstanding work completes with `WR_FLUSH_ERR`) |
 //! | [`QueuePair::reset`] | any -> RESET | nothing (queues emptied) |
 //!
@@ -993,6 +994,44 @@ impl QueuePair {
                 qkey: a.qkey,
             })
             .map_err(Error::driver("ibv_modify_qp"))
+    }
+
+    /// `ibv_modify_qp` SQE -> RTS. A UD or UC QP enters SQE on its own when a send fails
+    /// (the failed request completes with its error, later sends with
+    /// [`crate::WcStatus::WrFlushErr`]; receives go on); this resumes sending. The device is
+    /// asked for the state first when this handle still says RTS; from any state but SQE it
+    /// fails with [`Error::InvalidTransition`].
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let ctx = Context::open("emu0")?;
+    /// # let (pd, cq) = (ctx.alloc_pd()?, ctx.create_cq(8, None)?);
+    /// let qp = pd.create_qp(QpType::Ud, &cq, &cq).build()?;
+    /// qp.to_init(&InitAttr { qkey: Some(DEFAULT_QKEY), ..InitAttr::default() })?;
+    /// qp.to_rtr(&RtrAttr::default())?;
+    /// qp.to_rts(&RtsAttr::default())?;
+    /// let ah = pd.create_ah(&AhAttr::new(ctx.query_gid(1, 1)?, 1))?;
+    /// let big = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?; // beyond the port MTU
+    /// let sgl = [big.sge(0, 4096)?];
+    /// qp.post_send(&[SendWr::send(1, &sgl).ud(&ah, qp.qp_num(), DEFAULT_QKEY).signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cq.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(wc[0].status(), WcStatus::LocLenErr);
+    /// qp.sqe_to_rts()?;
+    /// assert_eq!(qp.query()?.qp_state, QpState::Rts);
+    /// assert!(matches!(qp.sqe_to_rts(), Err(Error::InvalidTransition { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub fn sqe_to_rts(&self) -> Result<()> {
+        if self.state() == QpState::Rts {
+            self.query()?;
+        }
+        self.expect(&[QpState::Sqe], QpState::Rts)?;
+        self.qp
+            .sqe_to_rts()
+            .map_err(Error::driver("ibv_modify_qp"))?;
+        self.set_state(QpState::Rts);
+        Ok(())
     }
 
     /// `ibv_modify_qp` to ERR: outstanding work requests complete with
