@@ -290,7 +290,9 @@ pub fn host_endianness_register() -> RegisterHostEndianness {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SpecialContexts {
-    /// Reserved lkey (physical addressing).
+    /// Reserved lkey (physical addressing, any PD). The device honours it only on QPs and
+    /// SRQs created with `rlky`, which this driver never sets: on its queues a work request
+    /// naming it completes with a local protection error.
     pub resd_lkey: u32,
     /// Dump-fill mkey.
     pub dump_fill_mkey: u32,
