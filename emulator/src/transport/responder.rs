@@ -657,7 +657,7 @@ impl Responder<'_> {
             && mkey::check(
                 &ctx.st.res.mkeys,
                 reth.rkey,
-                Domain::of_qp(&self.qpc),
+                Domain::of_qp(self.qpc),
                 need,
                 reth.virtual_addr,
                 len,
@@ -794,7 +794,7 @@ impl Responder<'_> {
                 ctx.dma,
                 &ctx.st.res.mkeys,
                 rkey,
-                Domain::of_qp(&self.qpc),
+                Domain::of_qp(self.qpc),
                 Need::RemoteWrite,
                 va.wrapping_add(off),
                 payload,
@@ -892,7 +892,7 @@ impl Responder<'_> {
         if a.virtual_addr % 8 != 0 {
             return Err(Refuse::Nak(NakCode::InvalidRequest, None));
         }
-        let dom = Domain::of_qp(&self.qpc);
+        let dom = Domain::of_qp(self.qpc);
         let mut cur = [0u8; 8];
         let dma = ctx.dma;
         let mkeys = &ctx.st.res.mkeys;
