@@ -14,6 +14,7 @@ use crate::cmdq::{CmdQueue, CommandObserver, DEFAULT_CMD_TIMEOUT, SlotClass};
 use crate::eq::{ASYNC_EVENTS, EventQueue};
 use crate::error::DriverError;
 use crate::health::{self, HealthMonitor, HealthRegisters};
+use crate::mr::KeyVariants;
 use crate::pages::{FirmwarePages, PagePhase};
 use crate::uar::Uar;
 use rnic_hw_regs::Bus;
@@ -53,6 +54,9 @@ pub const DEFAULT_HEALTH_INTERVAL: Duration = Duration::from_secs(2);
 ///     ..HcaConfig::default()
 /// };
 /// assert!(cfg.validate().is_ok());
+/// // Memory keys that repeat from run to run (a seeded fault campaign compared by capture).
+/// let repro = HcaConfig { mkey_seed: Some(7), ..cfg.clone() };
+/// assert!(repro.validate().is_ok());
 /// assert!(HcaConfig { eq_log_size: 0, ..cfg }.validate().is_err());
 /// ```
 #[derive(Clone)]
@@ -79,6 +83,11 @@ pub struct HcaConfig {
     pub health_interval: Duration,
     /// Sees every command (tests use it to compare with a kernel trace).
     pub observer: Option<Arc<dyn CommandObserver>>,
+    /// Seed of the memory keys' variant bytes (`mkey_7_0`, see [`crate::mr`]). `None` (the
+    /// default) draws a fresh one at every open, so that keys cannot be guessed from the
+    /// order of registration; `Some` fixes the sequence, for runs that must repeat byte for
+    /// byte (a seeded fault campaign compared by its capture).
+    pub mkey_seed: Option<u64>,
 }
 
 impl Default for HcaConfig {
@@ -93,6 +102,7 @@ impl Default for HcaConfig {
             eq_log_size: DEFAULT_EQ_LOG_SIZE,
             health_interval: DEFAULT_HEALTH_INTERVAL,
             observer: None,
+            mkey_seed: None,
         }
     }
 }
@@ -109,6 +119,7 @@ impl fmt::Debug for HcaConfig {
             .field("eq_log_size", &self.eq_log_size)
             .field("health_interval", &self.health_interval)
             .field("observer", &self.observer.is_some())
+            .field("mkey_seed", &self.mkey_seed)
             .finish()
     }
 }
@@ -290,7 +301,9 @@ pub fn host_endianness_register() -> RegisterHostEndianness {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SpecialContexts {
-    /// Reserved lkey (physical addressing).
+    /// Reserved lkey (physical addressing, any PD). The device honours it only on QPs and
+    /// SRQs created with `rlky`, which this driver never sets: on its queues a work request
+    /// naming it completes with a local protection error.
     pub resd_lkey: u32,
     /// Dump-fill mkey.
     pub dump_fill_mkey: u32,
@@ -347,6 +360,7 @@ pub struct Hca {
     pd: u32,
     eqn: u8,
     max_pages: usize,
+    key_variants: KeyVariants,
 }
 
 impl fmt::Debug for Hca {
@@ -475,6 +489,7 @@ impl Hca {
             pd: 0,
             eqn: 0,
             max_pages: config.max_firmware_pages,
+            key_variants: KeyVariants::new(config.mkey_seed),
         };
         match hca.bring_up(&config) {
             Ok(()) => Ok(hca),
@@ -901,6 +916,11 @@ impl Hca {
     /// ```
     pub fn special_contexts(&self) -> SpecialContexts {
         self.special
+    }
+
+    /// The variant byte (`mkey_7_0`) of the next memory key this device creates.
+    pub(crate) fn next_key_variant(&self) -> u8 {
+        self.key_variants.next()
     }
 
     /// Number of firmware pages the device holds.

@@ -3,8 +3,14 @@
 //! Registration maps the memory for DMA ([`Bus::map_dma`]), builds the MTT (one BE64
 //! `page_iova | write | read` per 4 KiB page, the first being the page that holds the start),
 //! and creates an MTT-mode MKey whose `start_addr` is the host virtual address: the address
-//! work requests and remote peers use. `lkey = rkey = mkey_index << 8 | variant`, the variant
-//! byte rotating per key so that a stale key of a destroyed region does not match a new one.
+//! work requests and remote peers use. `lkey = rkey = mkey_index << 8 | variant`. The PRM
+//! leaves the variant byte (`mkey_7_0`) to software: each device draws a random start and a
+//! random odd step at open ([`HcaConfig::mkey_seed`](crate::HcaConfig::mkey_seed) fixes them),
+//! so keys cannot be guessed from the order of registration (a peer that can inject packets
+//! needs an rkey), and 255 keys in a row differ, so that a stale key of a destroyed region
+//! does not match a new one at the same index. No key can equal a special one: the device
+//! never gives out MKey index 0 (the reserved lkey's), and variant 0 is never used (index 1
+//! with it would be the invalid lkey 0x100).
 //!
 //! Memory the device (or a remote peer) may write is not Rust memory: an owned region
 //! ([`Mr::alloc`]) is only touched through [`Mr::write`] / [`Mr::read`] (volatile copies);
@@ -31,6 +37,8 @@ use crate::wr::Access;
 use rnic_hw_regs::cmd::{CreateMkeyIn, DestroyMkeyIn, mkey_key};
 use rnic_hw_regs::ctx::MKC_ACCESS_MODE_MTT;
 use std::alloc::Layout;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -41,8 +49,40 @@ const MTT_RW: u64 = 0x3;
 /// mkc `qpn` of a key bound to no QP.
 const QPN_UNBOUND: u32 = 0xFF_FFFF;
 
-/// The variant byte of the next key.
-static VARIANT: AtomicU32 = AtomicU32::new(0x5A);
+/// A device's sequence of key variant bytes: `start + n * step` for its n-th key, `step`
+/// odd, so the values run through all 256 before repeating; 0 is skipped (MKey index 1
+/// with variant 0 would be 0x100, the invalid lkey that ends a receive scatter list), so
+/// 255 keys in a row all differ.
+#[derive(Debug)]
+pub(crate) struct KeyVariants {
+    /// Keys created so far.
+    n: AtomicU32,
+    start: u8,
+    step: u8,
+}
+
+impl KeyVariants {
+    /// The sequence of `seed`, or of a seed drawn from the OS-seeded [`RandomState`].
+    pub(crate) fn new(seed: Option<u64>) -> KeyVariants {
+        let seed = seed.unwrap_or_else(|| RandomState::new().build_hasher().finish());
+        KeyVariants {
+            n: AtomicU32::new(0),
+            start: seed as u8,
+            step: (seed >> 8) as u8 | 1,
+        }
+    }
+
+    /// The next variant byte (never 0).
+    pub(crate) fn next(&self) -> u8 {
+        loop {
+            let n = self.n.fetch_add(1, Ordering::Relaxed) as u8;
+            let v = self.start.wrapping_add(n.wrapping_mul(self.step));
+            if v != 0 {
+                return v;
+            }
+        }
+    }
+}
 
 /// Memory the region owns (from [`Mr::alloc`]).
 #[derive(Debug)]
@@ -210,7 +250,7 @@ impl Mr {
             ))));
         }
         let mtt = mtt_entries(iova, len);
-        let variant = VARIANT.fetch_add(1, Ordering::Relaxed) as u8;
+        let variant = hca.next_key_variant();
         let mut cmd = CreateMkeyIn::new_cmd();
         cmd.set_translations_octword_actual_size((mtt.len() / 16) as u32);
         {
@@ -494,6 +534,100 @@ impl Drop for Mr {
     fn drop(&mut self) {
         if let Err(e) = self.teardown() {
             log::warn!("destroying memory region {:#x} on drop: {e}", self.key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Hca, HcaConfig};
+
+    /// The keys of two regions registered back to back on a freshly opened emulated device.
+    fn first_two_keys(mkey_seed: Option<u64>) -> (u32, u32) {
+        let dev =
+            rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+        let cfg = HcaConfig {
+            mkey_seed,
+            ..HcaConfig::default()
+        };
+        let hca = Arc::new(Hca::open(Arc::new(dev.bus()), cfg).unwrap());
+        let pd = Arc::new(Pd::alloc(&hca).unwrap());
+        let a = Mr::alloc(&pd, 64, Access::REMOTE_WRITE | Access::LOCAL_WRITE).unwrap();
+        let b = Mr::alloc(&pd, 64, Access::REMOTE_WRITE | Access::LOCAL_WRITE).unwrap();
+        (a.rkey(), b.rkey())
+    }
+
+    /// Set in the child processes of the test below.
+    const CHILD: &str = "RNIC_MR_TEST_FIRST_KEY_CHILD";
+    /// What a child's report of its first key starts with.
+    const TAG: &str = "first-rkey=";
+
+    #[test]
+    fn keys_of_a_fresh_device_are_not_predictable() {
+        if std::env::var_os(CHILD).is_some() {
+            // A child: report the first key of a fresh process's first device.
+            println!("{TAG}{:#x}", first_two_keys(None).0);
+            return;
+        }
+        // The first key of a fresh process: once always 0x15a (index 1, variant 0x5a).
+        let exe = std::env::current_exe().unwrap();
+        let firsts: Vec<String> = (0..5)
+            .map(|_| {
+                let out = std::process::Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "mr::tests::keys_of_a_fresh_device_are_not_predictable",
+                        "--nocapture",
+                        "--test-threads=1",
+                    ])
+                    .env(CHILD, "1")
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{out:?}");
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                // libtest prints the child's line after its own "test ... " prefix.
+                let at = text.find(TAG).unwrap_or_else(|| panic!("{text:?}"));
+                let key = text[at + TAG.len()..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default();
+                key.to_owned()
+            })
+            .collect();
+        // 255 possible first variants: five processes all beginning with the same key would
+        // be a 1 in 2^32 event.
+        assert!(
+            firsts.iter().any(|k| *k != firsts[0]),
+            "every fresh process's first rkey is {}",
+            firsts[0]
+        );
+        // In one process too, each open draws its own sequence, and consecutive keys never
+        // share a variant byte.
+        let opens: Vec<(u32, u32)> = (0..6).map(|_| first_two_keys(None)).collect();
+        for &(a, b) in &opens {
+            assert_ne!(a & 0xFF, b & 0xFF, "{a:#x} {b:#x}");
+        }
+        assert!(opens.iter().any(|&(a, _)| a != opens[0].0), "{opens:x?}");
+    }
+
+    #[test]
+    fn a_fixed_seed_repeats_the_keys() {
+        assert_eq!(first_two_keys(Some(7)), first_two_keys(Some(7)));
+        assert_ne!(first_two_keys(Some(7)), first_two_keys(Some(0x1234)));
+    }
+
+    #[test]
+    fn variants_run_through_all_255_non_zero_values_before_repeating() {
+        for seed in [0, 1, 0xFF, 0x100, 0xDEAD_BEEF, u64::MAX] {
+            let v = KeyVariants::new(Some(seed));
+            let mut seen = [false; 256];
+            seen[0] = true; // never a variant: index 1 would give the invalid lkey
+            for _ in 0..255 {
+                let b = usize::from(v.next());
+                assert!(!seen[b], "seed {seed:#x}: variant {b:#x} twice or 0");
+                seen[b] = true;
+            }
         }
     }
 }

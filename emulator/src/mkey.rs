@@ -2,22 +2,57 @@
 //! translation, and copies between host memory and the device through the IOMMU.
 //!
 //! A key is `mkey_index << 8 | variant`: the index selects the MKey, the low byte must equal
-//! the variant software chose at CREATE_MKEY. Then, in order: the MKey's PD must be the QP's
-//! PD; the access bits must allow the access (local read is always allowed; local write for
+//! the variant software chose at CREATE_MKEY. Then, in order: the MKey's PD must be the PD of
+//! the [`Domain`] asking (the QP's, or the SRQ's for receives taken from an SRQ); the access bits must allow the access (local read is always allowed; local write for
 //! receive buffers and RDMA READ / atomic result buffers; remote read, write and atomic for
 //! the responder's targets); the range must lie inside `[start_addr, start_addr + len)`
 //! (unless `length64`). Translation: a PA key's addresses are IOVAs; an MTT key's address is
 //! an offset from the page holding `start_addr` into its page list. The resulting IOVAs go
 //! through the IOMMU, whose faults are counted there.
 //!
+//! The reserved lkey (QUERY_SPECIAL_CONTEXTS' `resd_lkey`) names no MKey: it addresses IOVAs
+//! directly, in any PD, so only a QP (or SRQ) created with `rlky` may use it, as on a real
+//! ConnectX; elsewhere it is a local protection error. It is never an rkey.
+//!
 //! Which error a failed check becomes depends on the side: a bad lkey is a local protection
 //! error on the WQE, a bad rkey a remote access NAK; the caller decides.
 
 use rnic_hw_regs::cqe::CqeSyndrome;
 
+use rnic_hw_regs::ctx::Qpc;
+
 use crate::iommu::Iommu;
-use crate::resources::{Mkey, MkeyTranslation, RESD_LKEY, Table};
+use crate::resources::{Mkey, MkeyTranslation, RESD_LKEY, Srq, Table};
 use crate::wire::NakCode;
+
+/// Who asks for a key check: the PD the keys must belong to, and whether the reserved lkey
+/// is allowed (`rlky` of the QP or SRQ). Built once per WQE or packet from the context.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Domain {
+    /// Protection domain.
+    pub pd: u32,
+    /// `rlky`: the reserved lkey may be used.
+    pub rlky: bool,
+}
+
+impl Domain {
+    /// The domain of a QP's own accesses (send gather, RQ scatter, READ / atomic results,
+    /// responder targets).
+    pub(crate) fn of_qp(c: &Qpc) -> Domain {
+        Domain {
+            pd: c.pd(),
+            rlky: c.rlky(),
+        }
+    }
+
+    /// The domain of receives taken from an SRQ: the SRQ's PD and `rlky`.
+    pub(crate) fn of_srq(s: &Srq) -> Domain {
+        Domain {
+            pd: s.pd,
+            rlky: s.rlky,
+        }
+    }
+}
 
 /// The access a check asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +74,8 @@ pub(crate) enum Need {
 pub(crate) enum KeyError {
     /// No MKey at that index, or the variant byte differs.
     NoKey,
+    /// The reserved lkey, on a QP or SRQ created without `rlky` (or as an rkey).
+    Reserved,
     /// The MKey belongs to another PD.
     Pd,
     /// The MKey's access bits do not allow the access.
@@ -122,28 +159,28 @@ static RESERVED: Mkey = Mkey {
     rinval: false,
 };
 
-/// Looks `key` up and checks PD, access and bounds for `len` bytes at `addr`. The reserved
-/// lkey (QUERY_SPECIAL_CONTEXTS' `resd_lkey`) allows local access to IOVAs in any PD; as an
-/// rkey it is refused.
+/// Looks `key` up and checks PD, access and bounds for `len` bytes at `addr` on behalf of
+/// `dom`. The reserved lkey (QUERY_SPECIAL_CONTEXTS' `resd_lkey`) allows local access to IOVAs
+/// in any PD, but only where `dom.rlky`; as an rkey it is refused.
 pub(crate) fn check(
     mkeys: &Table<Mkey>,
     key: u32,
-    pd: u32,
+    dom: Domain,
     need: Need,
     addr: u64,
     len: u64,
 ) -> Result<&Mkey, KeyError> {
     if key == RESD_LKEY {
         return match need {
-            Need::LocalRead | Need::LocalWrite => Ok(&RESERVED),
-            _ => Err(KeyError::NoKey),
+            Need::LocalRead | Need::LocalWrite if dom.rlky => Ok(&RESERVED),
+            _ => Err(KeyError::Reserved),
         };
     }
     let m = mkeys.get(key >> 8).ok_or(KeyError::NoKey)?;
     if m.variant != (key & 0xFF) as u8 || m.free {
         return Err(KeyError::NoKey);
     }
-    if m.pd != pd {
+    if m.pd != dom.pd {
         return Err(KeyError::Pd);
     }
     let allowed = match need {
@@ -221,12 +258,12 @@ pub(crate) fn read(
     dma: &Iommu,
     mkeys: &Table<Mkey>,
     key: u32,
-    pd: u32,
+    dom: Domain,
     need: Need,
     addr: u64,
     buf: &mut [u8],
 ) -> Result<(), KeyError> {
-    let m = check(mkeys, key, pd, need, addr, buf.len() as u64)?;
+    let m = check(mkeys, key, dom, need, addr, buf.len() as u64)?;
     pieces(m, addr, buf.len(), |iova, off, n| {
         dma.read(iova, &mut buf[off..off + n])
             .map_err(|_| KeyError::Fault)
@@ -238,12 +275,12 @@ pub(crate) fn write(
     dma: &Iommu,
     mkeys: &Table<Mkey>,
     key: u32,
-    pd: u32,
+    dom: Domain,
     need: Need,
     addr: u64,
     data: &[u8],
 ) -> Result<(), KeyError> {
-    let m = check(mkeys, key, pd, need, addr, data.len() as u64)?;
+    let m = check(mkeys, key, dom, need, addr, data.len() as u64)?;
     pieces(m, addr, data.len(), |iova, off, n| {
         dma.write(iova, &data[off..off + n])
             .map_err(|_| KeyError::Fault)
@@ -253,13 +290,13 @@ pub(crate) fn write(
 /// Checks every key segment of `segs` for `need` (inline segments need nothing).
 pub(crate) fn check_segs(
     mkeys: &Table<Mkey>,
-    pd: u32,
+    dom: Domain,
     need: Need,
     segs: &[Seg],
 ) -> Result<(), KeyError> {
     for s in segs {
         if let Seg::Key { lkey, addr, len } = *s {
-            check(mkeys, lkey, pd, need, addr, u64::from(len))?;
+            check(mkeys, lkey, dom, need, addr, u64::from(len))?;
         }
     }
     Ok(())
@@ -300,7 +337,7 @@ fn pieces_of_segs(
 pub(crate) fn gather(
     dma: &Iommu,
     mkeys: &Table<Mkey>,
-    pd: u32,
+    dom: Domain,
     segs: &[Seg],
     inline: &[u8],
     off: u64,
@@ -311,7 +348,7 @@ pub(crate) fn gather(
         match *s {
             Seg::Key { lkey, addr, .. } => {
                 let at = addr.checked_add(at).ok_or(KeyError::Bounds)?;
-                read(dma, mkeys, lkey, pd, Need::LocalRead, at, dst)
+                read(dma, mkeys, lkey, dom, Need::LocalRead, at, dst)
             }
             Seg::Inline { off: start, .. } => {
                 let from = start as usize + at as usize;
@@ -328,7 +365,7 @@ pub(crate) fn gather(
 pub(crate) fn scatter(
     dma: &Iommu,
     mkeys: &Table<Mkey>,
-    pd: u32,
+    dom: Domain,
     segs: &[Seg],
     off: u64,
     data: &[u8],
@@ -338,7 +375,7 @@ pub(crate) fn scatter(
             dma,
             mkeys,
             lkey,
-            pd,
+            dom,
             Need::LocalWrite,
             addr.checked_add(at).ok_or(KeyError::Bounds)?,
             &data[done..done + n],
@@ -350,6 +387,11 @@ pub(crate) fn scatter(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A domain of PD `pd` without `rlky` (a user QP).
+    fn user(pd: u32) -> Domain {
+        Domain { pd, rlky: false }
+    }
 
     fn key(translation: MkeyTranslation, start: u64, len: u64) -> Mkey {
         Mkey {
@@ -374,35 +416,76 @@ mod tests {
         let mut t = Table::new(1, 8);
         let idx = t.insert(key(MkeyTranslation::Pa, 0x1000, 0x100)).unwrap();
         let k = idx << 8 | 0x42;
-        assert!(check(&t, k, 3, Need::LocalWrite, 0x1000, 0x100).is_ok());
+        assert!(check(&t, k, user(3), Need::LocalWrite, 0x1000, 0x100).is_ok());
         assert_eq!(
-            check(&t, k ^ 1, 3, Need::LocalRead, 0x1000, 1).err(),
+            check(&t, k ^ 1, user(3), Need::LocalRead, 0x1000, 1).err(),
             Some(KeyError::NoKey)
         );
         assert_eq!(
-            check(&t, (idx + 1) << 8 | 0x42, 3, Need::LocalRead, 0x1000, 1).err(),
+            check(
+                &t,
+                (idx + 1) << 8 | 0x42,
+                user(3),
+                Need::LocalRead,
+                0x1000,
+                1
+            )
+            .err(),
             Some(KeyError::NoKey)
         );
         assert_eq!(
-            check(&t, k, 4, Need::LocalRead, 0x1000, 1).err(),
+            check(&t, k, user(4), Need::LocalRead, 0x1000, 1).err(),
             Some(KeyError::Pd)
         );
         assert_eq!(
-            check(&t, k, 3, Need::RemoteWrite, 0x1000, 1).err(),
+            check(&t, k, user(3), Need::RemoteWrite, 0x1000, 1).err(),
             Some(KeyError::Access)
         );
         assert_eq!(
-            check(&t, k, 3, Need::RemoteRead, 0x10FF, 2).err(),
+            check(&t, k, user(3), Need::RemoteRead, 0x10FF, 2).err(),
             Some(KeyError::Bounds)
         );
         assert_eq!(
-            check(&t, k, 3, Need::RemoteRead, 0xFFF, 1).err(),
+            check(&t, k, user(3), Need::RemoteRead, 0xFFF, 1).err(),
             Some(KeyError::Bounds)
         );
         assert_eq!(
-            check(&t, k, 3, Need::RemoteRead, u64::MAX, 2).err(),
+            check(&t, k, user(3), Need::RemoteRead, u64::MAX, 2).err(),
             Some(KeyError::Bounds)
         );
+    }
+
+    #[test]
+    fn the_reserved_lkey_needs_rlky_and_is_never_an_rkey() {
+        let t = Table::new(1, 8);
+        let privileged = Domain { pd: 3, rlky: true };
+        for need in [Need::LocalRead, Need::LocalWrite] {
+            assert!(check(&t, RESD_LKEY, privileged, need, 0x1_0000_0000, 64).is_ok());
+            let e = check(&t, RESD_LKEY, user(3), need, 0x1_0000_0000, 64).err();
+            assert_eq!(e, Some(KeyError::Reserved));
+            assert_eq!(e.unwrap().local_syndrome(), CqeSyndrome::LocalProt);
+        }
+        for need in [Need::RemoteRead, Need::RemoteWrite, Need::RemoteAtomic] {
+            let e = check(&t, RESD_LKEY, privileged, need, 0x1_0000_0000, 8).err();
+            assert_eq!(e, Some(KeyError::Reserved));
+            assert_eq!(e.unwrap().remote_nak(), NakCode::RemoteAccessError);
+        }
+        // A scatter list naming it fails as a whole on a user domain.
+        let segs = [Seg::Key {
+            lkey: RESD_LKEY,
+            addr: 0x1_0000_0000,
+            len: 8,
+        }];
+        let iommu = Iommu::new();
+        assert_eq!(
+            check_segs(&t, user(3), Need::LocalWrite, &segs),
+            Err(KeyError::Reserved)
+        );
+        assert_eq!(
+            scatter(&iommu, &t, user(3), &segs, 0, &[1; 8]),
+            Err(KeyError::Reserved)
+        );
+        assert_eq!(iommu.faults(), 0, "refused before any access");
     }
 
     #[test]
@@ -426,11 +509,20 @@ mod tests {
         );
         let k = t.insert(m).unwrap() << 8 | 0x42;
         let data: Vec<u8> = (0..16).collect();
-        write(&iommu, &t, k, 3, Need::LocalWrite, 0x7000_0FF8, &data).unwrap();
+        write(&iommu, &t, k, user(3), Need::LocalWrite, 0x7000_0FF8, &data).unwrap();
         assert_eq!(&a[0xFF8..], &data[..8]);
         assert_eq!(&b[..8], &data[8..]);
         let mut back = [0u8; 16];
-        read(&iommu, &t, k, 3, Need::LocalRead, 0x7000_0FF8, &mut back).unwrap();
+        read(
+            &iommu,
+            &t,
+            k,
+            user(3),
+            Need::LocalRead,
+            0x7000_0FF8,
+            &mut back,
+        )
+        .unwrap();
         assert_eq!(&back[..], &data[..]);
         let segs = [
             Seg::Inline { off: 1, len: 2 },
@@ -441,11 +533,11 @@ mod tests {
             },
         ];
         let mut out = [0u8; 5];
-        gather(&iommu, &t, 3, &segs, &[9, 8, 7], 1, &mut out).unwrap();
+        gather(&iommu, &t, user(3), &segs, &[9, 8, 7], 1, &mut out).unwrap();
         assert_eq!(out, [7, 0, 1, 2, 3]);
         assert_eq!(total_len(&segs), 18);
         assert_eq!(
-            gather(&iommu, &t, 3, &segs, &[9, 8, 7], 17, &mut out),
+            gather(&iommu, &t, user(3), &segs, &[9, 8, 7], 17, &mut out),
             Err(KeyError::Bounds)
         );
     }

@@ -17,7 +17,7 @@ use rnic_hw_regs::eqe::EventType;
 use rnic_hw_regs::wqe::INVALID_LKEY;
 
 use crate::device::Ctx;
-use crate::mkey::Seg;
+use crate::mkey::{Domain, Seg};
 
 /// A receive WQE taken from an RQ or SRQ.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -26,8 +26,8 @@ pub(crate) struct RecvWqe {
     pub counter: u16,
     /// Scatter list.
     pub segs: Vec<Seg>,
-    /// PD the lkeys are checked against (the QP's, or the SRQ's).
-    pub pd: u32,
+    /// Who the lkeys are checked for: the QP's PD and `rlky`, or the SRQ's.
+    pub dom: Domain,
     /// The SRQ it came from.
     pub srqn: Option<u32>,
 }
@@ -98,7 +98,7 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
             }
             let mut w = RecvWqe {
                 counter: qp.rq_ci,
-                pd: qp.ctx.pd(),
+                dom: Domain::of_qp(&qp.ctx),
                 segs: ctx.st.spare_recv_segs.pop().unwrap_or_default(),
                 srqn: None,
             };
@@ -130,7 +130,7 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
             }
             let mut w = RecvWqe {
                 counter: index,
-                pd: srq.pd,
+                dom: Domain::of_srq(srq),
                 srqn: Some(srqn),
                 segs: ctx.st.spare_recv_segs.pop().unwrap_or_default(),
             };

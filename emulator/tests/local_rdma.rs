@@ -549,6 +549,8 @@ fn srq_wqes_are_consumed_along_their_next_list_and_the_limit_event_fires() {
 #[test]
 fn the_reserved_lkey_addresses_iovas_directly() {
     let mut r = Rig::new();
+    // Only QPs created with rlky may use it (a user QP gets a local protection error).
+    r.rlky = true;
     let (mut a, mut b, mut ca, mut cb) = r.pair(QpSt::Rc, MTU);
     let mut q = rnic_hw_regs::cmd::QuerySpecialContextsIn::new_cmd();
     q.set_op_mod(0);

@@ -22,6 +22,36 @@
 //! assert_eq!(wrs[1].wr_id(), 2);
 //! assert!(wrs[2].send_flags().contains(SendFlags::SOLICITED));
 //! ```
+//!
+//! An SGE's `lkey` names a region of the QP's protection domain (or of its SRQ's, for
+//! receives from an SRQ). The device's reserved lkey (`resd_lkey`, in
+//! [`Context::driver`](crate::Context::driver)'s special contexts), which addresses bus
+//! addresses in any PD, is refused on every QP and SRQ this API creates: they are user
+//! queues, created without the PRM's `rlky`. As with ibverbs on a user QP, the work request
+//! completes with [`WcStatus::LocProtErr`](crate::WcStatus::LocProtErr) and touches no memory;
+//! a receive refused so also fails the peer's SEND (it completes with
+//! [`WcStatus::RemOpErr`](crate::WcStatus::RemOpErr)).
+//!
+//! ```
+//! use rnic_verbs::*;
+//! use std::time::Duration;
+//!
+//! # fn main() -> Result<(), Error> {
+//! let (ctx_a, ctx_b) = (Context::open("emu0")?, Context::open("emu1")?);
+//! let (pd_a, pd_b) = (ctx_a.alloc_pd()?, ctx_b.alloc_pd()?);
+//! let (cq_a, cq_b) = (ctx_a.create_cq(16, None)?, ctx_b.create_cq(16, None)?);
+//! let qp_a = pd_a.create_qp(QpType::Rc, &cq_a, &cq_a).build()?;
+//! let qp_b = pd_b.create_qp(QpType::Rc, &cq_b, &cq_b).build()?;
+//! connect_pair(&qp_a, &qp_b, &ConnectOptions::default())?;
+//!
+//! let resd = ctx_a.driver().special_contexts().resd_lkey;
+//! let sgl = [Sge { addr: 0x1_0000_0000, len: 64, lkey: resd }];
+//! qp_a.post_send(&[SendWr::send(1, &sgl).signaled()])?; // posting does not look at keys
+//! let mut wc = [WorkCompletion::default(); 1];
+//! assert_eq!(cq_a.poll_blocking(&mut wc, Duration::from_secs(10))?, 1);
+//! assert_eq!(wc[0].status(), WcStatus::LocProtErr);
+//! # Ok(()) }
+//! ```
 
 use rnic_driver::wr as dwr;
 

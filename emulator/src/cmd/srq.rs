@@ -80,6 +80,7 @@ pub(super) fn create_srq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         log_size: c.log_srq_size(),
         log_stride: c.log_rq_stride(),
         pd: c.pd(),
+        rlky: c.rlky(),
         cqn: c.cqn(),
         buf,
         dbr_addr: c.dbr_addr(),
@@ -128,6 +129,7 @@ pub(super) fn query_srq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     c.set_cqn(s.cqn);
     c.set_log_page_size(s.buf.log_page_size.saturating_sub(12));
     c.set_pd(s.pd);
+    c.set_rlky(s.rlky);
     c.set_lwm(s.lwm);
     c.set_wqe_cnt(s.ci);
     c.set_dbr_addr(s.dbr_addr);

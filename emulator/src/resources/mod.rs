@@ -152,6 +152,8 @@ pub(crate) struct Srq {
     /// log2 of the WQE size in bytes, minus 4.
     pub log_stride: u8,
     pub pd: u32,
+    /// `rlky`: receive WQEs may use the reserved lkey.
+    pub rlky: bool,
     pub cqn: u32,
     pub buf: QueueBuf,
     pub dbr_addr: u64,

@@ -33,7 +33,7 @@ use super::{
     QpTransport, SendWqe, addr_ok, advance_una, enter_error, mtu_bytes, psn_add, psn_cmp, rearm,
 };
 use crate::device::Ctx;
-use crate::mkey;
+use crate::mkey::{self, Domain};
 use crate::port::count_drop;
 use crate::wire::{NakCode, Operation, PacketRepr, Position, Syndrome, Transport};
 
@@ -59,7 +59,7 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
     let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
         return;
     };
-    let pd = qpc.pd();
+    let dom = Domain::of_qp(&qpc);
     let mtu = mtu_bytes(qpc.mtu()).unwrap_or(256);
     let retry_count = qpc.retry_count();
     let rnr_retry = qpc.rnr_retry();
@@ -68,8 +68,8 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
     let done_before = tr.sq.iter().filter(|w| w.done).count();
     let accepted = match repr.bth.opcode.operation() {
         Operation::Acknowledge => acknowledge(ctx, qpn, &mut tr, repr, retry_count, rnr_retry),
-        Operation::RdmaReadResponse => read_response(ctx, pd, mtu, &mut tr, repr, payload),
-        Operation::AtomicAcknowledge => atomic_ack(ctx, pd, &mut tr, repr),
+        Operation::RdmaReadResponse => read_response(ctx, dom, mtu, &mut tr, repr, payload),
+        Operation::AtomicAcknowledge => atomic_ack(ctx, dom, &mut tr, repr),
         _ => false,
     };
     if !accepted {
@@ -298,7 +298,7 @@ pub(crate) fn go_back(tr: &mut QpTransport, psn: u32) {
 /// A READ response: scatter into the READ's buffers; the last one completes it.
 fn read_response(
     ctx: &mut Ctx<'_>,
-    pd: u32,
+    dom: Domain,
     mtu: u32,
     tr: &mut QpTransport,
     repr: &PacketRepr,
@@ -352,7 +352,7 @@ fn read_response(
     if !pos_ok || payload.len() as u64 != expect {
         return false;
     }
-    if let Err(e) = mkey::scatter(ctx.dma, &ctx.st.res.mkeys, pd, &w.segs, off, payload) {
+    if let Err(e) = mkey::scatter(ctx.dma, &ctx.st.res.mkeys, dom, &w.segs, off, payload) {
         w.error = Some(e.local_syndrome());
         return true;
     }
@@ -367,7 +367,7 @@ fn read_response(
 }
 
 /// An atomic ACK: write the original value and complete the atomic.
-fn atomic_ack(ctx: &mut Ctx<'_>, pd: u32, tr: &mut QpTransport, repr: &PacketRepr) -> bool {
+fn atomic_ack(ctx: &mut Ctx<'_>, dom: Domain, tr: &mut QpTransport, repr: &PacketRepr) -> bool {
     let psn = repr.bth.psn;
     let Some(orig) = repr.ext.atomic_ack_eth.map(|a| a.orig_data) else {
         return false;
@@ -384,7 +384,7 @@ fn atomic_ack(ctx: &mut Ctx<'_>, pd: u32, tr: &mut QpTransport, repr: &PacketRep
     } else {
         orig.to_le_bytes()
     };
-    if let Err(e) = mkey::scatter(ctx.dma, &ctx.st.res.mkeys, pd, &w.segs, 0, &bytes) {
+    if let Err(e) = mkey::scatter(ctx.dma, &ctx.st.res.mkeys, dom, &w.segs, 0, &bytes) {
         w.error = Some(e.local_syndrome());
         return true;
     }

@@ -14,7 +14,7 @@ use rnic_hw_regs::wqe::SendOpcode;
 
 use super::{Path, SendWqe, bth, mtu_bytes, packet_repr, port_mtu_code, psn_add, send_frame};
 use crate::device::Ctx;
-use crate::mkey::{self, Need};
+use crate::mkey::{self, Domain, Need};
 use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, PacketRepr, RethRepr};
 
 /// Sends what QP `qpn` may send now, then completes what finished.
@@ -106,7 +106,7 @@ fn start(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
         }
         _ => Need::LocalRead,
     };
-    if let Err(e) = mkey::check_segs(&ctx.st.res.mkeys, qpc.pd(), need, &w.segs) {
+    if let Err(e) = mkey::check_segs(&ctx.st.res.mkeys, Domain::of_qp(qpc), need, &w.segs) {
         w.error = Some(e.local_syndrome());
         return;
     }
@@ -208,7 +208,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         if let Err(e) = mkey::gather(
             ctx.dma,
             &ctx.st.res.mkeys,
-            qpc.pd(),
+            Domain::of_qp(qpc),
             &w.segs,
             &w.inline,
             off,

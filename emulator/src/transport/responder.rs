@@ -30,7 +30,7 @@ use super::{
     enter_error, mtu_bytes, packet_repr, psn_add, psn_cmp, send_frame,
 };
 use crate::device::Ctx;
-use crate::mkey::{self, Need};
+use crate::mkey::{self, Domain, Need};
 use crate::port::count_drop;
 use crate::rq::{RecvWqe, Take};
 use crate::state::RxDrops;
@@ -182,7 +182,7 @@ fn pump(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport, max: u32) 
                 ctx.dma,
                 &ctx.st.res.mkeys,
                 job.rkey,
-                qpc.pd(),
+                Domain::of_qp(qpc),
                 Need::RemoteRead,
                 job.va.wrapping_add(off),
                 &mut data[..chunk],
@@ -343,8 +343,8 @@ fn ud_receive(
     }
     let dma = ctx.dma;
     let mkeys = &ctx.st.res.mkeys;
-    let wrote = mkey::scatter(dma, mkeys, recv.pd, &recv.segs, 0, &grh)
-        .and_then(|()| mkey::scatter(dma, mkeys, recv.pd, &recv.segs, GRH_LEN as u64, payload));
+    let wrote = mkey::scatter(dma, mkeys, recv.dom, &recv.segs, 0, &grh)
+        .and_then(|()| mkey::scatter(dma, mkeys, recv.dom, &recv.segs, GRH_LEN as u64, payload));
     if let Err(e) = wrote {
         let mut c = resp_err(ctx, qpn, qpc, &recv, e.local_syndrome());
         crate::cq::push(ctx, cqn, &mut c);
@@ -657,7 +657,7 @@ impl Responder<'_> {
             && mkey::check(
                 &ctx.st.res.mkeys,
                 reth.rkey,
-                self.qpc.pd(),
+                Domain::of_qp(self.qpc),
                 need,
                 reth.virtual_addr,
                 len,
@@ -705,7 +705,7 @@ impl Responder<'_> {
         if let Err(e) = mkey::scatter(
             ctx.dma,
             &ctx.st.res.mkeys,
-            recv.pd,
+            recv.dom,
             &recv.segs,
             msg.off,
             payload,
@@ -794,7 +794,7 @@ impl Responder<'_> {
                 ctx.dma,
                 &ctx.st.res.mkeys,
                 rkey,
-                self.qpc.pd(),
+                Domain::of_qp(self.qpc),
                 Need::RemoteWrite,
                 va.wrapping_add(off),
                 payload,
@@ -892,7 +892,7 @@ impl Responder<'_> {
         if a.virtual_addr % 8 != 0 {
             return Err(Refuse::Nak(NakCode::InvalidRequest, None));
         }
-        let pd = self.qpc.pd();
+        let dom = Domain::of_qp(self.qpc);
         let mut cur = [0u8; 8];
         let dma = ctx.dma;
         let mkeys = &ctx.st.res.mkeys;
@@ -900,7 +900,7 @@ impl Responder<'_> {
             dma,
             mkeys,
             a.rkey,
-            pd,
+            dom,
             Need::RemoteAtomic,
             a.virtual_addr,
             &mut cur,
@@ -927,7 +927,7 @@ impl Responder<'_> {
             dma,
             mkeys,
             a.rkey,
-            pd,
+            dom,
             Need::RemoteAtomic,
             a.virtual_addr,
             &new,

@@ -141,6 +141,9 @@ pub(crate) struct Rig {
     /// log2 of the READs / atomics a QP may have outstanding (`log_sra_max`) and of the
     /// responder resources it keeps (`log_rra_max`) at RTR / RTS; 2 unless a test sets it.
     pub(crate) log_rd_atomic: u8,
+    /// `rlky` of the QPs and SRQs created from now on (the reserved lkey allowed); false
+    /// unless a test sets it.
+    pub(crate) rlky: bool,
     next_variant: u8,
 }
 
@@ -242,6 +245,7 @@ impl Rig {
             ip,
             mac,
             log_rd_atomic: 2,
+            rlky: false,
             next_variant: 0x10,
         }
     }
@@ -419,6 +423,7 @@ impl Rig {
         c.set_cqn_rcv(rcq.cqn);
         c.set_log_sq_size(log_sq);
         c.set_dbr_addr(dbr);
+        c.set_rlky(self.rlky);
         i
     }
 
@@ -441,6 +446,7 @@ impl Rig {
         c.set_pd(self.pd);
         c.set_dbr_addr(dbr);
         c.set_lwm(lwm);
+        c.set_rlky(self.rlky);
         let r = self.h.ok(&i, &pas);
         Srq {
             srqn: r.view::<cmd::CreateSrqOut>().srqn(),
