@@ -483,13 +483,17 @@ pub struct QpInfo {
 
 /// Send queue tracking shared by the poster and the CQ poller (WQEBB counters, 16 bits
 /// significant): per WQE slot the wr_id, the WQE's counter, the counter after it, and
-/// the opcode; `pi` is published by the poster, `ci` by the poller.
+/// the opcode; `pi` is published by the poster, `ci` by the poller. `wr_pi` / `wr_ci` count
+/// work requests posted / retired, so that no more than `max_send_wr` are outstanding
+/// however few WQEBBs each takes (as mlx5's `sq.head` / `sq.tail` against `max_post`).
 #[derive(Debug)]
 pub(crate) struct SqTrack {
     pub(crate) slots: Box<[SqSlot]>,
     pub(crate) mask: u16,
     pub(crate) pi: AtomicU32,
     pub(crate) ci: AtomicU32,
+    pub(crate) wr_pi: AtomicU32,
+    pub(crate) wr_ci: AtomicU32,
 }
 
 /// One send WQE slot.
@@ -501,6 +505,8 @@ pub(crate) struct SqSlot {
     pub(crate) meta: AtomicU64,
     /// Posted length (READ and atomics: the local buffer).
     pub(crate) len: AtomicU32,
+    /// `wr_pi` after this work request: the poller's `wr_ci` once it retires.
+    pub(crate) wr_seq: AtomicU32,
 }
 
 /// Receive queue tracking: wr_id and posted length per WQE, counters.
@@ -762,6 +768,8 @@ impl Qp {
                 mask: sq_wqebbs - 1,
                 pi: AtomicU32::new(0),
                 ci: AtomicU32::new(0),
+                wr_pi: AtomicU32::new(0),
+                wr_ci: AtomicU32::new(0),
             },
             rq: cfg.srq.is_none().then(|| RqTrack {
                 wr_id: (0..1u32 << log_rq).map(|_| AtomicU64::new(0)).collect(),
@@ -862,7 +870,9 @@ impl Qp {
         self.qp_type
     }
 
-    /// The queue sizes as created (send WRs counted with the largest WQE).
+    /// The queue sizes as created (send WRs counted with the largest WQE). Posting refuses
+    /// the work request beyond `max_send_wr` outstanding with [`crate::wr::PostErrorKind::QueueFull`],
+    /// however small the WQEs, so a send CQ of `max_send_wr` entries cannot overrun.
     ///
     /// ```
     /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
@@ -1343,6 +1353,8 @@ impl Qp {
             let s = &self.shared;
             s.sq.pi.store(0, Ordering::Relaxed);
             s.sq.ci.store(0, Ordering::Relaxed);
+            s.sq.wr_pi.store(0, Ordering::Relaxed);
+            s.sq.wr_ci.store(0, Ordering::Relaxed);
             if let Some(rq) = &s.rq {
                 rq.pi.store(0, Ordering::Relaxed);
                 rq.ci.store(0, Ordering::Relaxed);
