@@ -271,17 +271,62 @@ fn posting_in_the_wrong_state() {
         "ibv_post_send",
         QpState::Init,
     );
+    // In ERR both are accepted and flushed: posts_in_err_are_flushed_whoever_moved_the_qp_there.
+}
+
+/// Drains `s.qp` (in ERR): a signaled SEND and a receive posted now each complete with
+/// WR_FLUSH_ERR, then a receive posted alone (no send doorbell after it); returns the
+/// completions' (wr_id, status).
+fn post_and_flush(s: &Side, sgl: &[Sge]) -> Vec<(u64, WcStatus)> {
+    s.qp.post_send(&[SendWr::send(7, sgl).signaled()]).unwrap();
+    s.qp.post_recv(&[RecvWr::new(8, sgl)]).unwrap();
+    let mut got: Vec<(u64, WcStatus)> = poll_n(&s.cq, 2)
+        .iter()
+        .map(|w| (w.wr_id(), w.status()))
+        .collect();
+    got.sort_unstable_by_key(|g| g.0);
+    s.qp.post_recv(&[RecvWr::new(9, sgl)]).unwrap();
+    let w = poll_one(&s.cq);
+    got.push((w.wr_id(), w.status()));
+    assert_empty(&s.cq);
+    got
+}
+
+#[test]
+fn posts_in_err_are_flushed_whoever_moved_the_qp_there() {
+    let flushed = vec![
+        (7, WcStatus::WrFlushErr),
+        (8, WcStatus::WrFlushErr),
+        (9, WcStatus::WrFlushErr),
+    ];
+    // The user moved it: to_error().
+    let (a, _b) = pair(QpType::Rc);
+    let mr = a.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    let s = [mr.sge(0, 8).unwrap()];
     a.qp.to_error().unwrap();
-    check(
-        a.qp.post_send(&[SendWr::send(1, &s)]).unwrap_err(),
-        "ibv_post_send",
-        QpState::Err,
-    );
-    check(
-        a.qp.post_recv(&[RecvWr::new(1, &s)]).unwrap_err(),
-        "ibv_post_recv",
-        QpState::Err,
-    );
+    assert_eq!(post_and_flush(&a, &s), flushed);
+    // The device moved it: a WRITE the responder refuses (REM_ACCESS_ERR) puts the
+    // requester in ERR while this handle still says RTS.
+    let (c, d) = pair(QpType::Rc);
+    let ro = d.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    c.qp.post_send(&[SendWr::write(2, &[], ro.remote(0)).inline(b"no").signaled()])
+        .unwrap();
+    assert_eq!(poll_one(&c.cq).status(), WcStatus::RemAccessErr);
+    assert_eq!(c.qp.state(), QpState::Rts);
+    let mr = c.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    let s = [mr.sge(0, 8).unwrap()];
+    assert_eq!(post_and_flush(&c, &s), flushed);
+    assert_eq!(c.qp.query().unwrap().qp_state, QpState::Err);
+    // RESET still refuses both.
+    a.qp.reset().unwrap();
+    assert!(matches!(
+        a.qp.post_send(&[SendWr::send(1, &s)]),
+        Err(Error::WrongQpState { .. })
+    ));
+    assert!(matches!(
+        a.qp.post_recv(&[RecvWr::new(1, &s)]),
+        Err(Error::WrongQpState { .. })
+    ));
 }
 
 #[test]
@@ -344,7 +389,7 @@ fn queue_full() {
     // Connected, but B posts no receives: SENDs wait in RNR retries and fill A's queue.
     connect_pair(&a.qp, &b.qp, &ConnectOptions::default()).unwrap();
     // max_send_wr counts the largest WQE; small inline SENDs take one 64-byte block each,
-    // so more than max_send_wr of them fit, but not without end.
+    // yet no more than max_send_wr of them are taken.
     let cap = a.qp.cap().max_send_wr as usize;
     let wrs: Vec<SendWr<'_>> = (0..cap as u64 * 8 + 1)
         .map(|i| SendWr::send(i, &[]).inline(b"z"))
@@ -354,7 +399,7 @@ fn queue_full() {
             index,
             kind: PostErrorKind::QueueFull,
             ..
-        }) => assert!(index >= cap),
+        }) => assert_eq!(index, cap),
         other => panic!("{other:?}"),
     }
     let mr = a.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
