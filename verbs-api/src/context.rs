@@ -794,7 +794,7 @@ impl DeviceHandle {
             fw_ver: hca.fw_version().to_string(),
             node_guid: guid,
             sys_image_guid: guid,
-            max_mr_size: u64::MAX,
+            max_mr_size: hca.max_mr_size(),
             page_size_cap: !0xfffu64,
             vendor_id: MELLANOX_OUI,
             vendor_part_id: u32::from(part),

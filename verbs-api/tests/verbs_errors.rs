@@ -554,3 +554,21 @@ fn cq_overrun_is_reported_not_a_panic() {
     let ring = small.capacity() as usize + 1;
     assert!(seen <= ring, "{seen} from a ring of {ring}");
 }
+
+#[test]
+fn max_mr_size_is_the_devices_and_reg_mr_refuses_beyond_it() {
+    let ctx = Context::open("emu0").unwrap();
+    let max = ctx.query_device().max_mr_size;
+    assert_eq!(max, 1 << 31, "the emulated device's log_max_mrw_sz");
+    let pd = ctx.alloc_pd().unwrap();
+    match pd.reg_mr(max as usize + 1, AccessFlags::LOCAL_WRITE) {
+        Err(Error::Driver {
+            verb: "ibv_reg_mr",
+            source:
+                rnic_driver::DriverError::LimitExceeded {
+                    requested, max: m, ..
+                },
+        }) => assert_eq!((requested, m), (max + 1, max)),
+        other => panic!("{other:?}"),
+    }
+}
