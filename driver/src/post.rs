@@ -185,7 +185,12 @@ impl Qp {
             _ => return Err(E::OpNotSupported),
         };
         let ud = if t == QpType::Ud {
-            Some(wr.ud.ok_or(E::MissingUdDest)?)
+            let d = wr.ud.ok_or(E::MissingUdDest)?;
+            // The AV is the PD's: a pointer compare, no lock.
+            if !std::sync::Arc::ptr_eq(d.ah.pd(), &self.pd) {
+                return Err(E::AhOtherPd);
+            }
+            Some(d)
         } else {
             None
         };

@@ -271,6 +271,14 @@ impl std::fmt::Display for Mtu {
     }
 }
 
+/// The largest service level of a connected QP's path: on RoCE it is the Ethernet priority
+/// (3 bits of the address path's `sl`).
+///
+/// ```
+/// assert_eq!(rnic_driver::qp::MAX_SL, 7);
+/// ```
+pub const MAX_SL: u8 = 7;
+
 /// A RoCE v2 address vector: where a connected QP's packets (or a UD datagram) go.
 ///
 /// ```
@@ -304,12 +312,21 @@ pub struct AddressVector {
     pub traffic_class: u8,
     /// IPv6 flow label (20 bits).
     pub flow_label: u32,
-    /// Service level (Ethernet priority, 3 bits).
+    /// Service level (the Ethernet priority: 0 ..= [`MAX_SL`]).
     pub sl: u8,
     /// UDP source port; `None`: as rxe computes it (`rdma_get_udp_sport` of the flow label
     /// and the QP numbers).
     pub udp_sport: Option<u16>,
 }
+
+/// Entries in the port's P_Key table: a RoCE port has the one default P_Key (0xFFFF) at
+/// index 0, as mlx5 reports for Ethernet ports (`pkey_tbl_len` 1). [`Qp::to_init`] refuses
+/// a `pkey_index` beyond it.
+///
+/// ```
+/// assert_eq!(rnic_driver::qp::PKEY_TABLE_LEN, 1);
+/// ```
+pub const PKEY_TABLE_LEN: u16 = 1;
 
 /// RST -> INIT attributes.
 ///
@@ -332,7 +349,7 @@ pub struct AddressVector {
 pub struct InitAttr {
     /// Port (1).
     pub port: u8,
-    /// P_Key index.
+    /// P_Key index (below [`PKEY_TABLE_LEN`]).
     pub pkey_index: u16,
     /// Remote access the QP allows as a responder (REMOTE_READ / WRITE / ATOMIC).
     pub access: Access,
@@ -1017,6 +1034,17 @@ impl Qp {
                 format!("port {} (the device has port 1)", a.port),
             ));
         }
+        if a.pkey_index >= PKEY_TABLE_LEN {
+            return Err(attr_err(
+                self.qpn,
+                T,
+                "pkey_index",
+                format!(
+                    "{} is beyond the port's P_Key table of {PKEY_TABLE_LEN}",
+                    a.pkey_index
+                ),
+            ));
+        }
         let mut i = Rst2InitQpIn::new_cmd();
         i.set_qpn(self.qpn);
         let q = i.qpc_mut();
@@ -1065,7 +1093,13 @@ impl Qp {
             ));
         }
         check_width(self.qpn, t, "ah_attr.grh.flow_label", av.flow_label, 20)?;
-        check_width(self.qpn, t, "ah_attr.sl", u32::from(av.sl), 3)?;
+        check_width(
+            self.qpn,
+            t,
+            "ah_attr.sl",
+            u32::from(av.sl),
+            u8::BITS - MAX_SL.leading_zeros(),
+        )?;
         ads.set_grh(true);
         ads.set_src_addr_index(av.sgid_index);
         ads.set_hop_limit(if av.hop_limit == 0 { 64 } else { av.hop_limit });
