@@ -835,7 +835,7 @@ impl DeviceHandle {
             active_mtu: Mtu::Mtu1024,
             gid_tbl_len,
             max_msg_sz: p2(g.log_max_msg()),
-            pkey_tbl_len: 1,
+            pkey_tbl_len: rnic_driver::qp::PKEY_TABLE_LEN,
             lid: 0,
             sm_lid: 0,
             lmc: 0,

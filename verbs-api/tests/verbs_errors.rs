@@ -572,3 +572,84 @@ fn max_mr_size_is_the_devices_and_reg_mr_refuses_beyond_it() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn pkey_index_beyond_the_ports_table_is_refused() {
+    let a = fresh(QpType::Rc);
+    let len = a.ctx.query_port(1).unwrap().pkey_tbl_len;
+    assert_eq!(len, 1, "a RoCE port has the default P_Key only");
+    for bad in [len, 1000, u16::MAX] {
+        let e = refused_attr(
+            a.qp.to_init(&InitAttr {
+                pkey_index: bad,
+                ..InitAttr::default()
+            }),
+            ("RST2INIT", "pkey_index"),
+        );
+        assert!(e.to_string().contains(&bad.to_string()), "{e}");
+        assert_eq!(a.qp.query().unwrap().qp_state, QpState::Reset);
+    }
+    a.qp.to_init(&InitAttr::default()).unwrap();
+}
+
+#[test]
+fn unknown_access_flag_bits_are_refused() {
+    let a = fresh(QpType::Rc);
+    for bits in [0x100, 1 << 20, 1 << 30] {
+        let acc = AccessFlags::from_bits_retain(bits) | AccessFlags::LOCAL_WRITE;
+        let e = a.pd.reg_mr(64, acc).unwrap_err();
+        assert_eq!(invalid_argument(&e), "ibv_reg_mr");
+        assert!(e.to_string().contains(&format!("{bits:#x}")), "{e}");
+        let e = a.pd.reg_mr_from(vec![0; 64], acc).unwrap_err();
+        assert_eq!(invalid_argument(&e), "ibv_reg_mr");
+    }
+    let mr = a.pd.reg_mr(64, AccessFlags::all()).unwrap();
+    assert_eq!(mr.access(), AccessFlags::all());
+}
+
+#[test]
+fn ud_sends_with_an_address_handle_of_another_pd_or_device_are_refused() {
+    let u = side("emu0", QpType::Ud);
+    u.qp.to_init(&InitAttr {
+        qkey: Some(DEFAULT_QKEY),
+        ..InitAttr::default()
+    })
+    .unwrap();
+    u.qp.to_rtr(&RtrAttr::default()).unwrap();
+    u.qp.to_rts(&RtsAttr::default()).unwrap();
+    let gid = u.ctx.query_gid(1, 1).unwrap();
+    let other_pd = u
+        .ctx
+        .alloc_pd()
+        .unwrap()
+        .create_ah(&AhAttr::new(gid, 1))
+        .unwrap();
+    let emu1 = Context::open("emu1").unwrap();
+    let other_dev = emu1
+        .alloc_pd()
+        .unwrap()
+        .create_ah(&AhAttr::new(emu1.query_gid(1, 1).unwrap(), 1))
+        .unwrap();
+    for ah in [&other_pd, &other_dev] {
+        let wrs = [SendWr::send(1, &[])
+            .inline(b"a")
+            .ud(&ah, u.qp.qp_num(), DEFAULT_QKEY)];
+        match u.qp.post_send(&wrs) {
+            Err(Error::Post {
+                index: 0,
+                kind: PostErrorKind::AhOtherPd,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_empty(&u.cq);
+    // The QP's own PD's handle is fine.
+    let own = u.pd.create_ah(&AhAttr::new(gid, 1)).unwrap();
+    u.qp.post_send(&[SendWr::send(2, &[])
+        .inline(b"b")
+        .ud(&own, u.qp.qp_num(), DEFAULT_QKEY)
+        .signaled()])
+        .unwrap();
+    assert_eq!(poll_one(&u.cq).wr_id(), 2);
+}
