@@ -450,6 +450,8 @@ fn bad_arguments_are_one_line() {
         vec!["write-bw", "-m", "1500", "--loopback"],
         vec!["write-bw", "--plot", "x.svg", "--loopback"],
         vec!["rc-pingpong", "-m", "100"],
+        vec!["rc-pingpong", "-l", "99"],
+        vec!["ud-pingpong", "-l", "8"],
         vec!["nosuchcommand"],
         vec!["write-bw", "--emu-faults", "loss=2", "--loopback"],
     ] {
