@@ -633,7 +633,7 @@ fn ud_sends_with_an_address_handle_of_another_pd_or_device_are_refused() {
     for ah in [&other_pd, &other_dev] {
         let wrs = [SendWr::send(1, &[])
             .inline(b"a")
-            .ud(&ah, u.qp.qp_num(), DEFAULT_QKEY)];
+            .ud(ah, u.qp.qp_num(), DEFAULT_QKEY)];
         match u.qp.post_send(&wrs) {
             Err(Error::Post {
                 index: 0,
