@@ -961,6 +961,8 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
                 wc.byte_len = byte_cnt;
             }
             wc.wr_id = slot.wr_id.load(Ordering::Relaxed);
+            sq.wr_ci
+                .store(slot.wr_seq.load(Ordering::Relaxed), Ordering::Release);
             sq.ci
                 .store(u32::from((meta >> 16) as u16), Ordering::Release);
             Ok(wc)

@@ -118,6 +118,17 @@ pub enum DriverError {
         /// The revision the driver supports (5).
         expected: u16,
     },
+    /// A request beyond a limit the device reports (refused before anything is allocated
+    /// or sent to the device).
+    #[error("{what} of {requested} exceeds the device's limit of {max}")]
+    LimitExceeded {
+        /// What was asked for (e.g. "memory region bytes").
+        what: &'static str,
+        /// The amount asked for.
+        requested: u64,
+        /// The device's limit.
+        max: u64,
+    },
     /// The device reported a command queue geometry the PRM does not allow.
     #[error("bad command queue geometry: log_cmdq_size {log_size}, log_cmdq_stride {log_stride}")]
     CmdqGeometry {

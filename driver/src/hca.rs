@@ -821,6 +821,23 @@ impl Hca {
         self.caps.as_ref().unwrap_or_else(|| unreachable_caps())
     }
 
+    /// The largest memory region the device registers, in bytes: 2^`log_max_mrw_sz` (the
+    /// general capability), `u64::MAX` when that is 64. Registration refuses larger ones
+    /// with [`DriverError::LimitExceeded`] before allocating or mapping anything.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// let log = hca.caps().general.log_max_mrw_sz();
+    /// assert_eq!(hca.max_mr_size(), 1u64.checked_shl(log.into()).unwrap_or(u64::MAX));
+    /// # Ok(()) }
+    /// ```
+    pub fn max_mr_size(&self) -> u64 {
+        1u64.checked_shl(u32::from(self.caps().general.log_max_mrw_sz()))
+            .unwrap_or(u64::MAX)
+    }
+
     /// Firmware version.
     ///
     /// ```

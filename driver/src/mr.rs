@@ -151,6 +151,19 @@ pub fn mtt_entries(iova: u64, len: usize) -> Vec<u8> {
     v
 }
 
+/// Refuses a region longer than the device's [`crate::Hca::max_mr_size`].
+fn check_size(pd: &Pd, len: usize) -> Result<(), DriverError> {
+    let max = pd.hca().max_mr_size();
+    if len as u64 > max {
+        return Err(DriverError::LimitExceeded {
+            what: "memory region bytes",
+            requested: len as u64,
+            max,
+        });
+    }
+    Ok(())
+}
+
 impl Mr {
     /// Allocates `len` zeroed bytes (4 KiB aligned) and registers them with `access`.
     ///
@@ -179,6 +192,7 @@ impl Mr {
             .checked_next_multiple_of(PAGE)
             .and_then(|size| Layout::from_size_align(size, PAGE).ok())
             .ok_or_else(|| DriverError::InvalidArgument(format!("region of {len} bytes")))?;
+        check_size(pd, len)?;
         // SAFETY: the layout has a non-zero size.
         let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
             .ok_or(DriverError::Bus(rnic_hw_regs::BusError::NoMemory))?;
@@ -234,6 +248,7 @@ impl Mr {
                 "memory region of 0 bytes".into(),
             ));
         }
+        check_size(pd, len)?;
         let hca = pd.hca();
         let bus = hca.bus();
         // SAFETY: the caller's contract covers the mapping's lifetime.

@@ -91,11 +91,33 @@ impl Qp {
         let mut free = self
             .sq_wqebbs
             .wrapping_sub(pi.wrapping_sub(sq.ci.load(Ordering::Acquire) as u16));
+        // Work requests: at most `max_send_wr` outstanding, whatever their WQEBBs.
+        let max_wr = self.caps.max_send_wr;
+        let mut wr_seq = sq.wr_pi.load(Ordering::Relaxed);
+        let wr_room =
+            |seq: u32| max_wr.saturating_sub(seq.wrapping_sub(sq.wr_ci.load(Ordering::Acquire)));
+        let mut wr_free = wr_room(wr_seq);
         let mut last = 0u64;
         let mut err = None;
         for (index, wr) in wrs.iter().enumerate() {
+            if wr_free == 0 {
+                // The poller may have retired some since the list started.
+                wr_free = wr_room(wr_seq);
+                if wr_free == 0 {
+                    err = Some(PostError {
+                        index,
+                        kind: PostErrorKind::QueueFull,
+                    });
+                    break;
+                }
+            }
             match self.build(wr, pi, &mut free) {
                 Ok((nbb, ctrl)) => {
+                    wr_free -= 1;
+                    wr_seq = wr_seq.wrapping_add(1);
+                    sq.slots[usize::from(pi & sq.mask)]
+                        .wr_seq
+                        .store(wr_seq, Ordering::Relaxed);
                     pi = pi.wrapping_add(nbb);
                     last = ctrl;
                 }
@@ -106,6 +128,7 @@ impl Qp {
             }
         }
         if pi != start {
+            sq.wr_pi.store(wr_seq, Ordering::Relaxed);
             sq.pi.store(u32::from(pi), Ordering::Release);
             // WQEs before the doorbell record.
             fence(Ordering::Release);
@@ -162,7 +185,12 @@ impl Qp {
             _ => return Err(E::OpNotSupported),
         };
         let ud = if t == QpType::Ud {
-            Some(wr.ud.ok_or(E::MissingUdDest)?)
+            let d = wr.ud.ok_or(E::MissingUdDest)?;
+            // The AV is the PD's: a pointer compare, no lock.
+            if !std::sync::Arc::ptr_eq(d.ah.pd(), &self.pd) {
+                return Err(E::AhOtherPd);
+            }
+            Some(d)
         } else {
             None
         };

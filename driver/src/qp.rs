@@ -271,6 +271,14 @@ impl std::fmt::Display for Mtu {
     }
 }
 
+/// The largest service level of a connected QP's path: on RoCE it is the Ethernet priority
+/// (3 bits of the address path's `sl`).
+///
+/// ```
+/// assert_eq!(rnic_driver::qp::MAX_SL, 7);
+/// ```
+pub const MAX_SL: u8 = 7;
+
 /// A RoCE v2 address vector: where a connected QP's packets (or a UD datagram) go.
 ///
 /// ```
@@ -304,12 +312,21 @@ pub struct AddressVector {
     pub traffic_class: u8,
     /// IPv6 flow label (20 bits).
     pub flow_label: u32,
-    /// Service level (Ethernet priority, 3 bits).
+    /// Service level (the Ethernet priority: 0 ..= [`MAX_SL`]).
     pub sl: u8,
     /// UDP source port; `None`: as rxe computes it (`rdma_get_udp_sport` of the flow label
     /// and the QP numbers).
     pub udp_sport: Option<u16>,
 }
+
+/// Entries in the port's P_Key table: a RoCE port has the one default P_Key (0xFFFF) at
+/// index 0, as mlx5 reports for Ethernet ports (`pkey_tbl_len` 1). [`Qp::to_init`] refuses
+/// a `pkey_index` beyond it.
+///
+/// ```
+/// assert_eq!(rnic_driver::qp::PKEY_TABLE_LEN, 1);
+/// ```
+pub const PKEY_TABLE_LEN: u16 = 1;
 
 /// RST -> INIT attributes.
 ///
@@ -332,7 +349,7 @@ pub struct AddressVector {
 pub struct InitAttr {
     /// Port (1).
     pub port: u8,
-    /// P_Key index.
+    /// P_Key index (below [`PKEY_TABLE_LEN`]).
     pub pkey_index: u16,
     /// Remote access the QP allows as a responder (REMOTE_READ / WRITE / ATOMIC).
     pub access: Access,
@@ -483,13 +500,17 @@ pub struct QpInfo {
 
 /// Send queue tracking shared by the poster and the CQ poller (WQEBB counters, 16 bits
 /// significant): per WQE slot the wr_id, the WQE's counter, the counter after it, and
-/// the opcode; `pi` is published by the poster, `ci` by the poller.
+/// the opcode; `pi` is published by the poster, `ci` by the poller. `wr_pi` / `wr_ci` count
+/// work requests posted / retired, so that no more than `max_send_wr` are outstanding
+/// however few WQEBBs each takes (as mlx5's `sq.head` / `sq.tail` against `max_post`).
 #[derive(Debug)]
 pub(crate) struct SqTrack {
     pub(crate) slots: Box<[SqSlot]>,
     pub(crate) mask: u16,
     pub(crate) pi: AtomicU32,
     pub(crate) ci: AtomicU32,
+    pub(crate) wr_pi: AtomicU32,
+    pub(crate) wr_ci: AtomicU32,
 }
 
 /// One send WQE slot.
@@ -501,6 +522,8 @@ pub(crate) struct SqSlot {
     pub(crate) meta: AtomicU64,
     /// Posted length (READ and atomics: the local buffer).
     pub(crate) len: AtomicU32,
+    /// `wr_pi` after this work request: the poller's `wr_ci` once it retires.
+    pub(crate) wr_seq: AtomicU32,
 }
 
 /// Receive queue tracking: wr_id and posted length per WQE, counters.
@@ -762,6 +785,8 @@ impl Qp {
                 mask: sq_wqebbs - 1,
                 pi: AtomicU32::new(0),
                 ci: AtomicU32::new(0),
+                wr_pi: AtomicU32::new(0),
+                wr_ci: AtomicU32::new(0),
             },
             rq: cfg.srq.is_none().then(|| RqTrack {
                 wr_id: (0..1u32 << log_rq).map(|_| AtomicU64::new(0)).collect(),
@@ -862,7 +887,9 @@ impl Qp {
         self.qp_type
     }
 
-    /// The queue sizes as created (send WRs counted with the largest WQE).
+    /// The queue sizes as created (send WRs counted with the largest WQE). Posting refuses
+    /// the work request beyond `max_send_wr` outstanding with [`crate::wr::PostErrorKind::QueueFull`],
+    /// however small the WQEs, so a send CQ of `max_send_wr` entries cannot overrun.
     ///
     /// ```
     /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
@@ -1007,6 +1034,17 @@ impl Qp {
                 format!("port {} (the device has port 1)", a.port),
             ));
         }
+        if a.pkey_index >= PKEY_TABLE_LEN {
+            return Err(attr_err(
+                self.qpn,
+                T,
+                "pkey_index",
+                format!(
+                    "{} is beyond the port's P_Key table of {PKEY_TABLE_LEN}",
+                    a.pkey_index
+                ),
+            ));
+        }
         let mut i = Rst2InitQpIn::new_cmd();
         i.set_qpn(self.qpn);
         let q = i.qpc_mut();
@@ -1055,7 +1093,13 @@ impl Qp {
             ));
         }
         check_width(self.qpn, t, "ah_attr.grh.flow_label", av.flow_label, 20)?;
-        check_width(self.qpn, t, "ah_attr.sl", u32::from(av.sl), 3)?;
+        check_width(
+            self.qpn,
+            t,
+            "ah_attr.sl",
+            u32::from(av.sl),
+            u8::BITS - MAX_SL.leading_zeros(),
+        )?;
         ads.set_grh(true);
         ads.set_src_addr_index(av.sgid_index);
         ads.set_hop_limit(if av.hop_limit == 0 { 64 } else { av.hop_limit });
@@ -1380,6 +1424,8 @@ impl Qp {
             let s = &self.shared;
             s.sq.pi.store(0, Ordering::Relaxed);
             s.sq.ci.store(0, Ordering::Relaxed);
+            s.sq.wr_pi.store(0, Ordering::Relaxed);
+            s.sq.wr_ci.store(0, Ordering::Relaxed);
             if let Some(rq) = &s.rq {
                 rq.pi.store(0, Ordering::Relaxed);
                 rq.ci.store(0, Ordering::Relaxed);

@@ -477,6 +477,9 @@ pub enum PostErrorKind {
     AtomicNeeds8Bytes,
     /// A UD send without a destination.
     MissingUdDest,
+    /// A UD send whose address handle belongs to another PD (or another device) than the
+    /// QP's.
+    AhOtherPd,
     /// An SGE longer than 2^31 - 1 bytes.
     SgeTooLong,
 }

@@ -7,7 +7,7 @@
 //! log_uar_page_sz 8 / 0, pkey and GID table sizes), so do ours.
 //!
 //! Differences from the ConnectX-4, on purpose: `cq_resize` is 0 (MODIFY_CQ resize is not
-//! modelled), the Ethernet-offload (1) and flow-table (7) blocks are all zero (no Ethernet
+//! modelled), `log_max_mrw_sz` is 31 ([`LOG_MAX_MRW_SZ`]), the Ethernet-offload (1) and flow-table (7) blocks are all zero (no Ethernet
 //! offloads or steering), ODP (2) is all zero, and a profile may support
 //! `atomic_req_8B_endianness_mode` 1.
 
@@ -33,6 +33,12 @@ impl Default for Caps {
     }
 }
 
+/// `log_max_mrw_sz`: the largest MTT region is 2 GiB. CREATE_MKEY carries the whole MTT, and
+/// the command interface takes one of 4 KiB pages for that size
+/// (`crate::cmd::MAX_CMD_LEN`); the ConnectX-4 reports 64 (its driver registers larger
+/// regions with larger pages or UMR, which are not modelled).
+pub(crate) const LOG_MAX_MRW_SZ: u8 = 31;
+
 /// Caps a log2 at a field's width.
 fn log(v: u8, max: u8) -> u8 {
     v.min(max)
@@ -55,7 +61,7 @@ fn general(p: &Profile, max: bool) -> CmdHcaCap {
     g.set_log_max_mkey(log(p.log_max_mkey, 63));
     g.set_log_max_eq(log(p.log_max_eq, 15));
     g.set_max_indirection(4);
-    g.set_log_max_mrw_sz(64);
+    g.set_log_max_mrw_sz(LOG_MAX_MRW_SZ);
     g.set_log_max_klm_list_size(16);
     g.set_log_max_ra_req_dc(4);
     g.set_log_max_ra_res_dc(4);

@@ -134,6 +134,9 @@ impl Shared {
                 irqs: &self.irqs,
                 clock: &self.clock,
             };
+            if !ctx.st.rq_flush_watch.is_empty() {
+                crate::rq::flush_in_error(&mut ctx);
+            }
             n += crate::port::run(&mut ctx);
         }
         st.counters.iommu_faults = self.iommu.faults();

@@ -151,8 +151,29 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
     }
 }
 
+/// Flushes the receive WQEs posted since the last flush to every watched QP still in ERR
+/// (the host only writes the doorbell record when it posts a receive: no doorbell tells);
+/// forgets the QPs that left ERR or were destroyed.
+pub(crate) fn flush_in_error(ctx: &mut Ctx<'_>) {
+    let mut i = 0;
+    while i < ctx.st.rq_flush_watch.len() {
+        let qpn = ctx.st.rq_flush_watch[i];
+        let in_err = ctx.st.res.qps.get(qpn).is_some_and(|qp| {
+            rnic_hw_regs::ctx::QpState::try_from(qp.ctx.state())
+                == Ok(rnic_hw_regs::ctx::QpState::Err)
+        });
+        if in_err {
+            flush(ctx, qpn);
+            i += 1;
+        } else {
+            ctx.st.rq_flush_watch.swap_remove(i);
+        }
+    }
+}
+
 /// Completes every posted receive WQE of QP `qpn`'s own RQ with WR_FLUSH_ERR on its receive
-/// CQ (SRQ WQEs belong to the SRQ and are not flushed).
+/// CQ (SRQ WQEs belong to the SRQ and are not flushed), and watches the RQ for receives
+/// posted later ([`flush_in_error`]).
 pub(crate) fn flush(ctx: &mut Ctx<'_>, qpn: u32) {
     let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
         return;
@@ -160,6 +181,12 @@ pub(crate) fn flush(ctx: &mut Ctx<'_>, qpn: u32) {
     if qp.ctx.rq_type() != 0 {
         return;
     }
+    if !ctx.st.rq_flush_watch.contains(&qpn) {
+        ctx.st.rq_flush_watch.push(qpn);
+    }
+    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        return;
+    };
     let size = 1u32 << qp.ctx.log_rq_size().min(15);
     let cqn = qp.ctx.cqn_rcv();
     let Ok(counter) = ctx.dma.read_be32(qp.ctx.dbr_addr()) else {

@@ -205,6 +205,11 @@ pub(crate) struct DeviceState {
     /// Scatter lists of completed receive WQEs, reused by the next ones
     /// ([`crate::rq::recycle`]), so a steady stream of receives allocates nothing.
     pub spare_recv_segs: Vec<Vec<crate::mkey::Seg>>,
+    /// QPs with an own RQ that entered ERR: receive WQEs the host posts to them later are
+    /// flushed at the next step ([`crate::rq::flush_in_error`]), as a ConnectX flushes
+    /// receives posted in ERR (what a drain relies on). Entries whose QP left ERR or was
+    /// destroyed are dropped there.
+    pub rq_flush_watch: Vec<u32>,
 }
 
 impl DeviceState {
@@ -217,6 +222,7 @@ impl DeviceState {
             counters: Counters::default(),
             port: crate::port::Port::new(),
             spare_recv_segs: Vec::new(),
+            rq_flush_watch: Vec::new(),
             profile,
         }
     }

@@ -847,3 +847,61 @@ fn posting_and_polling_on_different_threads() {
     });
     drop(b);
 }
+
+/// The send queue is sized in 64-byte WQEBBs for the largest WQE the QP was created for;
+/// `caps().max_send_wr` is how many such work requests fit, and posting refuses the one
+/// beyond it however small the WQEs are (one-WQEBB inline WRITEs here, half the size the
+/// default caps allow), so a send CQ sized from the caps cannot overrun.
+#[test]
+fn send_queue_refuses_work_requests_beyond_its_caps() {
+    let fx = open(RunMode::Deterministic);
+    let mut cfg = QpConfig::new(QpType::Rc, fx.cq(1), fx.cq(1));
+    cfg.caps.max_send_wr = 8;
+    let cap = Qp::create(&fx.pd, &cfg).unwrap().caps().max_send_wr as usize;
+    let cq = fx.cq(cap as u32);
+    cfg.send_cq = cq.clone();
+    cfg.recv_cq = cq.clone();
+    let a = Qp::create(&fx.pd, &cfg).unwrap();
+    let (_, ring, _) = a.sq_ring();
+    assert!(ring / 64 > cap, "{} WQEBBs for {cap} WRs", ring / 64);
+    fx.connect(&a, a.qpn(), Mtu::Mtu1024);
+    let mr = Mr::alloc(&fx.pd, 64, Access::ALL).unwrap();
+    let write = |i: u64| {
+        wr(
+            i,
+            SendOp::Write {
+                raddr: mr.addr(),
+                rkey: mr.rkey(),
+            },
+            Payload::Inline(b"x"),
+            SendFlags::SIGNALED,
+        )
+    };
+    // The device does nothing until stepped: every posted WR stays outstanding.
+    fx.dev.set_auto_step(false);
+    for lap in 0..3u64 {
+        let list: Vec<SendWr<'_>> = (0..=cap as u64).map(|i| write(lap * 100 + i)).collect();
+        let e = a.post_send(&list).unwrap_err();
+        assert_eq!((e.index, e.kind), (cap, PostErrorKind::QueueFull));
+        let e = a.post_send(&[write(99)]).unwrap_err();
+        assert_eq!((e.index, e.kind), (0, PostErrorKind::QueueFull));
+        let mut got = Vec::new();
+        let mut wc = [WorkCompletion::default(); 4];
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while got.len() < cap {
+            fx.dev.step();
+            let n = cq.poll(&mut wc).expect("the CQ never overruns");
+            got.extend_from_slice(&wc[..n]);
+            assert!(std::time::Instant::now() < deadline, "{got:?}");
+        }
+        assert!(
+            got.iter()
+                .enumerate()
+                .all(|(i, c)| c.wr_id == lap * 100 + i as u64 && c.status == WcStatus::Success),
+            "{got:?}"
+        );
+        fx.dev.step();
+        assert_eq!(cq.poll(&mut wc), Ok(0));
+    }
+    fx.dev.set_auto_step(true); // for the teardown commands
+}

@@ -547,3 +547,33 @@ fn absurd_queue_sizes_are_refused() {
         }
     }
 }
+
+/// A region longer than the device's `log_max_mrw_sz` allows is refused with the limit,
+/// before anything is allocated, mapped or sent (it used to allocate and map it all, then
+/// fail CREATE_MKEY with INPUT_LEN_ERR).
+#[test]
+fn regions_beyond_max_mr_size_are_refused_up_front() {
+    let fx = open(RunMode::Deterministic);
+    let max = fx.hca.max_mr_size();
+    assert_eq!(
+        max,
+        1u64 << fx.hca.caps().general.log_max_mrw_sz(),
+        "one definition of the limit"
+    );
+    assert!(max < u64::MAX, "the emulated device has a real limit");
+    let maps = fx.dev.dma_mappings();
+    let commands = fx.dev.counters().commands;
+    for len in [max + 1, max + 4096, 16 << 30] {
+        let e = Mr::alloc(&fx.pd, len as usize, Access::LOCAL_WRITE).unwrap_err();
+        match e {
+            DriverError::LimitExceeded {
+                requested, max: m, ..
+            } => assert_eq!((requested, m), (len, max)),
+            other => panic!("{len}: {other}"),
+        }
+    }
+    assert_eq!(fx.dev.dma_mappings(), maps, "nothing was mapped");
+    assert_eq!(fx.dev.counters().commands, commands, "nothing was sent");
+    // Up to the limit registration goes on as before.
+    assert!(Mr::alloc(&fx.pd, 1 << 20, Access::LOCAL_WRITE).is_ok());
+}

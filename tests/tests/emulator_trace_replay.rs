@@ -33,6 +33,8 @@ const TRACE: &str = "data/mlx5-trace/trace-mlx5_core.txt.gz";
 /// Capability fields where the model differs from the real ConnectX-4 on purpose:
 /// `(cap_type, field)`.
 const CAP_DIFFERENCES: &[(u16, &str)] = &[
+    // Regions up to 2 GiB (one CREATE_MKEY of 4 KiB MTT entries); no larger pages or UMR.
+    (0, "log_max_mrw_sz"),
     // MODIFY_CQ resize is not modelled.
     (0, "cq_resize"),
 ];

@@ -398,6 +398,7 @@ fn devinfo_fields() {
         "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n",
         "\t\t\tlink_layer:\t\tEthernet\n",
         "\tatomic_cap:\t\t\tATOMIC_HCA (1)\n",
+        "\tmax_mr_size:\t\t\t0x80000000\n", // the device's log_max_mrw_sz 31
         "\t\t\tGID[  1]:\t\t::ffff:192.0.2.1, RoCE v2\n",
     ] {
         assert!(out.contains(want), "missing {want:?} in\n{out}");
@@ -449,6 +450,8 @@ fn bad_arguments_are_one_line() {
         vec!["write-bw", "-m", "1500", "--loopback"],
         vec!["write-bw", "--plot", "x.svg", "--loopback"],
         vec!["rc-pingpong", "-m", "100"],
+        vec!["rc-pingpong", "-l", "99"],
+        vec!["ud-pingpong", "-l", "8"],
         vec!["nosuchcommand"],
         vec!["write-bw", "--emu-faults", "loss=2", "--loopback"],
     ] {

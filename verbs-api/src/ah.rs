@@ -5,6 +5,14 @@ use crate::{Gid, ProtectionDomain};
 use rnic_driver::ah::AddressHandle as DriverAh;
 use rnic_driver::qp::AddressVector;
 
+/// The largest service level of a connected QP's path (RoCE: the 3-bit Ethernet priority):
+/// the driver's.
+///
+/// ```
+/// assert_eq!(rnic_verbs::MAX_SL, 7);
+/// ```
+pub use rnic_driver::qp::MAX_SL;
+
 /// Where packets go: a RoCE v2 address (`struct ibv_ah_attr` with its GRH; RoCE needs the
 /// GRH, so it is always there).
 ///
@@ -28,7 +36,7 @@ pub struct AhAttr {
     pub traffic_class: u8,
     /// Flow label (20 bits; `grh.flow_label`); it also selects the UDP source port.
     pub flow_label: u32,
-    /// Service level (Ethernet priority; `sl`).
+    /// Service level (Ethernet priority; `sl`): 0 ..= [`MAX_SL`] for a connected QP's path.
     pub sl: u8,
     /// Destination MAC; `None`: [`crate::Context::resolve_mac`] of `dgid`.
     pub dmac: Option<[u8; 6]>,

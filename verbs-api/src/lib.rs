@@ -126,7 +126,7 @@ mod srq;
 mod wc;
 mod wr;
 
-pub use ah::{AddressHandle, AhAttr};
+pub use ah::{AddressHandle, AhAttr, MAX_SL};
 pub use connect::{
     ConnectOptions, DEFAULT_PORT, DEFAULT_QKEY, Endpoint, PINGPONG_LEN, WIRE_LEN, connect_pair,
     connect_qp, tcp_client, tcp_server, tcp_server_on,

@@ -91,6 +91,13 @@ unsafe impl Send for MemoryRegion {}
 unsafe impl Sync for MemoryRegion {}
 
 fn check_access(access: AccessFlags) -> Result<()> {
+    let unknown = access.bits() & !AccessFlags::all().bits();
+    if unknown != 0 {
+        return Err(Error::invalid(
+            "ibv_reg_mr",
+            format!("unknown access flag bits {unknown:#x}"),
+        ));
+    }
     if access.intersects(AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC)
         && !access.contains(AccessFlags::LOCAL_WRITE)
     {

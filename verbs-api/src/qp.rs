@@ -1150,8 +1150,11 @@ impl QueuePair {
     /// `ibv_post_send`: posts `wrs` behind one doorbell. On error the requests before
     /// [`Error::Post`]'s `index` were posted. No allocation, lock or system call.
     ///
-    /// Fails with [`Error::WrongQpState`] unless the QP is in RTS (as set through this
-    /// handle): posting in RESET, INIT, RTR or ERR is refused here rather than flushed.
+    /// Accepted in RTS, SQD, SQE and ERR (as set through this handle or found by
+    /// [`QueuePair::query`]): in SQE and ERR the device completes what is posted with
+    /// [`crate::WcStatus::WrFlushErr`], the usual way to drain a QP, whether
+    /// [`QueuePair::to_error`] or the device moved it there. Fails with
+    /// [`Error::WrongQpState`] in RESET, INIT and RTR.
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
@@ -1175,12 +1178,12 @@ impl QueuePair {
     #[inline]
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<()> {
         let st = self.state();
-        if st != QpState::Rts {
+        if matches!(st, QpState::Reset | QpState::Init | QpState::Rtr) {
             return Err(Error::WrongQpState {
                 verb: "ibv_post_send",
                 qpn: self.qp_num(),
                 state: st,
-                why: "sends are accepted in RTS",
+                why: "sends are accepted from RTS on (flushed in SQE and ERR)",
             });
         }
         self.qp
@@ -1189,8 +1192,8 @@ impl QueuePair {
     }
 
     /// `ibv_post_recv`: posts receives (one doorbell record update for the list). Accepted
-    /// in INIT, RTR and RTS ([`Error::WrongQpState`] in RESET and ERR). Not for QPs on an
-    /// SRQ (post to the SRQ).
+    /// in every state but RESET ([`Error::WrongQpState`]); in ERR the device completes them
+    /// with [`crate::WcStatus::WrFlushErr`]. Not for QPs on an SRQ (post to the SRQ).
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
@@ -1207,12 +1210,12 @@ impl QueuePair {
     #[inline]
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<()> {
         let st = self.state();
-        if !matches!(st, QpState::Init | QpState::Rtr | QpState::Rts) {
+        if st == QpState::Reset {
             return Err(Error::WrongQpState {
                 verb: "ibv_post_recv",
                 qpn: self.qp_num(),
                 state: st,
-                why: "receives are accepted in INIT, RTR and RTS",
+                why: "receives are accepted from INIT on (flushed in ERR)",
             });
         }
         self.qp

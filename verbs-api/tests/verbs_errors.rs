@@ -271,17 +271,62 @@ fn posting_in_the_wrong_state() {
         "ibv_post_send",
         QpState::Init,
     );
+    // In ERR both are accepted and flushed: posts_in_err_are_flushed_whoever_moved_the_qp_there.
+}
+
+/// Drains `s.qp` (in ERR): a signaled SEND and a receive posted now each complete with
+/// WR_FLUSH_ERR, then a receive posted alone (no send doorbell after it); returns the
+/// completions' (wr_id, status).
+fn post_and_flush(s: &Side, sgl: &[Sge]) -> Vec<(u64, WcStatus)> {
+    s.qp.post_send(&[SendWr::send(7, sgl).signaled()]).unwrap();
+    s.qp.post_recv(&[RecvWr::new(8, sgl)]).unwrap();
+    let mut got: Vec<(u64, WcStatus)> = poll_n(&s.cq, 2)
+        .iter()
+        .map(|w| (w.wr_id(), w.status()))
+        .collect();
+    got.sort_unstable_by_key(|g| g.0);
+    s.qp.post_recv(&[RecvWr::new(9, sgl)]).unwrap();
+    let w = poll_one(&s.cq);
+    got.push((w.wr_id(), w.status()));
+    assert_empty(&s.cq);
+    got
+}
+
+#[test]
+fn posts_in_err_are_flushed_whoever_moved_the_qp_there() {
+    let flushed = vec![
+        (7, WcStatus::WrFlushErr),
+        (8, WcStatus::WrFlushErr),
+        (9, WcStatus::WrFlushErr),
+    ];
+    // The user moved it: to_error().
+    let (a, _b) = pair(QpType::Rc);
+    let mr = a.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    let s = [mr.sge(0, 8).unwrap()];
     a.qp.to_error().unwrap();
-    check(
-        a.qp.post_send(&[SendWr::send(1, &s)]).unwrap_err(),
-        "ibv_post_send",
-        QpState::Err,
-    );
-    check(
-        a.qp.post_recv(&[RecvWr::new(1, &s)]).unwrap_err(),
-        "ibv_post_recv",
-        QpState::Err,
-    );
+    assert_eq!(post_and_flush(&a, &s), flushed);
+    // The device moved it: a WRITE the responder refuses (REM_ACCESS_ERR) puts the
+    // requester in ERR while this handle still says RTS.
+    let (c, d) = pair(QpType::Rc);
+    let ro = d.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    c.qp.post_send(&[SendWr::write(2, &[], ro.remote(0)).inline(b"no").signaled()])
+        .unwrap();
+    assert_eq!(poll_one(&c.cq).status(), WcStatus::RemAccessErr);
+    assert_eq!(c.qp.state(), QpState::Rts);
+    let mr = c.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
+    let s = [mr.sge(0, 8).unwrap()];
+    assert_eq!(post_and_flush(&c, &s), flushed);
+    assert_eq!(c.qp.query().unwrap().qp_state, QpState::Err);
+    // RESET still refuses both.
+    a.qp.reset().unwrap();
+    assert!(matches!(
+        a.qp.post_send(&[SendWr::send(1, &s)]),
+        Err(Error::WrongQpState { .. })
+    ));
+    assert!(matches!(
+        a.qp.post_recv(&[RecvWr::new(1, &s)]),
+        Err(Error::WrongQpState { .. })
+    ));
 }
 
 #[test]
@@ -344,7 +389,7 @@ fn queue_full() {
     // Connected, but B posts no receives: SENDs wait in RNR retries and fill A's queue.
     connect_pair(&a.qp, &b.qp, &ConnectOptions::default()).unwrap();
     // max_send_wr counts the largest WQE; small inline SENDs take one 64-byte block each,
-    // so more than max_send_wr of them fit, but not without end.
+    // yet no more than max_send_wr of them are taken.
     let cap = a.qp.cap().max_send_wr as usize;
     let wrs: Vec<SendWr<'_>> = (0..cap as u64 * 8 + 1)
         .map(|i| SendWr::send(i, &[]).inline(b"z"))
@@ -354,7 +399,7 @@ fn queue_full() {
             index,
             kind: PostErrorKind::QueueFull,
             ..
-        }) => assert!(index >= cap),
+        }) => assert_eq!(index, cap),
         other => panic!("{other:?}"),
     }
     let mr = a.pd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
@@ -508,4 +553,103 @@ fn cq_overrun_is_reported_not_a_panic() {
     }
     let ring = small.capacity() as usize + 1;
     assert!(seen <= ring, "{seen} from a ring of {ring}");
+}
+
+#[test]
+fn max_mr_size_is_the_devices_and_reg_mr_refuses_beyond_it() {
+    let ctx = Context::open("emu0").unwrap();
+    let max = ctx.query_device().max_mr_size;
+    assert_eq!(max, 1 << 31, "the emulated device's log_max_mrw_sz");
+    let pd = ctx.alloc_pd().unwrap();
+    match pd.reg_mr(max as usize + 1, AccessFlags::LOCAL_WRITE) {
+        Err(Error::Driver {
+            verb: "ibv_reg_mr",
+            source:
+                rnic_driver::DriverError::LimitExceeded {
+                    requested, max: m, ..
+                },
+        }) => assert_eq!((requested, m), (max + 1, max)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn pkey_index_beyond_the_ports_table_is_refused() {
+    let a = fresh(QpType::Rc);
+    let len = a.ctx.query_port(1).unwrap().pkey_tbl_len;
+    assert_eq!(len, 1, "a RoCE port has the default P_Key only");
+    for bad in [len, 1000, u16::MAX] {
+        let e = refused_attr(
+            a.qp.to_init(&InitAttr {
+                pkey_index: bad,
+                ..InitAttr::default()
+            }),
+            ("RST2INIT", "pkey_index"),
+        );
+        assert!(e.to_string().contains(&bad.to_string()), "{e}");
+        assert_eq!(a.qp.query().unwrap().qp_state, QpState::Reset);
+    }
+    a.qp.to_init(&InitAttr::default()).unwrap();
+}
+
+#[test]
+fn unknown_access_flag_bits_are_refused() {
+    let a = fresh(QpType::Rc);
+    for bits in [0x100, 1 << 20, 1 << 30] {
+        let acc = AccessFlags::from_bits_retain(bits) | AccessFlags::LOCAL_WRITE;
+        let e = a.pd.reg_mr(64, acc).unwrap_err();
+        assert_eq!(invalid_argument(&e), "ibv_reg_mr");
+        assert!(e.to_string().contains(&format!("{bits:#x}")), "{e}");
+        let e = a.pd.reg_mr_from(vec![0; 64], acc).unwrap_err();
+        assert_eq!(invalid_argument(&e), "ibv_reg_mr");
+    }
+    let mr = a.pd.reg_mr(64, AccessFlags::all()).unwrap();
+    assert_eq!(mr.access(), AccessFlags::all());
+}
+
+#[test]
+fn ud_sends_with_an_address_handle_of_another_pd_or_device_are_refused() {
+    let u = side("emu0", QpType::Ud);
+    u.qp.to_init(&InitAttr {
+        qkey: Some(DEFAULT_QKEY),
+        ..InitAttr::default()
+    })
+    .unwrap();
+    u.qp.to_rtr(&RtrAttr::default()).unwrap();
+    u.qp.to_rts(&RtsAttr::default()).unwrap();
+    let gid = u.ctx.query_gid(1, 1).unwrap();
+    let other_pd = u
+        .ctx
+        .alloc_pd()
+        .unwrap()
+        .create_ah(&AhAttr::new(gid, 1))
+        .unwrap();
+    let emu1 = Context::open("emu1").unwrap();
+    let other_dev = emu1
+        .alloc_pd()
+        .unwrap()
+        .create_ah(&AhAttr::new(emu1.query_gid(1, 1).unwrap(), 1))
+        .unwrap();
+    for ah in [&other_pd, &other_dev] {
+        let wrs = [SendWr::send(1, &[])
+            .inline(b"a")
+            .ud(ah, u.qp.qp_num(), DEFAULT_QKEY)];
+        match u.qp.post_send(&wrs) {
+            Err(Error::Post {
+                index: 0,
+                kind: PostErrorKind::AhOtherPd,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_empty(&u.cq);
+    // The QP's own PD's handle is fine.
+    let own = u.pd.create_ah(&AhAttr::new(gid, 1)).unwrap();
+    u.qp.post_send(&[SendWr::send(2, &[])
+        .inline(b"b")
+        .ud(&own, u.qp.qp_num(), DEFAULT_QKEY)
+        .signaled()])
+        .unwrap();
+    assert_eq!(poll_one(&u.cq).wr_id(), 2);
 }

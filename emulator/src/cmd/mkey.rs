@@ -61,6 +61,11 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         ACCESS_MODE_MTT => {
             ensure(!c.length64(), CmdStatus::BadParam, syn::MKEY_MTT_LENGTH64)?;
             ensure(
+                len <= 1 << ctx.st.caps.general().log_max_mrw_sz().min(63),
+                CmdStatus::BadParam,
+                syn::MKEY_TOO_LONG,
+            )?;
+            ensure(
                 start.checked_add(len).is_some(),
                 CmdStatus::BadParam,
                 syn::MKEY_BAD_RANGE,

@@ -35,9 +35,11 @@ mod vport;
 use crate::bar::Bar;
 use crate::device::Ctx;
 
-/// The largest command input or output the device accepts (a MANAGE_PAGES of the ConnectX-4's
-/// 12,868 init pages is about 100 KiB).
-const MAX_CMD_LEN: usize = 4 << 20;
+/// The largest command input or output the device accepts: a CREATE_MKEY whose MTT maps the
+/// largest region ([`crate::caps::LOG_MAX_MRW_SZ`]) in 4 KiB pages at any page offset (a
+/// MANAGE_PAGES of the ConnectX-4's 12,868 init pages is about 100 KiB).
+const MAX_CMD_LEN: usize = rnic_hw_regs::cmd::CreateMkeyIn::KLM_PAS_MTT_OFFSET
+    + ((1 << (crate::caps::LOG_MAX_MRW_SZ - 12)) + 2) * 8;
 
 /// A command that failed: the PRM status and firmware's syndrome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,6 +307,8 @@ pub(crate) mod syndrome {
         MKEY_MTT_MISALIGNED = 0x0B00_0007;
         /// CREATE_MKEY: the region wraps the 64-bit address space.
         MKEY_BAD_RANGE = 0x0B00_0008;
+        /// CREATE_MKEY MTT: longer than 2^log_max_mrw_sz bytes.
+        MKEY_TOO_LONG = 0x0B00_0010;
         /// CREATE_MKEY: an MTT key with length64 (only PA keys span the whole space).
         MKEY_MTT_LENGTH64 = 0x0B00_000D;
         /// CREATE_MKEY with every MKey in use.

@@ -396,6 +396,13 @@ fn check_flags(kind: Kind, a: &PingpongArgs) -> Result<(u32, u8), ToolError> {
             a.mtu
         ))
     })?;
+    if a.sl > v::MAX_SL {
+        return Err(ToolError::Usage(format!(
+            "invalid service level {} (0 .. {}: the RoCE priority)",
+            a.sl,
+            v::MAX_SL
+        )));
+    }
     if a.ib_port != 1 {
         return Err(ToolError::Usage(format!(
             "invalid port {} (the device has port 1)",
