@@ -515,7 +515,12 @@ impl Device {
     /// assert_eq!(dev.counters(), Counters::default()); // a new device has done nothing
     /// ```
     pub fn counters(&self) -> Counters {
-        let mut c = self.shared.lock().counters;
+        let mut c = {
+            let mut st = self.shared.lock();
+            let st = &mut *st;
+            st.port.sync_link_drops(&mut st.counters);
+            st.counters
+        };
         c.iommu_faults = self.shared.iommu.faults();
         c
     }

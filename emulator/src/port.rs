@@ -18,11 +18,12 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use crate::device::Ctx;
+use crate::link::LinkRxDrops;
 use crate::link::pcap::Capture;
 pub use crate::link::{Link, NullLink};
 use crate::state::RxDrops;
 use crate::transport::poll_timers;
-use crate::wire::{Opcode, PacketRepr, RocePacket};
+use crate::wire::{Opcode, PacketRepr, RocePacket, WireError};
 
 /// Frames processed per `run` at most, so a livelock between QPs cannot hang the device.
 const MAX_FRAMES_PER_RUN: usize = 1 << 20;
@@ -34,7 +35,7 @@ const POOL_MAX: usize = 256;
 /// Ethernet, VLAN, IPv6, UDP, BTH, the largest extended header and ICRC) with room to
 /// spare. Buffers swapped in from a link may be smaller (an ACK); growing them once here
 /// keeps a later, larger packet from reallocating on the data path.
-const FRAME_CAPACITY: usize = 4096 + 256;
+pub(crate) const FRAME_CAPACITY: usize = 4096 + 256;
 
 /// The port: link, loopback queue, buffer pool.
 pub(crate) struct Port {
@@ -49,6 +50,8 @@ pub(crate) struct Port {
     pub(crate) read_pending: VecDeque<u32>,
     /// The capture file, when capturing.
     pub(crate) capture: Option<Capture>,
+    /// The link's [`Link::rx_drops`] as last added to the counters.
+    link_drops_seen: LinkRxDrops,
 }
 
 impl fmt::Debug for Port {
@@ -71,12 +74,26 @@ impl Port {
             ack_pending: Vec::new(),
             read_pending: VecDeque::new(),
             capture: None,
+            link_drops_seen: LinkRxDrops::default(),
         }
     }
 
     /// Replaces the port's link.
     pub(crate) fn set_link(&mut self, link: Box<dyn Link>) {
+        self.link_drops_seen = link.rx_drops();
         self.link = link;
+    }
+
+    /// Adds the frames the link dropped since the last call to `counters` (full ring:
+    /// `ring_full`; oversize: `malformed`; both to `rx_dropped`).
+    pub(crate) fn sync_link_drops(&mut self, counters: &mut crate::Counters) {
+        let now = self.link.rx_drops();
+        let seen = std::mem::replace(&mut self.link_drops_seen, now);
+        let full = now.ring_full.saturating_sub(seen.ring_full);
+        let oversize = now.oversize.saturating_sub(seen.oversize);
+        counters.drops.ring_full += full;
+        counters.drops.malformed += oversize;
+        counters.rx_dropped += full + oversize;
     }
 
     /// The link's own next deadline (delayed frames).
@@ -156,6 +173,8 @@ pub(crate) fn count_drop(ctx: &mut Ctx<'_>, rule: impl FnOnce(&mut RxDrops) -> &
 /// Processes received frames and due timers until the port is idle; returns how many frames
 /// and timers there were.
 pub(crate) fn run(ctx: &mut Ctx<'_>) -> usize {
+    let st = &mut *ctx.st;
+    st.port.sync_link_drops(&mut st.counters);
     let mut n = poll_timers(ctx);
     while n < MAX_FRAMES_PER_RUN {
         let (mut frame, from_link) = match ctx.st.port.rx.pop_front() {
@@ -200,16 +219,19 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
         count_drop(ctx, |d| &mut d.malformed);
         return;
     };
-    if packet.verify_icrc().is_err() {
+    if let Err(e) = packet.verify_icrc() {
         let ip_start = if frame.get(12..14) == Some(&[0x81, 0x00]) {
             18
         } else {
             14
         };
-        let solved = !exact
-            && frame
+        // The ID is solved from the ICRC just computed: a bad frame costs one CRC pass.
+        let solved = match e {
+            WireError::IcrcMismatch { expected, .. } if !exact => frame
                 .get_mut(ip_start..)
-                .is_some_and(crate::link::udp::solve_ip_id);
+                .is_some_and(|ip| crate::link::udp::solve_ip_id_with(ip, expected)),
+            _ => false,
+        };
         if !solved {
             count_drop(ctx, |d| &mut d.bad_icrc);
             return;
@@ -322,6 +344,62 @@ mod tests {
             assert_eq!(run(ctx), 2);
             assert_eq!(ctx.st.counters.rx_dropped, 3);
             assert_eq!(ctx.st.counters.frames_rx, 0);
+        });
+    }
+
+    /// A link that hands out frames like a UDP socket does (no exact IP header).
+    #[derive(Debug, Default)]
+    struct SocketLike(VecDeque<Vec<u8>>);
+
+    impl Link for SocketLike {
+        fn transmit(&mut self, _frame: &[u8]) {}
+        fn receive(&mut self, buf: &mut Vec<u8>) -> bool {
+            self.0.pop_front().map(|f| *buf = f).is_some()
+        }
+        fn rx_ip_header_exact(&self) -> bool {
+            false
+        }
+    }
+
+    /// A frame whose ICRC matches no IP ID costs one CRC pass (the check), not one per ID
+    /// bit; a frame from a sender with a non-zero IP ID is still recovered.
+    #[test]
+    fn a_bad_icrc_costs_one_crc_pass() {
+        use crate::wire::icrc::PASSES;
+        let dev = Device::new(Profile::default(), RunMode::Deterministic);
+        dev.with_ctx(|ctx| {
+            let mut bad = frame(Ipv4Addr::new(10, 0, 0, 1));
+            bad[50] ^= 0x10;
+            let mut link = SocketLike::default();
+            for _ in 0..100 {
+                link.0.push_back(bad.clone());
+            }
+            // A good frame whose sender used IP ID 0x1234, seen with ID 0 (the socket).
+            let mut v4 = Ipv4Repr::new(Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(10, 0, 0, 1));
+            v4.ident = 0x1234;
+            let repr = PacketRepr::new(
+                EthRepr::new(EthernetAddress([2; 6]), EthernetAddress([4; 6])),
+                IpRepr::V4(v4),
+                UdpRepr::new(0xC000),
+                BthRepr::new(Opcode::RcSendOnly, 0x999, 0),
+            );
+            let mut good = vec![0u8; repr.buffer_len(4)];
+            let n = repr.emit(&mut good, b"data").unwrap();
+            good.truncate(n);
+            let mut ip = crate::wire::Ipv4Packet::new_unchecked(&mut good[14..34]);
+            ip.set_ident(0);
+            ip.fill_checksum();
+            link.0.push_back(good);
+            ctx.st.port.link = Box::new(link);
+            let before = PASSES.with(std::cell::Cell::get);
+            assert_eq!(run(ctx), 101);
+            let passes = PASSES.with(std::cell::Cell::get) - before;
+            assert_eq!(ctx.st.counters.drops.bad_icrc, 100);
+            assert_eq!(ctx.st.counters.transport.icrc_ip_id_solved, 1);
+            // The good frame is for an IP the device does not have: dropped after its ICRC
+            // verified.
+            assert_eq!(ctx.st.counters.drops.not_our_ip, 1);
+            assert_eq!(passes, 101, "one ICRC pass per frame");
         });
     }
 }
