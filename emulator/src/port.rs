@@ -25,8 +25,14 @@ use crate::state::RxDrops;
 use crate::transport::poll_timers;
 use crate::wire::{Opcode, PacketRepr, RocePacket, WireError};
 
-/// Frames processed per `run` at most, so a livelock between QPs cannot hang the device.
-const MAX_FRAMES_PER_RUN: usize = 1 << 20;
+/// Frames processed per device step at most, so a livelock between QPs cannot hang the
+/// device.
+pub(crate) const MAX_FRAMES_PER_RUN: usize = 1 << 20;
+
+/// Frames `run` takes before it does what the port does when idle (READ responses, the
+/// coalesced ACKs) and returns, like a NIC driver's poll budget: a link that never runs dry
+/// (a flood) must not starve the ACKs, the timers and the doorbells.
+const RX_BUDGET: usize = 256;
 
 /// Frame buffers kept for reuse.
 const POOL_MAX: usize = 256;
@@ -170,13 +176,23 @@ pub(crate) fn count_drop(ctx: &mut Ctx<'_>, rule: impl FnOnce(&mut RxDrops) -> &
     *rule(&mut ctx.st.counters.drops) += 1;
 }
 
-/// Processes received frames and due timers until the port is idle; returns how many frames
-/// and timers there were.
-pub(crate) fn run(ctx: &mut Ctx<'_>) -> usize {
+/// Processes received frames and due timers until the port is idle or [`RX_BUDGET`] frames
+/// were taken; returns how many frames and timers there were, and whether it stopped for
+/// the budget (frames may be waiting).
+pub(crate) fn run(ctx: &mut Ctx<'_>) -> (usize, bool) {
     let st = &mut *ctx.st;
     st.port.sync_link_drops(&mut st.counters);
     let mut n = poll_timers(ctx);
-    while n < MAX_FRAMES_PER_RUN {
+    let mut frames = 0;
+    loop {
+        if frames == RX_BUDGET {
+            // Not idle, but the transport must go on as if: READ responses, then ACKs.
+            crate::transport::responder::pump_reads(ctx);
+            if !ctx.st.port.ack_pending.is_empty() {
+                crate::transport::responder::flush_acks(ctx);
+            }
+            return (n, true);
+        }
         let (mut frame, from_link) = match ctx.st.port.rx.pop_front() {
             Some(f) => (f, false),
             None => {
@@ -198,6 +214,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> usize {
             }
         };
         n += 1;
+        frames += 1;
         let exact = if from_link {
             if let Some(c) = ctx.st.port.capture.as_mut() {
                 c.write(ctx.clock.now_ns(), &frame);
@@ -209,7 +226,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> usize {
         receive(ctx, &mut frame, exact);
         ctx.st.port.recycle(frame);
     }
-    n
+    (n, false)
 }
 
 /// Checks one received frame and hands it to the transport. `exact`: the IP header is the
@@ -332,7 +349,7 @@ mod tests {
             assert_eq!(ctx.st.port.queued(), 1, "looped back");
             assert!(format!("{:?}", ctx.st.port).contains("Recorder"));
             // The looped-back frame names an unknown QP: dropped and counted.
-            assert_eq!(run(ctx), 1);
+            assert_eq!(run(ctx), (1, false));
             assert_eq!(ctx.st.counters.rx_dropped, 1);
             assert_eq!(ctx.st.counters.frames_tx, 2);
             // Garbage and a corrupted ICRC are dropped too.
@@ -341,7 +358,7 @@ mod tests {
             bad[last] ^= 1;
             ctx.st.port.rx.push_back(bad);
             ctx.st.port.rx.push_back(vec![0xFF; 7]);
-            assert_eq!(run(ctx), 2);
+            assert_eq!(run(ctx), (2, false));
             assert_eq!(ctx.st.counters.rx_dropped, 3);
             assert_eq!(ctx.st.counters.frames_rx, 0);
         });
@@ -392,7 +409,7 @@ mod tests {
             link.0.push_back(good);
             ctx.st.port.link = Box::new(link);
             let before = PASSES.with(std::cell::Cell::get);
-            assert_eq!(run(ctx), 101);
+            assert_eq!(run(ctx), (101, false));
             let passes = PASSES.with(std::cell::Cell::get) - before;
             assert_eq!(ctx.st.counters.drops.bad_icrc, 100);
             assert_eq!(ctx.st.counters.transport.icrc_ip_id_solved, 1);
