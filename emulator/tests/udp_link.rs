@@ -315,15 +315,26 @@ fn rss_bytes() -> u64 {
 /// full ring), memory stays bounded, and every WRITE completes with the right bytes.
 #[test]
 fn a_flood_of_bad_icrcs_is_dropped_and_counted_while_rc_flows() {
-    use rnic_emulator::link::udp::RX_RING_FRAMES;
     use rnic_emulator::wire::{
         BthRepr, EthRepr, EthernetAddress, IpRepr, Ipv4Repr, Opcode, PacketRepr, UdpRepr,
     };
     const FLOOD: u64 = 20_000;
     const LEN: usize = 256 * 1024;
     let _one = ADDRS.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((la, lb)) = bind_pair() else {
-        return;
+    // B's ring is 1024 frames, not RX_RING_FRAMES: a legitimate frame waits behind at most
+    // a ring of junk, and a debug build on a loaded machine (~15 us a frame) must stay well
+    // inside the 67 ms ACK timeout (a release build takes ~1 us a frame).
+    const RING: usize = 1024;
+    let (la, lb) = match (
+        UdpLink::bind(Ipv4Addr::from(IP_A)),
+        UdpLink::bind_with_ring(Ipv4Addr::from(IP_B), RING),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e @ LinkError::AddrInUse(_)), _) | (_, Err(e @ LinkError::AddrInUse(_))) => {
+            println!("skipped: {e} (another RoCE v2 endpoint runs here)");
+            return;
+        }
+        (Err(e), _) | (_, Err(e)) => panic!("bind: {e}"),
     };
     let attacker = match std::net::UdpSocket::bind("127.0.0.3:0") {
         Ok(s) => s,
@@ -399,7 +410,9 @@ fn a_flood_of_bad_icrcs_is_dropped_and_counted_while_rc_flows() {
         assert_eq!(
             (c.cqe_opcode(), c.wqe_counter()),
             (Ok(CqeOpcode::Req), w),
-            "WRITE {rounds} under the flood: {:?}",
+            "WRITE {rounds} under the flood: syndrome {:?}, A {:?}, B {:?}",
+            c.error_syndrome(),
+            ra.counters(),
             rb.counters()
         );
         assert!(
@@ -414,12 +427,12 @@ fn a_flood_of_bad_icrcs_is_dropped_and_counted_while_rc_flows() {
     let sent = flood.join().expect("flood thread");
     // Let B take what is still queued.
     let deadline = Instant::now() + Duration::from_secs(10);
-    let counted = loop {
+    let received = loop {
         let b = rb.counters();
-        let counted = b.drops.bad_icrc + b.drops.ring_full;
         let seen = stats_b.received.load(Ordering::Relaxed);
-        if counted + b.frames_rx >= seen || Instant::now() >= deadline {
-            break counted;
+        if b.frames_rx + b.drops.bad_icrc + b.drops.ring_full >= seen || Instant::now() >= deadline
+        {
+            break seen;
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -430,7 +443,7 @@ fn a_flood_of_bad_icrcs_is_dropped_and_counted_while_rc_flows() {
     let socket_drops = stats_b.socket_drops.load(Ordering::Relaxed);
     println!(
         "{rounds} WRITEs of {LEN} B during a flood of {sent}: B bad_icrc {}, ring_full {}, \
-         socket drops {socket_drops}, ring high water {high} of {RX_RING_FRAMES}, buffers \
+         socket drops {socket_drops}, ring high water {high} of {RING}, buffers \
          {buffers}, RSS {} -> {} KiB; A retransmits {}",
         b.drops.bad_icrc,
         b.drops.ring_full,
@@ -439,13 +452,25 @@ fn a_flood_of_bad_icrcs_is_dropped_and_counted_while_rc_flows() {
         ra.counters().transport.retransmits
     );
     assert!(rounds >= 1);
-    assert!(counted > 0 && counted <= sent, "{counted} of {sent}: {b:?}");
+    // Every datagram B's link took was handed to the transport or dropped and counted:
+    // a bad ICRC, or a full ring (which may have hit some of A's frames too: A retried;
+    // the frames after such a gap are then the transport's out-of-sequence drops). The
+    // kernel's own drops, if any, never reached the link.
+    assert_eq!(
+        b.frames_rx + b.drops.bad_icrc + b.drops.ring_full,
+        received,
+        "{b:?}"
+    );
     assert_eq!(b.rx_dropped, b.drops.total(), "{b:?}");
+    assert!(b.drops.bad_icrc > 0 && b.drops.bad_icrc <= sent, "{b:?}");
     assert_eq!(
         b.transport.icrc_ip_id_solved, 0,
         "no ID solves a flipped ICRC bit"
     );
-    assert!(high <= RX_RING_FRAMES as u64 && buffers <= RX_RING_FRAMES as u64);
+    assert!(
+        high <= RING as u64 && buffers <= RING as u64,
+        "{high} {buffers}"
+    );
     assert!(
         rss_after < rss_before + (64 << 20),
         "RSS grew from {rss_before} to {rss_after}"
