@@ -12,6 +12,10 @@
 //! port can also write everything it sends and receives to a pcap file
 //! ([`crate::Device::capture_to`]).
 //!
+//! The port takes at most a budget of frames before it sends what it owes (READ responses,
+//! coalesced ACKs) and hands back to the device, which runs its doorbells and timers: a
+//! link that never runs dry (a flood) does not starve a live connection.
+//!
 //! Frame buffers are pooled, so a steady flow of packets does not allocate.
 
 use std::collections::VecDeque;

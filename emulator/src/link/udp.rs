@@ -173,6 +173,12 @@ pub const RCVBUF_BYTES: usize = 16 << 20;
 /// receive queue's usual size. A burst of 16 outstanding 64 KiB READs at MTU 1024 (1024
 /// responses back to back) fits with room to spare; buffers of the largest RoCE v2 frame
 /// make it ~17 MiB at most.
+///
+/// ```
+/// use rnic_emulator::link::udp::RX_RING_FRAMES;
+///
+/// assert!(RX_RING_FRAMES >= 1024); // a READ burst of 1024 responses fits
+/// ```
 pub const RX_RING_FRAMES: usize = 4096;
 
 /// Datagrams the reader takes per batch before it hands them over and wakes the device.
