@@ -95,15 +95,17 @@ impl Port {
     }
 
     /// Adds the frames the link dropped since the last call to `counters` (full ring:
-    /// `ring_full`; oversize: `malformed`; both to `rx_dropped`).
+    /// `ring_full`; oversize: `malformed`; overflow: `link_overflow`; all to `rx_dropped`).
     pub(crate) fn sync_link_drops(&mut self, counters: &mut crate::Counters) {
         let now = self.link.rx_drops();
         let seen = std::mem::replace(&mut self.link_drops_seen, now);
         let full = now.ring_full.saturating_sub(seen.ring_full);
         let oversize = now.oversize.saturating_sub(seen.oversize);
+        let overflow = now.overflow.saturating_sub(seen.overflow);
         counters.drops.ring_full += full;
         counters.drops.malformed += oversize;
-        counters.rx_dropped += full + oversize;
+        counters.drops.link_overflow += overflow;
+        counters.rx_dropped += full + oversize + overflow;
     }
 
     /// The link's own next deadline (delayed frames).
@@ -422,5 +424,51 @@ mod tests {
             assert_eq!(ctx.st.counters.drops.not_our_ip, 1);
             assert_eq!(passes, 101, "one ICRC pass per frame");
         });
+    }
+
+    /// A link that reports drops of its own.
+    #[derive(Debug)]
+    struct Dropping(LinkRxDrops);
+
+    impl Link for Dropping {
+        fn transmit(&mut self, _frame: &[u8]) {}
+        fn receive(&mut self, _buf: &mut Vec<u8>) -> bool {
+            false
+        }
+        fn rx_drops(&self) -> LinkRxDrops {
+            self.0
+        }
+    }
+
+    /// The link's drops reach the device's counters once each, under their rules, and
+    /// keep `rx_dropped` the sum of the rules.
+    #[test]
+    fn the_links_drops_are_counted_once() {
+        let dev = Device::new(Profile::default(), RunMode::Deterministic);
+        let drops = LinkRxDrops {
+            ring_full: 2,
+            oversize: 1,
+            overflow: 4,
+        };
+        dev.set_link(Box::new(Dropping(drops)));
+        assert_eq!(
+            dev.counters().rx_dropped,
+            0,
+            "what the link had before it was attached"
+        );
+        dev.with_ctx(|ctx| {
+            ctx.st.port.link = Box::new(Dropping(LinkRxDrops {
+                ring_full: 5,
+                oversize: 2,
+                overflow: 8,
+            }));
+        });
+        for _ in 0..2 {
+            dev.step();
+            let c = dev.counters();
+            let d = c.drops;
+            assert_eq!((d.ring_full, d.malformed, d.link_overflow), (3, 1, 4));
+            assert_eq!((c.rx_dropped, d.total()), (8, 8));
+        }
     }
 }

@@ -127,6 +127,10 @@ pub struct RxDrops {
     /// did not keep up (a NIC's receive ring out of descriptors; see
     /// [`crate::link::LinkRxDrops::ring_full`]). A flood of junk lands here, not in memory.
     pub ring_full: u64,
+    /// Lost before the link took them: the medium's buffer overflowed (a UDP link's kernel
+    /// socket buffer; see [`crate::link::LinkRxDrops::overflow`]), like a NIC's port buffer
+    /// discards.
+    pub link_overflow: u64,
 }
 
 impl RxDrops {
@@ -160,6 +164,7 @@ impl RxDrops {
             + self.cnp
             + self.other
             + self.ring_full
+            + self.link_overflow
     }
 }
 

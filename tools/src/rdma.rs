@@ -148,6 +148,7 @@ pub fn format_counters(dev: &str, c: &rnic_emulator::Counters) -> String {
         ("rx_drop_cnp", d.cnp),
         ("rx_drop_other", d.other),
         ("rx_drop_ring_full", d.ring_full),
+        ("rx_drop_link_overflow", d.link_overflow),
         ("timeouts", t.timeouts),
         ("retransmits", t.retransmits),
         ("rnr_naks_rx", t.rnr_naks_rx),

@@ -129,7 +129,8 @@ pub trait Link: Send + fmt::Debug {
     }
     /// Received frames the link dropped before the device saw them, counted since the link
     /// was made. The device adds them to its drop counters ([`crate::RxDrops::ring_full`],
-    /// [`crate::RxDrops::malformed`]). Links without a receive ring of their own report 0.
+    /// [`crate::RxDrops::malformed`], [`crate::RxDrops::link_overflow`]). Links without a
+    /// receive ring of their own report 0.
     fn rx_drops(&self) -> LinkRxDrops {
         LinkRxDrops::default()
     }
@@ -172,6 +173,9 @@ pub struct LinkRxDrops {
     pub ring_full: u64,
     /// Larger than the largest RoCE v2 frame (MTU 4096), so larger than a ring buffer.
     pub oversize: u64,
+    /// Lost before the link could take them: the medium's own buffer overflowed (a UDP
+    /// link's kernel socket buffer, as `SO_RXQ_OVFL` reports it).
+    pub overflow: u64,
 }
 
 /// A link to nowhere: frames sent are dropped, nothing arrives.

@@ -149,6 +149,7 @@ pub struct UdpStats {
     pub unsendable: AtomicU64,
     /// Datagrams the kernel dropped on the main socket before the reader took them (a full
     /// receive buffer; the count `SO_RXQ_OVFL` reports, as of the last datagram received).
+    /// The device counts them as [`crate::RxDrops::link_overflow`].
     pub socket_drops: AtomicU64,
     /// The main socket's receive buffer in bytes, as the kernel reports it (`SO_RCVBUF`,
     /// which includes the kernel's bookkeeping share: twice the size set).
@@ -852,6 +853,7 @@ impl Link for UdpLink {
         LinkRxDrops {
             ring_full: self.stats.ring_full.load(Ordering::Relaxed),
             oversize: self.stats.oversize.load(Ordering::Relaxed),
+            overflow: self.stats.socket_drops.load(Ordering::Relaxed),
         }
     }
 }
