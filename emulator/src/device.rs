@@ -104,40 +104,53 @@ impl Shared {
     pub(crate) fn step(&self) -> usize {
         let mut st = self.lock();
         let mut n = 0;
-        while let Some(ev) = self.pending.pop() {
-            n += 1;
-            // Hung or dead firmware executes nothing; the host sees its commands time out.
-            if self.bar.firmware_dead() {
-                continue;
+        loop {
+            while let Some(ev) = self.pending.pop() {
+                n += 1;
+                // Hung or dead firmware executes nothing; the host sees its commands time out.
+                if self.bar.firmware_dead() {
+                    continue;
+                }
+                let mut ctx = Ctx {
+                    st: &mut st,
+                    dma: &self.iommu,
+                    irqs: &self.irqs,
+                    clock: &self.clock,
+                };
+                match ev {
+                    BarWrite::None => {}
+                    BarWrite::CmdDoorbell(mask) => crate::cmd::doorbell(&mut ctx, &self.bar, mask),
+                    BarWrite::Uar {
+                        uar,
+                        offset,
+                        value,
+                        width,
+                    } => crate::doorbells::uar_write(&mut ctx, uar, offset, value, width),
+                }
             }
-            let mut ctx = Ctx {
-                st: &mut st,
-                dma: &self.iommu,
-                irqs: &self.irqs,
-                clock: &self.clock,
-            };
-            match ev {
-                BarWrite::None => {}
-                BarWrite::CmdDoorbell(mask) => crate::cmd::doorbell(&mut ctx, &self.bar, mask),
-                BarWrite::Uar {
-                    uar,
-                    offset,
-                    value,
-                    width,
-                } => crate::doorbells::uar_write(&mut ctx, uar, offset, value, width),
+            if !self.bar.firmware_dead() {
+                let mut ctx = Ctx {
+                    st: &mut st,
+                    dma: &self.iommu,
+                    irqs: &self.irqs,
+                    clock: &self.clock,
+                };
+                if !ctx.st.rq_flush_watch.is_empty() {
+                    crate::rq::flush_in_error(&mut ctx);
+                }
+                let (frames, more) = crate::port::run(&mut ctx);
+                n += frames;
+                // The port stopped for its budget (a link that does not run dry): a threaded
+                // device lets go of its lock and its thread steps again; a deterministic one
+                // goes on until idle, taking the doorbells that came meanwhile first.
+                if more
+                    && self.mode == RunMode::Deterministic
+                    && n < crate::port::MAX_FRAMES_PER_RUN
+                {
+                    continue;
+                }
             }
-        }
-        if !self.bar.firmware_dead() {
-            let mut ctx = Ctx {
-                st: &mut st,
-                dma: &self.iommu,
-                irqs: &self.irqs,
-                clock: &self.clock,
-            };
-            if !ctx.st.rq_flush_watch.is_empty() {
-                crate::rq::flush_in_error(&mut ctx);
-            }
-            n += crate::port::run(&mut ctx);
+            break;
         }
         st.counters.iommu_faults = self.iommu.faults();
         n
@@ -518,7 +531,12 @@ impl Device {
     /// assert_eq!(dev.counters(), Counters::default()); // a new device has done nothing
     /// ```
     pub fn counters(&self) -> Counters {
-        let mut c = self.shared.lock().counters;
+        let mut c = {
+            let mut st = self.shared.lock();
+            let st = &mut *st;
+            st.port.sync_link_drops(&mut st.counters);
+            st.counters
+        };
         c.iommu_faults = self.shared.iommu.faults();
         c
     }

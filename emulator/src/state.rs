@@ -83,7 +83,8 @@ pub struct Counters {
 #[non_exhaustive]
 pub struct RxDrops {
     /// Not a well-formed RoCE v2 frame (Ethernet, IP version/IHL/checksum, UDP port or
-    /// length, BTH TVer, opcode, header or payload sizes).
+    /// length, BTH TVer, opcode, header or payload sizes), or, dropped by the link, larger
+    /// than the largest RoCE v2 frame ([`crate::link::LinkRxDrops::oversize`]).
     pub malformed: u64,
     /// ICRC mismatch.
     pub bad_icrc: u64,
@@ -123,6 +124,14 @@ pub struct RxDrops {
     pub cnp: u64,
     /// Anything else (requests the responder refused without an answer).
     pub other: u64,
+    /// Dropped by the link before the port saw them: its receive ring was full, the device
+    /// did not keep up (a NIC's receive ring out of descriptors; see
+    /// [`crate::link::LinkRxDrops::ring_full`]). A flood of junk lands here, not in memory.
+    pub ring_full: u64,
+    /// Lost before the link took them: the medium's buffer overflowed (a UDP link's kernel
+    /// socket buffer; see [`crate::link::LinkRxDrops::overflow`]), like a NIC's port buffer
+    /// discards.
+    pub link_overflow: u64,
 }
 
 impl RxDrops {
@@ -155,6 +164,8 @@ impl RxDrops {
             + self.stale_response
             + self.cnp
             + self.other
+            + self.ring_full
+            + self.link_overflow
     }
 }
 

@@ -6,6 +6,7 @@ use crate::device_select::DeviceName;
 use crate::devinfo::{DeviceAttrs, DeviceEntry, GidEntry, Limits, PortAttrs};
 use crate::error::ToolError;
 use rnic_verbs as v;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 pub use rnic_verbs::{Context, WorkCompletion};
@@ -91,6 +92,79 @@ pub fn open(name: &str, emu: &EmuOpts) -> Result<Context, ToolError> {
         ipv4: None,
     };
     Context::open_with(&parsed.to_string(), &opts).map_err(verr)
+}
+
+/// `--emu-counters`: the emulated device's counters after a run, laid out as `rdma
+/// statistic show` prints a port's (`link <dev>/<port> <name> <value> ...`, one line), or a
+/// note for a device that is not emulated.
+pub fn format_emu_counters(dev: &str, ctx: &Context) -> String {
+    match ctx.emulator_counters() {
+        Some(c) => format_counters(dev, &c),
+        None => format!("link {dev}/1: no emulator counters (not an emulated device)\n"),
+    }
+}
+
+/// The text of [`format_emu_counters`] for counters `c`: device events, then the receive
+/// drops per rule (`rx_drop_<rule>`), then the transport's events.
+///
+/// ```
+/// let mut c = rnic_emulator::Counters::default();
+/// c.frames_rx = 7;
+/// c.drops.ring_full = 3;
+/// let t = rnic_tools::rdma::format_counters("emu:127.0.0.2", &c);
+/// assert!(t.starts_with("link emu:127.0.0.2/1 commands 0 "));
+/// assert!(t.contains(" frames_rx 7 ") && t.contains(" rx_drop_ring_full 3 "));
+/// ```
+pub fn format_counters(dev: &str, c: &rnic_emulator::Counters) -> String {
+    let (d, t) = (&c.drops, &c.transport);
+    let all: &[(&str, u64)] = &[
+        ("commands", c.commands),
+        ("command_errors", c.command_errors),
+        ("delivery_errors", c.delivery_errors),
+        ("bad_doorbells", c.bad_doorbells),
+        ("iommu_faults", c.iommu_faults),
+        ("cq_overruns", c.cq_overruns),
+        ("eq_overruns", c.eq_overruns),
+        ("cqes_dropped", c.cqes_dropped),
+        ("frames_tx", c.frames_tx),
+        ("frames_rx", c.frames_rx),
+        ("rx_dropped", c.rx_dropped),
+        ("rx_drop_malformed", d.malformed),
+        ("rx_drop_bad_icrc", d.bad_icrc),
+        ("rx_drop_not_our_ip", d.not_our_ip),
+        ("rx_drop_dest_qp_zero", d.dest_qp_zero),
+        ("rx_drop_roce_disabled", d.roce_disabled),
+        ("rx_drop_unknown_qp", d.unknown_qp),
+        ("rx_drop_wrong_transport", d.wrong_transport),
+        ("rx_drop_wrong_state", d.wrong_state),
+        ("rx_drop_peer_mismatch", d.peer_mismatch),
+        ("rx_drop_pkey", d.pkey),
+        ("rx_drop_qkey", d.qkey),
+        ("rx_drop_ud_no_wqe", d.ud_no_wqe),
+        ("rx_drop_out_of_sequence", d.out_of_sequence),
+        ("rx_drop_stale_duplicate", d.stale_duplicate),
+        ("rx_drop_uc_error", d.uc_error),
+        ("rx_drop_stale_response", d.stale_response),
+        ("rx_drop_cnp", d.cnp),
+        ("rx_drop_other", d.other),
+        ("rx_drop_ring_full", d.ring_full),
+        ("rx_drop_link_overflow", d.link_overflow),
+        ("timeouts", t.timeouts),
+        ("retransmits", t.retransmits),
+        ("rnr_naks_rx", t.rnr_naks_rx),
+        ("seq_naks_rx", t.seq_naks_rx),
+        ("duplicates", t.duplicates),
+        ("acks_tx", t.acks_tx),
+        ("acks_coalesced", t.acks_coalesced),
+        ("naks_tx", t.naks_tx),
+        ("icrc_ip_id_solved", t.icrc_ip_id_solved),
+    ];
+    let mut s = format!("link {dev}/1");
+    for (name, v) in all {
+        let _ = write!(s, " {name} {v}");
+    }
+    s.push('\n');
+    s
 }
 
 /// The devices `ibv_devices` would list.

@@ -569,3 +569,90 @@ fn parameters_that_differ_from_the_peers_are_one_line_on_both_sides() {
     assert!(l.contains("we run write-bw, the peer runs read-bw"), "{l}");
     one_line_error(&s);
 }
+
+/// The `--emu-counters` line (`link <dev>/1 <name> <value> ...`) of a run's output, as
+/// name/value pairs.
+fn emu_counters(out: &str, dev: &str) -> std::collections::HashMap<String, u64> {
+    let head = format!("link {dev}/1 ");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&head))
+        .unwrap_or_else(|| panic!("no counters line for {dev}: {out}"));
+    let w: Vec<&str> = line[head.len()..].split_whitespace().collect();
+    w.chunks(2)
+        .map(|p| (p[0].to_string(), p[1].parse().expect("a count")))
+        .collect()
+}
+
+/// A two-process write-bw over the UDP link while this test floods the server's address
+/// from 127.0.0.43 with 2 x 10^4 one-KiB datagrams whose ICRCs are wrong: the run
+/// completes, and `--emu-counters` shows the flood dropped and counted.
+#[test]
+fn write_bw_under_a_flood_completes_and_emu_counters_show_the_drops() {
+    let _g = heavy();
+    let flood = std::net::UdpSocket::bind("127.0.0.43:0").expect("bind 127.0.0.43");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let common = [
+        "-n",
+        "2000",
+        "-s",
+        "8192",
+        "--timeout",
+        "20",
+        "--emu-counters",
+    ];
+    let srv = Command::new(RNIC)
+        .args(emu_args("write-bw", "emu:127.0.0.41", "18741", &common))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+    // RC WRITE MIDDLE to QP 0x11, PSN 0, 1 KiB, a made-up ICRC.
+    let mut dgram = vec![0x07, 0, 0xFF, 0xFF, 0, 0, 0, 0x11, 0, 0, 0, 0];
+    dgram.extend_from_slice(&[0x5A; 1024]);
+    dgram.extend_from_slice(&[0xDE, 0xAD, 0xBE, 0xEF]);
+    let flooder = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut sent = 0u32;
+            while sent < 20_000 && !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if flood.send_to(&dgram, "127.0.0.41:4791").is_ok() {
+                    sent += 1;
+                }
+                if sent % 500 == 0 {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+            sent
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let c = rnic(&emu_args(
+        "write-bw",
+        "emu:127.0.0.42",
+        "18741",
+        &[&common[..], &["127.0.0.1"]].concat(),
+    ));
+    let s = srv.wait_with_output().expect("server output");
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent = flooder.join().expect("flood thread");
+    let (so, co) = both_succeed(&s, &c);
+    assert_eq!(rows(&co).len(), 1, "{co}");
+    println!("{sent} datagrams sent; server: {so}");
+    let srv_c = emu_counters(&so, "emu:127.0.0.41");
+    let cli_c = emu_counters(&co, "emu:127.0.0.42");
+    let drops: u64 = srv_c
+        .iter()
+        .filter(|(k, _)| k.starts_with("rx_drop_"))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(srv_c["rx_dropped"], drops, "{so}");
+    let flood_drops = srv_c["rx_drop_bad_icrc"] + srv_c["rx_drop_ring_full"];
+    assert!(flood_drops > 0, "{sent} sent: {so}");
+    assert!(srv_c["frames_rx"] >= 2000, "{so}");
+    assert!(
+        cli_c["frames_tx"] >= 2000 && cli_c["rx_dropped"] == 0,
+        "{co}"
+    );
+}

@@ -489,6 +489,9 @@ impl<L: Link> Link for FaultyLink<L> {
     fn rx_ip_header_exact(&self) -> bool {
         self.inner.rx_ip_header_exact()
     }
+    fn rx_drops(&self) -> super::LinkRxDrops {
+        self.inner.rx_drops()
+    }
 }
 
 #[cfg(test)]

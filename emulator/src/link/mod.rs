@@ -127,6 +127,13 @@ pub trait Link: Send + fmt::Debug {
     fn rx_ip_header_exact(&self) -> bool {
         true
     }
+    /// Received frames the link dropped before the device saw them, counted since the link
+    /// was made. The device adds them to its drop counters ([`crate::RxDrops::ring_full`],
+    /// [`crate::RxDrops::malformed`], [`crate::RxDrops::link_overflow`]). Links without a
+    /// receive ring of their own report 0.
+    fn rx_drops(&self) -> LinkRxDrops {
+        LinkRxDrops::default()
+    }
 }
 
 impl<L: Link + ?Sized> Link for Box<L> {
@@ -148,6 +155,27 @@ impl<L: Link + ?Sized> Link for Box<L> {
     fn rx_ip_header_exact(&self) -> bool {
         (**self).rx_ip_header_exact()
     }
+    fn rx_drops(&self) -> LinkRxDrops {
+        (**self).rx_drops()
+    }
+}
+
+/// Received frames a link dropped before its device saw them ([`Link::rx_drops`]).
+///
+/// ```
+/// use rnic_emulator::link::{Link, LinkRxDrops, NullLink};
+///
+/// assert_eq!(NullLink::default().rx_drops(), LinkRxDrops::default()); // no ring, no drops
+/// ```
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LinkRxDrops {
+    /// The link's receive ring was full (the device did not keep up).
+    pub ring_full: u64,
+    /// Larger than the largest RoCE v2 frame (MTU 4096), so larger than a ring buffer.
+    pub oversize: u64,
+    /// Lost before the link could take them: the medium's own buffer overflowed (a UDP
+    /// link's kernel socket buffer, as `SO_RXQ_OVFL` reports it).
+    pub overflow: u64,
 }
 
 /// A link to nowhere: frames sent are dropped, nothing arrives.

@@ -22,8 +22,19 @@
 //! ethertype), an IPv4 header (ID 0, DF, TTL 64, TOS 0, correct checksum; source and
 //! destination from the socket), a UDP header (the sender's source port, 4791, length,
 //! checksum 0), then the datagram. It takes whatever is queued in one go (non-blocking reads
-//! after the first), hands the frames to the device through an unbounded queue and wakes it
+//! after the first), hands the frames to the device through its receive ring and wakes it
 //! once per batch.
+//!
+//! **Receive ring.** Like a NIC's receive queue, the ring holds a fixed number of frames
+//! ([`RX_RING_FRAMES`] unless [`UdpLink::bind_with_ring`] says otherwise), in buffers that
+//! circulate between the ring and the device (the device hands back one buffer for each
+//! frame it takes), allocated once each on first use: the link never holds more than the
+//! ring's capacity in frames, whatever arrives. A datagram that finds the ring full (the
+//! device did not keep up, e.g. under a flood) is dropped and counted
+//! ([`UdpStats::ring_full`], and in the device's drop counters as
+//! [`crate::RxDrops::ring_full`]). A datagram larger than the largest RoCE v2 frame (path
+//! MTU 4096) does not fit a ring buffer: dropped and counted as `oversize` (the device's
+//! `malformed`).
 //!
 //! **Receive buffer.** A READ responder sends its responses back to back: 16 outstanding
 //! 64 KiB READs at MTU 1024 are ~1000 datagrams at once, and rxe under QEMU emits them ~3 us
@@ -64,9 +75,9 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam::channel::{Receiver, Sender, unbounded};
+use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
 
-use super::{Link, LinkEnv, Waker};
+use super::{Link, LinkEnv, LinkRxDrops, Waker};
 use crate::wire::{
     EthRepr, EthernetAddress, EthernetFrame, Ipv4Packet, Ipv4Repr, ROCE_V2_PORT, UdpPacket, UdpRepr,
 };
@@ -138,15 +149,38 @@ pub struct UdpStats {
     pub unsendable: AtomicU64,
     /// Datagrams the kernel dropped on the main socket before the reader took them (a full
     /// receive buffer; the count `SO_RXQ_OVFL` reports, as of the last datagram received).
+    /// The device counts them as [`crate::RxDrops::link_overflow`].
     pub socket_drops: AtomicU64,
     /// The main socket's receive buffer in bytes, as the kernel reports it (`SO_RCVBUF`,
     /// which includes the kernel's bookkeeping share: twice the size set).
     pub rcvbuf_bytes: AtomicU64,
+    /// Datagrams received and dropped because the receive ring was full (see the module
+    /// docs); the device counts them as [`crate::RxDrops::ring_full`].
+    pub ring_full: AtomicU64,
+    /// Datagrams dropped because they are larger than the largest RoCE v2 frame (a ring
+    /// buffer); the device counts them as [`crate::RxDrops::malformed`].
+    pub oversize: AtomicU64,
+    /// The most frames the receive ring ever held at once (at most its capacity).
+    pub ring_high_water: AtomicU64,
+    /// Frame buffers the reader allocated (at most the ring's capacity: they are reused).
+    pub ring_buffers: AtomicU64,
 }
 
 /// The receive buffer the link asks for on its main socket (see the module docs): 16 MiB,
 /// room for ~7000 MTU-sized datagrams queued.
 pub const RCVBUF_BYTES: usize = 16 << 20;
+
+/// The receive ring's capacity in frames when [`UdpLink::bind`] makes the link: a ConnectX
+/// receive queue's usual size. A burst of 16 outstanding 64 KiB READs at MTU 1024 (1024
+/// responses back to back) fits with room to spare; buffers of the largest RoCE v2 frame
+/// make it ~17 MiB at most.
+///
+/// ```
+/// use rnic_emulator::link::udp::RX_RING_FRAMES;
+///
+/// assert!(RX_RING_FRAMES >= 1024); // a READ burst of 1024 responses fits
+/// ```
+pub const RX_RING_FRAMES: usize = 4096;
 
 /// Datagrams the reader takes per batch before it hands them over and wakes the device.
 const RX_BATCH: usize = 64;
@@ -291,6 +325,32 @@ impl UdpLink {
     /// # Ok::<(), rnic_emulator::link::LinkError>(())
     /// ```
     pub fn bind(ip: Ipv4Addr) -> Result<UdpLink, LinkError> {
+        Self::bind_with_ring(ip, RX_RING_FRAMES)
+    }
+
+    /// Binds `<ip>:4791` with a receive ring of `frames` frames (at least 1; see the
+    /// module docs) and starts the reader thread.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{Link, UdpLink};
+    /// use std::{net::{Ipv4Addr, UdpSocket}, sync::atomic::Ordering, time::{Duration, Instant}};
+    ///
+    /// let link = UdpLink::bind_with_ring(Ipv4Addr::new(127, 0, 0, 209), 2)?;
+    /// let peer = UdpSocket::bind("127.0.0.210:0").unwrap();
+    /// for _ in 0..5 {
+    ///     peer.send_to(&[0; 64], "127.0.0.209:4791").unwrap(); // nobody takes them
+    /// }
+    /// let stats = link.stats();
+    /// let deadline = Instant::now() + Duration::from_secs(5);
+    /// while stats.received.load(Ordering::Relaxed) < 5 && Instant::now() < deadline {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// assert_eq!(stats.ring_full.load(Ordering::Relaxed), 3); // two fit, three dropped
+    /// assert_eq!(link.rx_drops().ring_full, 3);
+    /// # Ok::<(), rnic_emulator::link::LinkError>(())
+    /// ```
+    pub fn bind_with_ring(ip: Ipv4Addr, frames: usize) -> Result<UdpLink, LinkError> {
+        let frames = frames.max(1);
         let addr = SocketAddrV4::new(ip, ROCE_V2_PORT);
         let main = bind(addr)?;
         let rcvbuf = grow_rcvbuf(&main, RCVBUF_BYTES);
@@ -303,8 +363,9 @@ impl UdpLink {
         reader_sock
             .set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(|source| LinkError::Io { addr, source })?;
-        let (tx, rx) = unbounded();
-        let (free, free_rx) = unbounded::<Vec<u8>>();
+        let (tx, rx) = bounded(frames);
+        // Buffers going back to the reader: never more than the ring's (one per frame taken).
+        let (free, free_rx) = bounded::<Vec<u8>>(frames);
         let waker: Arc<OnceLock<Waker>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(UdpStats::default());
@@ -313,7 +374,14 @@ impl UdpLink {
             let (waker, stop, stats) = (Arc::clone(&waker), Arc::clone(&stop), Arc::clone(&stats));
             std::thread::Builder::new()
                 .name("rnic-udp-rx".into())
-                .spawn(move || reader(reader_sock, ip, tx, free_rx, waker, stop, stats))
+                .spawn(move || {
+                    let ring = Ring {
+                        tx,
+                        free: free_rx,
+                        frames,
+                    };
+                    reader(reader_sock, ip, ring, waker, stop, stats);
+                })
                 .map_err(|source| LinkError::Io { addr, source })?
         };
         Ok(UdpLink {
@@ -369,17 +437,27 @@ impl UdpLink {
     }
 }
 
+/// The reader's side of the receive ring: frames to the device, buffers back.
+struct Ring {
+    tx: Sender<Vec<u8>>,
+    free: Receiver<Vec<u8>>,
+    /// Capacity, in frames and in buffers.
+    frames: usize,
+}
+
 /// The reader thread: datagrams in, rebuilt frames out, in batches of what is queued.
 fn reader(
     sock: UdpSocket,
     ip: Ipv4Addr,
-    tx: Sender<Vec<u8>>,
-    free: Receiver<Vec<u8>>,
+    ring: Ring,
     waker: Arc<OnceLock<Waker>>,
     stop: Arc<AtomicBool>,
     stats: Arc<UdpStats>,
 ) {
     let mut buf = vec![0u8; 65536];
+    // Buffers allocated so far (at most `ring.frames`), and one kept from a frame the full
+    // ring refused.
+    let (mut allocated, mut spare) = (0usize, None::<Vec<u8>>);
     while !stop.load(Ordering::Acquire) {
         let mut got = 0;
         while got < RX_BATCH {
@@ -397,11 +475,37 @@ fn reader(
             let Some(from) = from else { continue };
             got += 1;
             stats.received.fetch_add(1, Ordering::Relaxed);
-            let mut f = free.try_recv().unwrap_or_default();
+            if ETH_LEN + IP_LEN + UDP_LEN + n > crate::port::FRAME_CAPACITY {
+                stats.oversize.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let f = spare.take().or_else(|| ring.free.try_recv().ok());
+            let mut f = match f {
+                Some(f) => f,
+                None if allocated < ring.frames => {
+                    allocated += 1;
+                    stats.ring_buffers.fetch_add(1, Ordering::Relaxed);
+                    Vec::with_capacity(crate::port::FRAME_CAPACITY)
+                }
+                None => {
+                    // Every buffer holds a frame the device has not taken: the ring is full.
+                    stats.ring_full.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            };
             f.clear();
             rebuild_frame(&mut f, *from.ip(), from.port(), ip, &buf[..n]);
-            if tx.send(f).is_err() {
-                return;
+            match ring.tx.try_send(f) {
+                Ok(()) => {
+                    stats
+                        .ring_high_water
+                        .fetch_max(ring.tx.len() as u64, Ordering::Relaxed);
+                }
+                Err(TrySendError::Full(f)) => {
+                    stats.ring_full.fetch_add(1, Ordering::Relaxed);
+                    spare = Some(f);
+                }
+                Err(TrySendError::Disconnected(_)) => return,
             }
         }
         if got > 0 {
@@ -489,58 +593,176 @@ pub(crate) fn rebuild_frame(
 
 /// For an IPv4 RoCE packet (from the IP header on) whose ICRC does not match with the IP ID
 /// it has: finds the IP ID that makes it match, if there is one, writes it (and the header
-/// checksum) and returns true. The ICRC is affine in the ID's 16 bits, so 17 CRCs and a
-/// 16-column elimination over GF(2) decide it.
+/// checksum) and returns true. Computes the packet's ICRC once; see [`solve_ip_id_with`].
+#[cfg(test)]
 pub(crate) fn solve_ip_id(ip_pkt: &mut [u8]) -> bool {
-    use crate::wire::icrc;
-    if ip_pkt.len() < IP_LEN + UDP_LEN + 12 + 4 || ip_pkt[0] != 0x45 {
-        return false;
+    let n = ip_total_len(ip_pkt);
+    n.and_then(|n| crate::wire::icrc::compute(&ip_pkt[..n - 4]).ok())
+        .is_some_and(|computed| solve_ip_id_with(ip_pkt, computed))
+}
+
+/// The IPv4 total length of a RoCE packet (from the IP header on), if it can hold the
+/// headers and an ICRC and fits in `ip_pkt` (a short frame is padded).
+fn ip_total_len(ip_pkt: &[u8]) -> Option<usize> {
+    const MIN: usize = IP_LEN + UDP_LEN + 12 + 4;
+    if ip_pkt.len() < MIN || ip_pkt[0] != 0x45 {
+        return None;
     }
-    // The packet ends where the IP total length says (a short frame is padded).
     let n = usize::from(u16::from_be_bytes([ip_pkt[2], ip_pkt[3]]));
-    if n < IP_LEN + UDP_LEN + 12 + 4 || n > ip_pkt.len() {
+    (MIN..=ip_pkt.len()).contains(&n).then_some(n)
+}
+
+/// [`solve_ip_id`] given `computed`, the ICRC of the packet with the IP ID it has (what the
+/// receive path's check computed): no further CRC pass, a constant amount of arithmetic.
+///
+/// The CRC is affine: changing the ID by `x` changes the ICRC by `R2(x) * x^(8k) mod P`,
+/// where `R2(x)` is the CRC register (zero start, no final XOR) after the two bytes of `x`
+/// and `k` the number of bytes after the ID. So `R2(x) = delta * x^(-8k) mod P` (x is
+/// invertible mod P: P has a constant term), and `R2`, an injective linear map of 16 bits,
+/// is inverted by a fixed elimination table.
+pub(crate) fn solve_ip_id_with(ip_pkt: &mut [u8], computed: u32) -> bool {
+    let Some(n) = ip_total_len(ip_pkt) else {
         return false;
-    }
+    };
     let want = u32::from_le_bytes([ip_pkt[n - 4], ip_pkt[n - 3], ip_pkt[n - 2], ip_pkt[n - 1]]);
-    let crc_with = |p: &mut [u8], id: u16| -> Option<u32> {
-        p[4..6].copy_from_slice(&id.to_be_bytes());
-        icrc::compute(&p[..n - 4]).ok()
-    };
-    let Some(base) = crc_with(ip_pkt, 0) else {
+    // Bytes after the ID up to the ICRC (the ID is at 4..6 of the IP header).
+    let k = n - 4 - 6;
+    let Some(x) = gf2::solve_r2(gf2::mul(want ^ computed, gf2::inv_shift(k))) else {
         return false;
     };
-    // Basis: the ICRC change each ID bit causes; eliminate to find x with sum = want ^ base.
-    let mut rows: Vec<(u32, u16)> = Vec::with_capacity(16);
-    for bit in 0..16 {
-        let Some(c) = crc_with(ip_pkt, 1 << bit) else {
-            return false;
-        };
-        let mut v = (c ^ base, 1u16 << bit);
-        for &(r, m) in &rows {
-            if v.0 ^ r < v.0 {
-                v = (v.0 ^ r, v.1 ^ m);
-            }
-        }
-        if v.0 != 0 {
-            rows.push(v);
-            rows.sort_by_key(|r| std::cmp::Reverse(r.0));
-        }
-    }
-    let mut target = want ^ base;
-    let mut x = 0u16;
-    for &(r, m) in &rows {
-        if target ^ r < target {
-            target ^= r;
-            x ^= m;
-        }
-    }
-    if target != 0 {
-        return false;
-    }
     let mut header = Ipv4Packet::new_unchecked(&mut ip_pkt[..IP_LEN]);
-    header.set_ident(x);
+    let id = header.ident() ^ x;
+    header.set_ident(id);
     header.fill_checksum();
     true
+}
+
+/// CRC-32 arithmetic over GF(2) for [`solve_ip_id_with`], in the CRC's reflected bit order
+/// (bit 31 is the coefficient of x^0, bit 0 that of x^31), all computed at compile time.
+mod gf2 {
+    /// The CRC-32 polynomial, reflected (Ethernet / zlib).
+    const POLY: u32 = 0xEDB8_8320;
+    /// The polynomial 1.
+    const ONE: u32 = 1 << 31;
+    /// x^-1 mod P: (P - 1) / x, reflected.
+    const X_INV: u32 = (POLY << 1) | 1;
+
+    /// a * b mod P.
+    pub(super) const fn mul(a: u32, mut b: u32) -> u32 {
+        let (mut p, mut m) = (0u32, ONE);
+        while m != 0 {
+            if a & m != 0 {
+                p ^= b;
+            }
+            m >>= 1;
+            b = if b & 1 != 0 { (b >> 1) ^ POLY } else { b >> 1 };
+        }
+        p
+    }
+
+    /// `INV[w][d]` = x^(-8 * d * 16^w) mod P: four nibble tables cover every k < 2^16.
+    const INV: [[u32; 16]; 4] = {
+        let mut t = [[ONE; 16]; 4];
+        // x^-8 = (x^-1)^8.
+        let mut step = X_INV;
+        let mut i = 0;
+        while i < 3 {
+            step = mul(step, step);
+            i += 1;
+        }
+        let mut w = 0;
+        while w < 4 {
+            let mut d = 1;
+            while d < 16 {
+                t[w][d] = mul(t[w][d - 1], step);
+                d += 1;
+            }
+            step = mul(t[w][15], step); // x^(-8 * 16^(w + 1))
+            w += 1;
+        }
+        t
+    };
+
+    /// x^(-8k) mod P, for k < 2^16: undoes k zero bytes of CRC.
+    pub(super) fn inv_shift(k: usize) -> u32 {
+        let n = |w: usize| INV[w][(k >> (4 * w)) & 0xF];
+        mul(mul(n(0), n(1)), mul(n(2), n(3)))
+    }
+
+    /// The CRC register after the bytes of the 16-bit `x` (big-endian), from zero.
+    const fn r2(x: u16) -> u32 {
+        let mut r = 0u32;
+        let b = x.to_be_bytes();
+        let mut i = 0;
+        while i < 2 {
+            r ^= b[i] as u32;
+            let mut j = 0;
+            while j < 8 {
+                r = if r & 1 != 0 { (r >> 1) ^ POLY } else { r >> 1 };
+                j += 1;
+            }
+            i += 1;
+        }
+        r
+    }
+
+    /// `R2`'s image in echelon form: entry `b` is a vector whose highest set bit is `b`
+    /// (or 0) and the ID bits that make it.
+    const PIVOTS: [(u32, u16); 32] = {
+        let mut t = [(0u32, 0u16); 32];
+        let mut bit = 0;
+        while bit < 16 {
+            let (mut v, mut m) = (r2(1 << bit), 1u16 << bit);
+            while v != 0 {
+                let h = 31 - v.leading_zeros() as usize;
+                if t[h].0 == 0 {
+                    t[h] = (v, m);
+                    break;
+                }
+                v ^= t[h].0;
+                m ^= t[h].1;
+            }
+            assert!(v != 0, "R2 is injective");
+            bit += 1;
+        }
+        t
+    };
+
+    /// The `x` with `R2(x) = target`, if there is one.
+    pub(super) fn solve_r2(mut target: u32) -> Option<u16> {
+        let mut x = 0u16;
+        while target != 0 {
+            let (v, m) = PIVOTS[31 - target.leading_zeros() as usize];
+            if v == 0 {
+                return None;
+            }
+            target ^= v;
+            x ^= m;
+        }
+        Some(x)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn inverse_and_shift() {
+            assert_eq!(mul(X_INV, ONE >> 1), ONE, "x^-1 * x = 1");
+            for k in [0usize, 1, 7, 16, 255, 1024, 4321, 65535] {
+                // x^(8k) by repeated multiplication by x^8.
+                let mut fwd = ONE;
+                let x8 = (0..8).fold(ONE, |a, _| mul(a, ONE >> 1));
+                for _ in 0..k {
+                    fwd = mul(fwd, x8);
+                }
+                assert_eq!(mul(fwd, inv_shift(k)), ONE, "k = {k}");
+            }
+            for x in [1u16, 0x8000, 0x1234, 0xFFFF] {
+                assert_eq!(solve_r2(r2(x)), Some(x));
+            }
+        }
+    }
 }
 
 impl Link for UdpLink {
@@ -611,7 +833,8 @@ impl Link for UdpLink {
             Ok(mut f) => {
                 std::mem::swap(buf, &mut f);
                 f.clear();
-                let _ = self.free.send(f);
+                // One buffer back for the one taken: the reader's pool stays at its size.
+                let _ = self.free.try_send(f);
                 true
             }
             Err(_) => false,
@@ -624,6 +847,14 @@ impl Link for UdpLink {
 
     fn rx_ip_header_exact(&self) -> bool {
         false
+    }
+
+    fn rx_drops(&self) -> LinkRxDrops {
+        LinkRxDrops {
+            ring_full: self.stats.ring_full.load(Ordering::Relaxed),
+            oversize: self.stats.oversize.load(Ordering::Relaxed),
+            overflow: self.stats.socket_drops.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -639,6 +870,57 @@ impl Drop for UdpLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A ring of 4: datagrams beyond what the device has taken are dropped and counted,
+    /// and the buffers are the same 4 however many datagrams pass.
+    #[test]
+    fn a_full_ring_drops_and_counts_and_buffers_are_reused() {
+        use std::time::Instant;
+        let mut link = UdpLink::bind_with_ring(Ipv4Addr::new(127, 0, 0, 11), 4).expect("bind");
+        let peer = UdpSocket::bind("127.0.0.12:0").expect("peer");
+        let stats = link.stats();
+        let settle = |received: u64| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while stats.received.load(Ordering::Relaxed) < received {
+                assert!(Instant::now() < deadline, "{stats:?}");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        for i in 0..10u8 {
+            peer.send_to(&[i; 64], "127.0.0.11:4791").expect("send");
+        }
+        settle(10);
+        assert_eq!(stats.ring_full.load(Ordering::Relaxed), 6);
+        assert_eq!(link.rx_drops().ring_full, 6);
+        assert_eq!(stats.ring_high_water.load(Ordering::Relaxed), 4);
+        // The first four are there, in order; the device's buffers go back to the ring.
+        let mut buf = Vec::with_capacity(crate::port::FRAME_CAPACITY);
+        for i in 0..4u8 {
+            assert!(link.receive(&mut buf));
+            assert_eq!(buf[ETH_LEN + IP_LEN + UDP_LEN..], [i; 64]);
+        }
+        assert!(!link.receive(&mut buf));
+        for round in 0..50u64 {
+            for _ in 0..4 {
+                peer.send_to(&[7; 64], "127.0.0.11:4791").expect("send");
+            }
+            settle(14 + 4 * round);
+            for _ in 0..4 {
+                assert!(link.receive(&mut buf));
+            }
+        }
+        assert_eq!(
+            stats.ring_buffers.load(Ordering::Relaxed),
+            4,
+            "no more buffers"
+        );
+        assert_eq!(stats.ring_full.load(Ordering::Relaxed), 6);
+        // Larger than any RoCE v2 frame: dropped, counted, no buffer grows for it.
+        peer.send_to(&[0; 9000], "127.0.0.11:4791").expect("send");
+        settle(211);
+        assert_eq!(link.rx_drops().oversize, 1);
+        assert!(!link.receive(&mut buf));
+    }
 
     #[test]
     fn bind_errors_are_typed() {

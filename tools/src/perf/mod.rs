@@ -172,6 +172,10 @@ pub struct PerfArgs {
     /// Seconds to wait for the peer (connection, each exchange) and for progress of a run.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
+    /// Emulated devices: print the device's counters (frames, drops per rule, transport
+    /// events) after the run, in `rdma statistic show`'s layout.
+    #[arg(long = "emu-counters")]
+    pub emu_counters: bool,
 }
 
 /// The resolved configuration of a run.

@@ -273,6 +273,8 @@ pub struct SideParams {
     pub plot: Option<PathBuf>,
     /// The GID index asked with -x.
     pub gid_index: Option<u32>,
+    /// `--emu-counters`: print the emulated device's counters after the run.
+    pub emu_counters: bool,
 }
 
 /// A listening or connecting side, before the TCP connection exists.
@@ -285,9 +287,19 @@ pub enum Tcp {
 
 /// Runs one side to the end.
 pub fn side(p: &SideParams, tcp: Tcp) -> Result<(), ToolError> {
+    let ctx = rdma::open(&p.dev, &p.emu)?;
+    let counters = p.emu_counters.then(|| ctx.clone());
+    let r = run_side(p, tcp, ctx);
+    // After the run, passed or failed: the drops explain a failed one.
+    if let Some(ctx) = counters {
+        p.out.put(&rdma::format_emu_counters(&p.dev, &ctx));
+    }
+    r
+}
+
+fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), ToolError> {
     let cfg = &p.cfg;
     let client = matches!(tcp, Tcp::Connect(_));
-    let ctx = rdma::open(&p.dev, &p.emu)?;
     let dev_reads = ctx.query_device().max_qp_rd_atom;
     let gid_index = rdma::pick_gid_index(&ctx, p.gid_index)?;
     let port_mtu = rdma::active_mtu(&ctx)?;
@@ -652,6 +664,7 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
             json: json.clone(),
             plot: a.plot.clone(),
             gid_index: a.gid_index,
+            emu_counters: a.emu_counters,
         };
     if a.loopback {
         if a.server.is_some() || a.device.is_some() {
