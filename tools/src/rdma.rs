@@ -108,14 +108,14 @@ pub fn format_emu_counters(dev: &str, ctx: &Context) -> String {
 /// drops per rule (`rx_drop_<rule>`), then the transport's events.
 ///
 /// ```
-/// let mut c = rnic_emulator::Counters::default();
+/// let mut c = rnic_verbs::EmulatorCounters::default();
 /// c.frames_rx = 7;
 /// c.drops.ring_full = 3;
 /// let t = rnic_tools::rdma::format_counters("emu:127.0.0.2", &c);
 /// assert!(t.starts_with("link emu:127.0.0.2/1 commands 0 "));
 /// assert!(t.contains(" frames_rx 7 ") && t.contains(" rx_drop_ring_full 3 "));
 /// ```
-pub fn format_counters(dev: &str, c: &rnic_emulator::Counters) -> String {
+pub fn format_counters(dev: &str, c: &rnic_verbs::EmulatorCounters) -> String {
     let (d, t) = (&c.drops, &c.transport);
     let all: &[(&str, u64)] = &[
         ("commands", c.commands),

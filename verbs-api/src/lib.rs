@@ -176,6 +176,14 @@ pub use rnic_driver::wr::PollError;
 /// # Ok(()) }
 /// ```
 pub use rnic_driver::wr::PostErrorKind;
+/// The emulated device's counters ([`Context::emulator_counters`]): the emulator's type, so a
+/// tool that prints them depends on verbs alone.
+///
+/// ```
+/// let c = rnic_verbs::EmulatorCounters::default();
+/// assert_eq!(c.rx_dropped, c.drops.total());
+/// ```
+pub use rnic_emulator::Counters as EmulatorCounters;
 pub use srq::{SharedReceiveQueue, SrqAttr};
 pub use wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge};
