@@ -5,8 +5,33 @@
 
 use super::{HeaderKind, WireError, be24, put24};
 
+/// The AETH's fields (roce-v2.md section 2), by byte offset or range, and the syndrome's bits.
+mod field {
+    use crate::wire::Field;
+
+    /// Syndrome.
+    pub(super) const SYNDROME: usize = 0;
+    /// MSN.
+    pub(super) const MSN: Field = 1..4;
+
+    /// The reserved bit 7 of [`SYNDROME`].
+    pub(super) const SYNDROME_RESV: u8 = 0x80;
+    /// The shift of the syndrome's type, bits 6:5.
+    pub(super) const SYNDROME_TYPE_SHIFT: u32 = 5;
+    /// The syndrome's type once shifted down: 2 bits.
+    pub(super) const SYNDROME_TYPE_MASK: u8 = 0x3;
+    /// Syndrome type 00: ACK.
+    pub(super) const TYPE_ACK: u8 = 0b00;
+    /// Syndrome type 01: RNR NAK.
+    pub(super) const TYPE_RNR_NAK: u8 = 0b01;
+    /// Syndrome type 11: NAK (10 is reserved).
+    pub(super) const TYPE_NAK: u8 = 0b11;
+    /// The syndrome's value, bits 4:0: a credit code, RNR timer code or NAK code.
+    pub(super) const SYNDROME_VALUE: u8 = 0x1F;
+}
+
 /// Length of the AETH.
-pub(crate) const AETH_LEN: usize = 4;
+pub(crate) const AETH_LEN: usize = field::MSN.end;
 
 /// Credit code 0x1F: "invalid credit count", the code rxe always sends.
 pub(crate) const CREDITS_INVALID: u8 = 0x1F;
@@ -65,7 +90,7 @@ impl NakCode {
             NakCode::RemoteAccessError => 2,
             NakCode::RemoteOperationalError => 3,
             NakCode::InvalidRdRequest => 4,
-            NakCode::Reserved(c) => c & 0x1F,
+            NakCode::Reserved(c) => c & field::SYNDROME_VALUE,
         }
     }
 
@@ -78,7 +103,7 @@ impl NakCode {
     /// assert_eq!(NakCode::from_code(3 | 0x20), NakCode::RemoteOperationalError); // high bits ignored
     /// ```
     pub const fn from_code(code: u8) -> Self {
-        match code & 0x1F {
+        match code & field::SYNDROME_VALUE {
             0 => NakCode::PsnSequenceError,
             1 => NakCode::InvalidRequest,
             2 => NakCode::RemoteAccessError,
@@ -138,14 +163,14 @@ impl Syndrome {
     /// assert_eq!(Syndrome::from_u8(0x80), Err(WireError::ReservedSyndrome(0x80)));
     /// ```
     pub const fn from_u8(byte: u8) -> Result<Self, WireError> {
-        if byte & 0x80 != 0 {
+        if byte & field::SYNDROME_RESV != 0 {
             return Err(WireError::ReservedSyndrome(byte));
         }
-        let value = byte & 0x1F;
-        match (byte >> 5) & 0x3 {
-            0 => Ok(Syndrome::Ack { credit_code: value }),
-            1 => Ok(Syndrome::RnrNak { timer: value }),
-            3 => Ok(Syndrome::Nak(NakCode::from_code(value))),
+        let value = byte & field::SYNDROME_VALUE;
+        match (byte >> field::SYNDROME_TYPE_SHIFT) & field::SYNDROME_TYPE_MASK {
+            field::TYPE_ACK => Ok(Syndrome::Ack { credit_code: value }),
+            field::TYPE_RNR_NAK => Ok(Syndrome::RnrNak { timer: value }),
+            field::TYPE_NAK => Ok(Syndrome::Nak(NakCode::from_code(value))),
             _ => Err(WireError::ReservedSyndrome(byte)),
         }
     }
@@ -160,9 +185,15 @@ impl Syndrome {
     /// ```
     pub const fn as_u8(self) -> u8 {
         match self {
-            Syndrome::Ack { credit_code } => credit_code & 0x1F,
-            Syndrome::RnrNak { timer } => 0x20 | (timer & 0x1F),
-            Syndrome::Nak(code) => 0x60 | code.code(),
+            Syndrome::Ack { credit_code } => {
+                (field::TYPE_ACK << field::SYNDROME_TYPE_SHIFT)
+                    | (credit_code & field::SYNDROME_VALUE)
+            }
+            Syndrome::RnrNak { timer } => {
+                (field::TYPE_RNR_NAK << field::SYNDROME_TYPE_SHIFT)
+                    | (timer & field::SYNDROME_VALUE)
+            }
+            Syndrome::Nak(code) => (field::TYPE_NAK << field::SYNDROME_TYPE_SHIFT) | code.code(),
         }
     }
 
@@ -196,7 +227,9 @@ impl Syndrome {
     /// ```
     pub const fn rnr_timer_us(self) -> Option<u32> {
         match self {
-            Syndrome::RnrNak { timer } => Some(RNR_TIMER_US[(timer & 0x1F) as usize]),
+            Syndrome::RnrNak { timer } => {
+                Some(RNR_TIMER_US[(timer & field::SYNDROME_VALUE) as usize])
+            }
             _ => None,
         }
     }
@@ -232,7 +265,7 @@ header_view!(
 impl<T: AsRef<[u8]>> AethHeader<T> {
     /// The raw syndrome byte.
     pub fn syndrome_raw(&self) -> u8 {
-        self.buffer.as_ref()[0]
+        self.buffer.as_ref()[field::SYNDROME]
     }
 
     /// The decoded syndrome.
@@ -242,19 +275,19 @@ impl<T: AsRef<[u8]>> AethHeader<T> {
 
     /// Message sequence number (24 bits).
     pub fn msn(&self) -> u32 {
-        be24(self.buffer.as_ref(), 1)
+        be24(self.buffer.as_ref(), field::MSN.start)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AethHeader<T> {
     /// Sets the syndrome.
     pub fn set_syndrome(&mut self, syndrome: Syndrome) {
-        self.buffer.as_mut()[0] = syndrome.as_u8();
+        self.buffer.as_mut()[field::SYNDROME] = syndrome.as_u8();
     }
 
     /// Sets the MSN (low 24 bits).
     pub fn set_msn(&mut self, msn: u32) {
-        put24(self.buffer.as_mut(), 1, msn);
+        put24(self.buffer.as_mut(), field::MSN.start, msn);
     }
 }
 

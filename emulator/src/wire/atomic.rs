@@ -3,10 +3,32 @@
 
 use super::{HeaderKind, WireError, be32, be64};
 
+/// The AtomicETH's fields (roce-v2.md section 2), by byte range.
+mod field {
+    use crate::wire::Field;
+
+    /// VA: the remote virtual address.
+    pub(super) const VA: Field = 0..8;
+    /// R_Key.
+    pub(super) const R_KEY: Field = 8..12;
+    /// Swap (or Add) Data.
+    pub(super) const SWAP_ADD_DATA: Field = 12..20;
+    /// Compare Data.
+    pub(super) const COMPARE_DATA: Field = 20..28;
+}
+
+/// The AtomicAckETH's fields (roce-v2.md section 2), by byte range.
+mod ack_field {
+    use crate::wire::Field;
+
+    /// Original Remote Data: the value before the atomic operation.
+    pub(super) const ORIG_REMOTE_DATA: Field = 0..8;
+}
+
 /// Length of the AtomicETH.
-pub(crate) const ATOMIC_ETH_LEN: usize = 28;
+pub(crate) const ATOMIC_ETH_LEN: usize = field::COMPARE_DATA.end;
 /// Length of the AtomicAckETH.
-pub(crate) const ATOMIC_ACK_ETH_LEN: usize = 8;
+pub(crate) const ATOMIC_ACK_ETH_LEN: usize = ack_field::ORIG_REMOTE_DATA.end;
 
 header_view!(
     /// A zero-copy view of an AtomicETH: VA(8), R_Key(4), Swap/Add(8), Compare(8), packed (the
@@ -28,44 +50,44 @@ header_view!(
 impl<T: AsRef<[u8]>> AtomicEthHeader<T> {
     /// Remote virtual address (8-byte aligned for a valid request).
     pub fn virtual_addr(&self) -> u64 {
-        be64(self.buffer.as_ref(), 0)
+        be64(self.buffer.as_ref(), field::VA.start)
     }
 
     /// Remote key.
     pub fn rkey(&self) -> u32 {
-        be32(self.buffer.as_ref(), 8)
+        be32(self.buffer.as_ref(), field::R_KEY.start)
     }
 
     /// Swap value (COMPARE_SWAP) or addend (FETCH_ADD).
     pub fn swap_add(&self) -> u64 {
-        be64(self.buffer.as_ref(), 12)
+        be64(self.buffer.as_ref(), field::SWAP_ADD_DATA.start)
     }
 
     /// Compare value (COMPARE_SWAP; FETCH_ADD ignores it).
     pub fn compare(&self) -> u64 {
-        be64(self.buffer.as_ref(), 20)
+        be64(self.buffer.as_ref(), field::COMPARE_DATA.start)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicEthHeader<T> {
     /// Sets the remote virtual address.
     pub fn set_virtual_addr(&mut self, va: u64) {
-        self.buffer.as_mut()[0..8].copy_from_slice(&va.to_be_bytes());
+        self.buffer.as_mut()[field::VA].copy_from_slice(&va.to_be_bytes());
     }
 
     /// Sets the remote key.
     pub fn set_rkey(&mut self, rkey: u32) {
-        self.buffer.as_mut()[8..12].copy_from_slice(&rkey.to_be_bytes());
+        self.buffer.as_mut()[field::R_KEY].copy_from_slice(&rkey.to_be_bytes());
     }
 
     /// Sets the swap value or addend.
     pub fn set_swap_add(&mut self, v: u64) {
-        self.buffer.as_mut()[12..20].copy_from_slice(&v.to_be_bytes());
+        self.buffer.as_mut()[field::SWAP_ADD_DATA].copy_from_slice(&v.to_be_bytes());
     }
 
     /// Sets the compare value.
     pub fn set_compare(&mut self, v: u64) {
-        self.buffer.as_mut()[20..28].copy_from_slice(&v.to_be_bytes());
+        self.buffer.as_mut()[field::COMPARE_DATA].copy_from_slice(&v.to_be_bytes());
     }
 }
 
@@ -136,14 +158,14 @@ header_view!(
 impl<T: AsRef<[u8]>> AtomicAckEthHeader<T> {
     /// The value at the remote address before the atomic operation.
     pub fn orig_data(&self) -> u64 {
-        be64(self.buffer.as_ref(), 0)
+        be64(self.buffer.as_ref(), ack_field::ORIG_REMOTE_DATA.start)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicAckEthHeader<T> {
     /// Sets the original remote data.
     pub fn set_orig_data(&mut self, v: u64) {
-        self.buffer.as_mut()[0..8].copy_from_slice(&v.to_be_bytes());
+        self.buffer.as_mut()[ack_field::ORIG_REMOTE_DATA].copy_from_slice(&v.to_be_bytes());
     }
 }
 

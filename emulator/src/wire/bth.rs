@@ -2,8 +2,51 @@
 
 use super::{HeaderKind, Opcode, WireError, be16, be24, check_len, put24};
 
+/// The BTH's fields (roce-v2.md section 2), by byte offset or range.
+mod field {
+    use crate::wire::Field;
+
+    /// OpCode.
+    pub(super) const OPCODE: usize = 0;
+    /// SE, M, PadCnt and TVer.
+    pub(super) const SE_M_PADCNT_TVER: usize = 1;
+    /// P_Key.
+    pub(super) const P_KEY: Field = 2..4;
+    /// F, B and 6 reserved bits.
+    pub(super) const F_B_RESV6: usize = 4;
+    /// DestQP.
+    pub(super) const DEST_QP: Field = 5..8;
+    /// A and 7 reserved bits.
+    pub(super) const A_RESV7: usize = 8;
+    /// PSN.
+    pub(super) const PSN: Field = 9..12;
+
+    /// SE (solicited event) in [`SE_M_PADCNT_TVER`].
+    pub(super) const SE: u8 = 0x80;
+    /// M (migration request) in [`SE_M_PADCNT_TVER`].
+    pub(super) const M: u8 = 0x40;
+    /// PadCnt in [`SE_M_PADCNT_TVER`]: bits 5:4.
+    pub(super) const PAD_CNT: u8 = 0x30;
+    /// The shift of [`PAD_CNT`].
+    pub(super) const PAD_CNT_SHIFT: u32 = 4;
+    /// TVer in [`SE_M_PADCNT_TVER`]: bits 3:0.
+    pub(super) const TVER: u8 = 0x0F;
+    /// F (FECN) in [`F_B_RESV6`].
+    pub(super) const F: u8 = 0x80;
+    /// B (BECN) in [`F_B_RESV6`].
+    pub(super) const B: u8 = 0x40;
+    /// A (AckReq) in [`A_RESV7`].
+    pub(super) const A: u8 = 0x80;
+}
+
 /// Length of the BTH.
-pub(crate) const BTH_LEN: usize = 12;
+pub(crate) const BTH_LEN: usize = field::PSN.end;
+
+/// `mask` if `set`, else 0: one flag bit of a header byte.
+#[inline]
+const fn bit(set: bool, mask: u8) -> u8 {
+    if set { mask } else { 0 }
+}
 
 /// A zero-copy view of a BTH.
 ///
@@ -84,7 +127,7 @@ impl<T: AsRef<[u8]>> BthHeader<T> {
     /// assert!(bth.opcode().is_err());
     /// ```
     pub fn opcode_raw(&self) -> u8 {
-        self.buffer.as_ref()[0]
+        self.buffer.as_ref()[field::OPCODE]
     }
 
     /// The opcode, or [`WireError::UnknownOpcode`].
@@ -104,92 +147,92 @@ impl<T: AsRef<[u8]>> BthHeader<T> {
 
     /// SE: solicited event.
     pub fn solicited(&self) -> bool {
-        self.buffer.as_ref()[1] & 0x80 != 0
+        self.buffer.as_ref()[field::SE_M_PADCNT_TVER] & field::SE != 0
     }
 
     /// M: migration request.
     pub fn mig_req(&self) -> bool {
-        self.buffer.as_ref()[1] & 0x40 != 0
+        self.buffer.as_ref()[field::SE_M_PADCNT_TVER] & field::M != 0
     }
 
     /// PadCnt: pad bytes between payload and ICRC (0 to 3).
     pub fn pad_count(&self) -> u8 {
-        (self.buffer.as_ref()[1] >> 4) & 0x3
+        (self.buffer.as_ref()[field::SE_M_PADCNT_TVER] & field::PAD_CNT) >> field::PAD_CNT_SHIFT
     }
 
     /// TVer: transport header version (must be 0).
     pub fn tver(&self) -> u8 {
-        self.buffer.as_ref()[1] & 0x0F
+        self.buffer.as_ref()[field::SE_M_PADCNT_TVER] & field::TVER
     }
 
     /// P_Key.
     pub fn pkey(&self) -> u16 {
-        be16(self.buffer.as_ref(), 2)
+        be16(self.buffer.as_ref(), field::P_KEY.start)
     }
 
     /// F: forward explicit congestion notification.
     pub fn fecn(&self) -> bool {
-        self.buffer.as_ref()[4] & 0x80 != 0
+        self.buffer.as_ref()[field::F_B_RESV6] & field::F != 0
     }
 
     /// B: backward explicit congestion notification.
     pub fn becn(&self) -> bool {
-        self.buffer.as_ref()[4] & 0x40 != 0
+        self.buffer.as_ref()[field::F_B_RESV6] & field::B != 0
     }
 
     /// Destination QP number (24 bits).
     pub fn dest_qp(&self) -> u32 {
-        be24(self.buffer.as_ref(), 5)
+        be24(self.buffer.as_ref(), field::DEST_QP.start)
     }
 
     /// A: acknowledge request.
     pub fn ack_req(&self) -> bool {
-        self.buffer.as_ref()[8] & 0x80 != 0
+        self.buffer.as_ref()[field::A_RESV7] & field::A != 0
     }
 
     /// Packet sequence number (24 bits).
     pub fn psn(&self) -> u32 {
-        be24(self.buffer.as_ref(), 9)
+        be24(self.buffer.as_ref(), field::PSN.start)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> BthHeader<T> {
     /// Sets the opcode byte.
     pub fn set_opcode(&mut self, op: Opcode) {
-        self.buffer.as_mut()[0] = op.as_u8();
+        self.buffer.as_mut()[field::OPCODE] = op.as_u8();
     }
 
     /// Sets byte 1 from SE, M, PadCnt (low 2 bits used) and TVer (low 4 bits used).
     pub fn set_flags(&mut self, solicited: bool, mig_req: bool, pad_count: u8, tver: u8) {
-        self.buffer.as_mut()[1] = (u8::from(solicited) << 7)
-            | (u8::from(mig_req) << 6)
-            | ((pad_count & 0x3) << 4)
-            | (tver & 0x0F);
+        self.buffer.as_mut()[field::SE_M_PADCNT_TVER] = bit(solicited, field::SE)
+            | bit(mig_req, field::M)
+            | ((pad_count << field::PAD_CNT_SHIFT) & field::PAD_CNT)
+            | (tver & field::TVER);
     }
 
     /// Sets the P_Key.
     pub fn set_pkey(&mut self, pkey: u16) {
-        self.buffer.as_mut()[2..4].copy_from_slice(&pkey.to_be_bytes());
+        self.buffer.as_mut()[field::P_KEY].copy_from_slice(&pkey.to_be_bytes());
     }
 
     /// Sets byte 4 from FECN and BECN (reserved bits zero).
     pub fn set_congestion(&mut self, fecn: bool, becn: bool) {
-        self.buffer.as_mut()[4] = (u8::from(fecn) << 7) | (u8::from(becn) << 6);
+        self.buffer.as_mut()[field::F_B_RESV6] = bit(fecn, field::F) | bit(becn, field::B);
     }
 
     /// Sets the destination QP (low 24 bits used).
     pub fn set_dest_qp(&mut self, qpn: u32) {
-        put24(self.buffer.as_mut(), 5, qpn);
+        put24(self.buffer.as_mut(), field::DEST_QP.start, qpn);
     }
 
     /// Sets byte 8 from AckReq (reserved bits zero).
     pub fn set_ack_req(&mut self, ack_req: bool) {
-        self.buffer.as_mut()[8] = u8::from(ack_req) << 7;
+        self.buffer.as_mut()[field::A_RESV7] = bit(ack_req, field::A);
     }
 
     /// Sets the PSN (low 24 bits used).
     pub fn set_psn(&mut self, psn: u32) {
-        put24(self.buffer.as_mut(), 9, psn);
+        put24(self.buffer.as_mut(), field::PSN.start, psn);
     }
 }
 

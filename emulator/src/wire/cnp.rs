@@ -2,8 +2,16 @@
 
 use super::{HeaderKind, WireError};
 
+/// The CNP block's fields (roce-v2.md section 6), by byte range.
+mod field {
+    use crate::wire::Field;
+
+    /// Reserved (sent as zero, ignored on receive).
+    pub(super) const RESERVED: Field = 0..16;
+}
+
 /// Length of the CNP's reserved block.
-pub(crate) const CNP_LEN: usize = 16;
+pub(crate) const CNP_LEN: usize = field::RESERVED.end;
 
 header_view!(
     /// A zero-copy view of a CNP's 16 reserved bytes.
@@ -24,14 +32,14 @@ header_view!(
 impl<T: AsRef<[u8]>> CnpHeader<T> {
     /// The reserved bytes (sent as zero, ignored on receive).
     pub fn reserved(&self) -> &[u8] {
-        &self.buffer.as_ref()[..CNP_LEN]
+        &self.buffer.as_ref()[field::RESERVED]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> CnpHeader<T> {
     /// Zeroes the reserved bytes.
     pub fn clear(&mut self) {
-        self.buffer.as_mut()[..CNP_LEN].fill(0);
+        self.buffer.as_mut()[field::RESERVED].fill(0);
     }
 }
 

@@ -2,8 +2,20 @@
 
 use super::{HeaderKind, WireError, be24, be32, put24};
 
+/// The DETH's fields (roce-v2.md section 2), by byte offset or range.
+mod field {
+    use crate::wire::Field;
+
+    /// Q_Key.
+    pub(super) const Q_KEY: Field = 0..4;
+    /// Reserved (sent as zero).
+    pub(super) const RESV8: usize = 4;
+    /// SrcQP.
+    pub(super) const SRC_QP: Field = 5..8;
+}
+
 /// Length of the DETH.
-pub(crate) const DETH_LEN: usize = 8;
+pub(crate) const DETH_LEN: usize = field::SRC_QP.end;
 
 header_view!(
     /// A zero-copy view of a DETH: Q_Key(4), reserved(1), SrcQP(3).
@@ -22,25 +34,25 @@ header_view!(
 impl<T: AsRef<[u8]>> DethHeader<T> {
     /// Queue key.
     pub fn qkey(&self) -> u32 {
-        be32(self.buffer.as_ref(), 0)
+        be32(self.buffer.as_ref(), field::Q_KEY.start)
     }
 
     /// Source QP number (24 bits).
     pub fn src_qp(&self) -> u32 {
-        be24(self.buffer.as_ref(), 5)
+        be24(self.buffer.as_ref(), field::SRC_QP.start)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> DethHeader<T> {
     /// Sets the queue key.
     pub fn set_qkey(&mut self, qkey: u32) {
-        self.buffer.as_mut()[0..4].copy_from_slice(&qkey.to_be_bytes());
+        self.buffer.as_mut()[field::Q_KEY].copy_from_slice(&qkey.to_be_bytes());
     }
 
     /// Sets the source QP (low 24 bits) and clears the reserved byte.
     pub fn set_src_qp(&mut self, qpn: u32) {
-        self.buffer.as_mut()[4] = 0;
-        put24(self.buffer.as_mut(), 5, qpn);
+        self.buffer.as_mut()[field::RESV8] = 0;
+        put24(self.buffer.as_mut(), field::SRC_QP.start, qpn);
     }
 }
 

@@ -2,8 +2,16 @@
 
 use super::{HeaderKind, WireError, be32};
 
+/// The IETH's fields (roce-v2.md section 2), by byte range.
+mod field {
+    use crate::wire::Field;
+
+    /// R_Key: the key to invalidate.
+    pub(super) const R_KEY: Field = 0..4;
+}
+
 /// Length of the IETH.
-pub(crate) const IETH_LEN: usize = 4;
+pub(crate) const IETH_LEN: usize = field::R_KEY.end;
 
 header_view!(
     /// A zero-copy view of an IETH.
@@ -21,14 +29,14 @@ header_view!(
 impl<T: AsRef<[u8]>> IethHeader<T> {
     /// The R_Key to invalidate.
     pub fn rkey(&self) -> u32 {
-        be32(self.buffer.as_ref(), 0)
+        be32(self.buffer.as_ref(), field::R_KEY.start)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> IethHeader<T> {
     /// Sets the R_Key to invalidate.
     pub fn set_rkey(&mut self, rkey: u32) {
-        self.buffer.as_mut()[0..4].copy_from_slice(&rkey.to_be_bytes());
+        self.buffer.as_mut()[field::R_KEY].copy_from_slice(&rkey.to_be_bytes());
     }
 }
 

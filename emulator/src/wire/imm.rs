@@ -2,8 +2,16 @@
 
 use super::{HeaderKind, WireError, be32};
 
+/// The ImmDt's fields (roce-v2.md section 2), by byte range.
+mod field {
+    use crate::wire::Field;
+
+    /// Immediate Data.
+    pub(super) const IMMEDIATE_DATA: Field = 0..4;
+}
+
 /// Length of the ImmDt.
-pub(crate) const IMM_DT_LEN: usize = 4;
+pub(crate) const IMM_DT_LEN: usize = field::IMMEDIATE_DATA.end;
 
 header_view!(
     /// A zero-copy view of an ImmDt.
@@ -22,14 +30,14 @@ impl<T: AsRef<[u8]>> ImmDtHeader<T> {
     /// The immediate data, read as a big-endian integer (verbs' `imm_data` is the same four
     /// bytes in network order).
     pub fn imm(&self) -> u32 {
-        be32(self.buffer.as_ref(), 0)
+        be32(self.buffer.as_ref(), field::IMMEDIATE_DATA.start)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ImmDtHeader<T> {
     /// Sets the immediate data (written big-endian).
     pub fn set_imm(&mut self, imm: u32) {
-        self.buffer.as_mut()[0..4].copy_from_slice(&imm.to_be_bytes());
+        self.buffer.as_mut()[field::IMMEDIATE_DATA].copy_from_slice(&imm.to_be_bytes());
     }
 }
 

@@ -148,6 +148,10 @@ pub use smoltcp::wire::{
     EthernetAddress, EthernetFrame, EthernetProtocol, Ipv4Packet, Ipv6Packet, UdpPacket,
 };
 
+/// A header field's byte range (smoltcp's `wire::field::Field`): each header's private
+/// `mod field` names its fields' ranges once, the getters and setters use the names.
+type Field = core::ops::Range<usize>;
+
 /// Reads a big-endian `u16` at `off`. Callers have checked the length.
 #[inline]
 fn be16(b: &[u8], off: usize) -> u16 {

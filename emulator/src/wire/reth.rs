@@ -2,8 +2,20 @@
 
 use super::{HeaderKind, WireError, be32, be64};
 
+/// The RETH's fields (roce-v2.md section 2), by byte range.
+mod field {
+    use crate::wire::Field;
+
+    /// VA: the remote virtual address.
+    pub(super) const VA: Field = 0..8;
+    /// R_Key.
+    pub(super) const R_KEY: Field = 8..12;
+    /// DMALen: the length of the whole message.
+    pub(super) const DMA_LEN: Field = 12..16;
+}
+
 /// Length of the RETH.
-pub(crate) const RETH_LEN: usize = 16;
+pub(crate) const RETH_LEN: usize = field::DMA_LEN.end;
 
 header_view!(
     /// A zero-copy view of a RETH: VA(8), R_Key(4), DMA length(4).
@@ -25,34 +37,34 @@ header_view!(
 impl<T: AsRef<[u8]>> RethHeader<T> {
     /// Remote virtual address.
     pub fn virtual_addr(&self) -> u64 {
-        be64(self.buffer.as_ref(), 0)
+        be64(self.buffer.as_ref(), field::VA.start)
     }
 
     /// Remote key.
     pub fn rkey(&self) -> u32 {
-        be32(self.buffer.as_ref(), 8)
+        be32(self.buffer.as_ref(), field::R_KEY.start)
     }
 
     /// DMA length: the length of the whole message.
     pub fn dma_len(&self) -> u32 {
-        be32(self.buffer.as_ref(), 12)
+        be32(self.buffer.as_ref(), field::DMA_LEN.start)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> RethHeader<T> {
     /// Sets the remote virtual address.
     pub fn set_virtual_addr(&mut self, va: u64) {
-        self.buffer.as_mut()[0..8].copy_from_slice(&va.to_be_bytes());
+        self.buffer.as_mut()[field::VA].copy_from_slice(&va.to_be_bytes());
     }
 
     /// Sets the remote key.
     pub fn set_rkey(&mut self, rkey: u32) {
-        self.buffer.as_mut()[8..12].copy_from_slice(&rkey.to_be_bytes());
+        self.buffer.as_mut()[field::R_KEY].copy_from_slice(&rkey.to_be_bytes());
     }
 
     /// Sets the DMA length.
     pub fn set_dma_len(&mut self, len: u32) {
-        self.buffer.as_mut()[12..16].copy_from_slice(&len.to_be_bytes());
+        self.buffer.as_mut()[field::DMA_LEN].copy_from_slice(&len.to_be_bytes());
     }
 }
 
