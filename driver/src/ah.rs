@@ -16,49 +16,11 @@ use crate::qp::AddressVector;
 use rnic_hw_regs::wqe::WqeAv;
 use std::sync::Arc;
 
-/// The kernel's flow label of a QP pair: `FL = lqpn * rqpn`, folded (roce-v2.md section 1).
-///
-/// ```
-/// use rnic_driver::ah::rdma_calc_flow_label;
-/// assert_eq!(rdma_calc_flow_label(0x11, 0x12), 0x11 * 0x12);
-/// assert_eq!(rdma_calc_flow_label(7, 0), 0);
-/// ```
-pub const fn rdma_calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
-    let mut fl = lqpn as u64 * rqpn as u64;
-    fl ^= fl >> 20;
-    fl ^= fl >> 40;
-    (fl & 0xF_FFFF) as u32
-}
-
-/// The kernel's folding of a flow label into a UDP source port (0xC000..=0xFFFF).
-///
-/// ```
-/// use rnic_driver::ah::rdma_flow_label_to_udp_sport;
-/// assert_eq!(rdma_flow_label_to_udp_sport(0x4001), 0xC000); // low 14 bits ^ high 6 bits
-/// assert_eq!(rdma_flow_label_to_udp_sport(0x3FFF), 0xFFFF);
-/// ```
-pub const fn rdma_flow_label_to_udp_sport(flow_label: u32) -> u16 {
-    let low = flow_label & 0x3FFF;
-    let high = (flow_label & 0xF_C000) >> 14;
-    0xC000 | ((low ^ high) as u16)
-}
-
-/// rxe's (`rdma_get_udp_sport`) source port: the flow label if non-zero, else one derived
-/// from the QP numbers.
-///
-/// ```
-/// use rnic_driver::ah::{rdma_calc_flow_label, rdma_flow_label_to_udp_sport, rdma_get_udp_sport};
-/// let from_qpns = rdma_flow_label_to_udp_sport(rdma_calc_flow_label(0x11, 0x12));
-/// assert_eq!(rdma_get_udp_sport(0, 0x11, 0x12), from_qpns);
-/// ```
-pub const fn rdma_get_udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
-    let fl = if flow_label == 0 {
-        rdma_calc_flow_label(lqpn, rqpn)
-    } else {
-        flow_label
-    };
-    rdma_flow_label_to_udp_sport(fl)
-}
+// The source-port formulas are a RoCE v2 fact both sides of the Bus compute: hw-regs holds
+// them, the driver re-exports them where its users look.
+pub use rnic_hw_regs::roce::{
+    rdma_calc_flow_label, rdma_flow_label_to_udp_sport, rdma_get_udp_sport,
+};
 
 /// A UD address handle.
 ///

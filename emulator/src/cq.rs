@@ -23,7 +23,7 @@
 use rnic_hw_regs::PrmLayout;
 use rnic_hw_regs::cqe::{CQE_SIZE, Cqe64, CqeOpcode, CqeSyndrome};
 use rnic_hw_regs::doorbell::CqArm;
-use rnic_hw_regs::eqe::EventType;
+use rnic_hw_regs::eqe::{Eqe, EventType};
 use zerocopy::IntoBytes;
 
 use crate::device::Ctx;
@@ -131,10 +131,10 @@ pub(crate) fn push(ctx: &mut Ctx<'_>, cqn: u32, cqe: &mut Cqe64) -> bool {
             ctx.st.counters.cq_overruns += 1;
         }
         ctx.st.counters.cqes_dropped += 1;
-        let mut data = [0u8; 28];
-        data[0..4].copy_from_slice(&(cqn & 0xFF_FFFF).to_be_bytes());
-        data[0x0B] = syndrome;
-        crate::eq::post_event(ctx, EventType::CqError.raw(), 0, &data);
+        let mut e = Eqe::of(EventType::CqError);
+        e.set_cq_err_cqn(cqn & 0xFF_FFFF);
+        e.set_cq_err_syndrome(syndrome);
+        crate::eq::post_event(ctx, &e);
         return false;
     }
     cq.pi = cq.pi.wrapping_add(1) & 0xFF_FFFF;
@@ -153,9 +153,9 @@ pub(crate) fn push(ctx: &mut Ctx<'_>, cqn: u32, cqe: &mut Cqe64) -> bool {
 
 /// Writes a completion EQE for `cqn` to EQ `eqn`.
 fn completion_event(ctx: &mut Ctx<'_>, eqn: u32, cqn: u32) {
-    let mut data = [0u8; 28];
-    data[0x18..0x1C].copy_from_slice(&(cqn & 0xFF_FFFF).to_be_bytes());
-    crate::eq::write_eqe(ctx, eqn, EventType::Completion.raw(), 0, &data);
+    let mut e = Eqe::of(EventType::Completion);
+    e.set_comp_cqn(cqn & 0xFF_FFFF);
+    crate::eq::write_eqe(ctx, eqn, &e);
 }
 
 /// A CQ arm doorbell (UAR + 0x20): `value` is `arm_word << 32 | cqn`. Returns false when the

@@ -15,10 +15,11 @@ use zerocopy::IntoBytes;
 
 use crate::device::Ctx;
 
-/// Writes an EQE of `event_type` / `sub_type` with `data` (bytes 0x20..0x3B) to the EQ that
-/// subscribed to that event type (the lowest EQN when several did); false when no EQ did or
-/// the EQ could not take it.
-pub(crate) fn post_event(ctx: &mut Ctx<'_>, event_type: u8, sub_type: u8, data: &[u8; 28]) -> bool {
+/// Writes `eqe` (its event type, sub-type and data; the writer sets the owner bit) to the EQ
+/// that subscribed to its event type (the lowest EQN when several did); false when no EQ did
+/// or the EQ could not take it.
+pub(crate) fn post_event(ctx: &mut Ctx<'_>, eqe: &Eqe) -> bool {
+    let event_type = eqe.event_type();
     let word = usize::from(event_type / 64);
     let bit = event_type % 64;
     let eqn = ctx
@@ -29,20 +30,14 @@ pub(crate) fn post_event(ctx: &mut Ctx<'_>, event_type: u8, sub_type: u8, data: 
         .find(|(_, eq)| eq.events.get(word).is_some_and(|w| (w >> bit) & 1 == 1))
         .map(|(n, _)| n);
     match eqn {
-        Some(eqn) => write_eqe(ctx, eqn, event_type, sub_type, data),
+        Some(eqn) => write_eqe(ctx, eqn, eqe),
         None => false,
     }
 }
 
 /// Writes an EQE to EQ `eqn` (completion events go to the CQ's EQ whatever it subscribed to);
 /// false when the EQ does not exist, is full, or its buffer faulted.
-pub(crate) fn write_eqe(
-    ctx: &mut Ctx<'_>,
-    eqn: u32,
-    event_type: u8,
-    sub_type: u8,
-    data: &[u8; 28],
-) -> bool {
+pub(crate) fn write_eqe(ctx: &mut Ctx<'_>, eqn: u32, eqe: &Eqe) -> bool {
     let Some(eq) = ctx.st.res.eqs.get_mut(eqn) else {
         return false;
     };
@@ -52,10 +47,7 @@ pub(crate) fn write_eqe(
         ctx.st.counters.eq_overruns += 1;
         return false;
     }
-    let mut e = Eqe::default();
-    e.set_event_type(event_type);
-    e.set_sub_type(sub_type);
-    e.set_data(*data);
+    let mut e = *eqe;
     e.set_owner((eq.pi >> log) & 1 == 1);
     let slot = u64::from(eq.pi & (n - 1));
     let Some(iova) = eq.buf.iova(slot * EQE_SIZE as u64) else {

@@ -110,15 +110,9 @@ impl Pages {
 /// the demand and posted as a page-request EQE. Returns whether an EQ took the event.
 pub(crate) fn request(ctx: &mut crate::device::Ctx<'_>, n: i32) -> bool {
     ctx.st.pages.runtime += i64::from(n);
-    let mut data = [0u8; 28];
-    // func_id BE16 at EQE 0x22 (data offset 2), num_pages BE32 at 0x24 (data offset 4).
-    data[4..8].copy_from_slice(&n.to_be_bytes());
-    crate::eq::post_event(
-        ctx,
-        rnic_hw_regs::eqe::EventType::PageRequest.raw(),
-        0,
-        &data,
-    )
+    let mut e = rnic_hw_regs::eqe::Eqe::of(rnic_hw_regs::eqe::EventType::PageRequest);
+    e.set_num_pages_signed(n); // func_id 0: the physical function
+    crate::eq::post_event(ctx, &e)
 }
 
 #[cfg(test)]

@@ -342,6 +342,30 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_that_cannot_be_emitted_is_a_transmit_drop() {
+        let dev = Device::new(Profile::default(), RunMode::Deterministic);
+        dev.with_ctx(|ctx| {
+            ctx.st.port.link = Box::new(Recorder::default());
+            let repr = PacketRepr::new(
+                EthRepr::new(EthernetAddress([2; 6]), EthernetAddress([4; 6])),
+                IpRepr::V4(Ipv4Repr::new(
+                    Ipv4Addr::new(10, 0, 0, 1),
+                    Ipv4Addr::new(10, 0, 0, 2),
+                )),
+                UdpRepr::new(0xC000),
+                BthRepr::new(Opcode::RcSendOnly, 0x999, 0),
+            );
+            // More than the 16-bit IP and UDP lengths can carry.
+            crate::transport::send_frame(ctx, &repr, &[0u8; 70_000]);
+            assert_eq!(ctx.st.counters.tx_dropped, 1);
+            assert_eq!(ctx.st.counters.frames_tx, 0);
+            // Received-frame accounting is untouched: rx_dropped is still the sum of the rules.
+            assert_eq!(ctx.st.counters.rx_dropped, 0);
+            assert_eq!(ctx.st.counters.rx_dropped, ctx.st.counters.drops.total());
+        });
+    }
+
+    #[test]
     fn own_gids_loop_back_and_the_rest_goes_to_the_link() {
         let dev = Device::new(Profile::default(), RunMode::Deterministic);
         dev.with_ctx(|ctx| {

@@ -13,7 +13,7 @@
 //! at 0x38) goes to the EQ subscribed to it and the limit disarms.
 
 use rnic_hw_regs::cqe::CqeSyndrome;
-use rnic_hw_regs::eqe::EventType;
+use rnic_hw_regs::eqe::{Eqe, EventType};
 use rnic_hw_regs::wqe::INVALID_LKEY;
 
 use crate::device::Ctx;
@@ -140,9 +140,9 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
             // The SRQ limit event fires once when fewer than `lwm` WQEs remain posted.
             if srq.lwm != 0 && avail - 1 < srq.lwm {
                 srq.lwm = 0;
-                let mut data = [0u8; 28];
-                data[0x18..0x1C].copy_from_slice(&srqn.to_be_bytes());
-                crate::eq::post_event(ctx, EventType::SrqRqLimit.raw(), 0, &data);
+                let mut e = Eqe::of(EventType::SrqRqLimit);
+                e.set_qp_srq_n(srqn);
+                crate::eq::post_event(ctx, &e);
             }
             Take::Wqe(w)
         }

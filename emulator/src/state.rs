@@ -55,6 +55,10 @@ pub struct Counters {
     pub cqes_dropped: u64,
     /// RoCE frames the port transmitted (to the loopback or the link).
     pub frames_tx: u64,
+    /// Frames the device built but could not emit, and so never sent (a packet that does not
+    /// fit its headers' length fields: an internal error, since the requester sizes packets by
+    /// the path MTU). Not part of [`Counters::rx_dropped`], which counts received frames.
+    pub tx_dropped: u64,
     /// RoCE frames the port received and handed to the transport.
     pub frames_rx: u64,
     /// Received frames dropped (malformed, bad ICRC, unknown QP, wrong state, Q_Key, ...):

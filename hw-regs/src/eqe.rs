@@ -187,6 +187,23 @@ impl Eqe {
         EventType::try_from(self.event_type())
     }
 
+    /// A zeroed EQE of event type `t`, for the writer to fill with `t`'s data fields.
+    ///
+    /// ```
+    /// use rnic_hw_regs::eqe::{Eqe, EqeEvent, EventType};
+    ///
+    /// let mut e = Eqe::of(EventType::CqError);
+    /// e.set_cq_err_cqn(7);
+    /// e.set_cq_err_syndrome(1);
+    /// assert_eq!(e.typed_event_type(), Ok(EventType::CqError));
+    /// assert_eq!(e.cq_err_cqn(), 7);
+    /// ```
+    pub fn of(t: EventType) -> Self {
+        let mut e = Self::default();
+        e.set_event_type(t.raw());
+        e
+    }
+
     /// `num_pages` as the signed count it is.
     ///
     /// ```

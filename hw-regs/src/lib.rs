@@ -34,6 +34,7 @@ pub mod ctx;
 pub mod doorbell;
 pub mod eqe;
 pub mod init_seg;
+pub mod roce;
 pub mod status;
 pub mod wqe;
 

@@ -138,6 +138,12 @@ pub(super) fn gen_eqe(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let Ok(eqe) = Eqe::read_from_bytes(&raw[..]) else {
         return fail(CmdStatus::BadInputLength, syn::INPUT_SHORTER_THAN_LAYOUT);
     };
-    let ok = crate::eq::write_eqe(ctx, eqn, eqe.event_type(), eqe.sub_type(), &eqe.data());
+    // Only the event's type, sub-type and data come from the command; the device writes the
+    // rest (owner bit) itself.
+    let mut e = Eqe::default();
+    e.set_event_type(eqe.event_type());
+    e.set_sub_type(eqe.sub_type());
+    e.set_data(eqe.data());
+    let ok = crate::eq::write_eqe(ctx, eqn, &e);
     ensure(ok, CmdStatus::InternalError, syn::EQ_WRITE_FAILED)
 }

@@ -15,7 +15,7 @@ use rnic_hw_regs::cmdq::{
     self, CMD_TYPE_PCIE, CMDQ_ENTRY_SIZE, CmdMailbox, CmdqEntry, Direction, INLINE_LEN,
     MAILBOX_ALIGN, MAILBOX_SIZE,
 };
-use rnic_hw_regs::eqe::EventType;
+use rnic_hw_regs::eqe::{Eqe, EventType};
 use rnic_hw_regs::status::{CmdStatus, DeliveryStatus};
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -452,9 +452,9 @@ fn execute(ctx: &mut Ctx<'_>, iova: u64, slot: u32) {
     entry.set_ownership(false);
     let _ = ctx.dma.write_owned(iova, entry.as_bytes());
     debug_assert_eq!(entry.as_bytes().len(), CMDQ_ENTRY_SIZE);
-    let mut data = [0u8; 28];
-    data[..4].copy_from_slice(&(1u32 << slot).to_be_bytes());
-    crate::eq::post_event(ctx, EventType::Cmd.raw(), 0, &data);
+    let mut e = Eqe::of(EventType::Cmd);
+    e.set_cmd_vector(1u32 << slot);
+    crate::eq::post_event(ctx, &e);
 }
 
 /// Checks delivery, gathers the input, runs the handler and scatters the output.

@@ -505,8 +505,8 @@ pub(crate) fn send_frame(ctx: &mut Ctx<'_>, repr: &PacketRepr, payload: &[u8]) {
         }
         Err(_) => {
             // The requester sizes packets by the path MTU, so this is an internal bug; the
-            // packet is lost like a dropped frame.
-            ctx.st.counters.rx_dropped += 1;
+            // packet is lost like a frame dropped on the wire, and counted as a transmit drop.
+            ctx.st.counters.tx_dropped += 1;
             ctx.st.port.recycle(frame);
         }
     }
@@ -538,9 +538,9 @@ pub(crate) fn can_receive(qpc: &Qpc) -> bool {
 
 /// Posts an affiliated QP event (`kind`, QPN at 0x38) to the EQ subscribed to it.
 pub(crate) fn qp_event(ctx: &mut Ctx<'_>, kind: rnic_hw_regs::eqe::EventType, qpn: u32) {
-    let mut data = [0u8; 28];
-    data[0x18..0x1C].copy_from_slice(&(qpn & 0xFF_FFFF).to_be_bytes());
-    crate::eq::post_event(ctx, kind.raw(), 0, &data);
+    let mut e = rnic_hw_regs::eqe::Eqe::of(kind);
+    e.set_qp_srq_n(qpn & 0xFF_FFFF);
+    crate::eq::post_event(ctx, &e);
 }
 
 /// Moves QP `qpn` to SQE (send queue error) and flushes its outstanding send WQEs; the

@@ -3,20 +3,17 @@
 
 use smoltcp::wire::UdpPacket;
 
+use rnic_hw_regs::roce::UDP_SPORT_BASE;
+
 use super::{HeaderKind, WireError, check_len};
 
-/// The RoCE v2 UDP destination port.
-///
-/// ```
-/// use rnic_emulator::wire::{UdpRepr, ROCE_V2_PORT};
-///
-/// assert_eq!(UdpRepr::new(0xC000).dst_port, ROCE_V2_PORT);
-/// ```
-pub const ROCE_V2_PORT: u16 = 4791;
+// The port numbers and the source-port formulas are facts the driver computes too: they live
+// in hw-regs, and the wire module re-exports them.
+pub use rnic_hw_regs::roce::{
+    ROCE_V2_PORT, rdma_calc_flow_label, rdma_flow_label_to_udp_sport, rdma_get_udp_sport,
+};
 /// Length of the UDP header.
 pub(crate) const UDP_HEADER_LEN: usize = 8;
-/// Bottom of the port range RoCE v2 source ports live in.
-const SPORT_BASE: u16 = 0xC000;
 
 /// Wraps `buffer` as smoltcp's [`UdpPacket`] after checking that it holds the 8-byte header
 /// and that the length field is between 8 and the buffer length.
@@ -120,58 +117,7 @@ impl UdpRepr {
 /// assert_eq!(rxe_legacy_udp_sport(0x11), 0xDF94);
 /// ```
 pub const fn rxe_legacy_udp_sport(qpn: u32) -> u16 {
-    SPORT_BASE + (qpn.wrapping_mul(0x61C8_8647) >> 18) as u16
-}
-
-/// The flow label the kernel derives from a QP pair when the address vector's is 0:
-/// `FL = lqpn * rqpn` (64-bit), `FL ^= FL >> 20`, `FL ^= FL >> 40`, low 20 bits.
-///
-/// ```
-/// use rnic_emulator::wire::rdma_calc_flow_label;
-///
-/// assert_eq!(rdma_calc_flow_label(0x11, 0x12), 0x11 * 0x12); // small products pass through
-/// assert!(rdma_calc_flow_label(0xFF_FFFF, 0xFF_FFFE) < 1 << 20);
-/// ```
-pub const fn rdma_calc_flow_label(lqpn: u32, rqpn: u32) -> u32 {
-    let mut fl = lqpn as u64 * rqpn as u64;
-    fl ^= fl >> 20;
-    fl ^= fl >> 40;
-    (fl & 0xF_FFFF) as u32
-}
-
-/// The kernel's folding of a 20-bit flow label into a source port:
-/// `0xC000 | ((FL & 0x3FFF) ^ ((FL & 0xFC000) >> 14))`.
-///
-/// ```
-/// use rnic_emulator::wire::rdma_flow_label_to_udp_sport;
-///
-/// assert_eq!(rdma_flow_label_to_udp_sport(0x12345), 0xE341);
-/// assert_eq!(rdma_flow_label_to_udp_sport(0), 0xC000);
-/// ```
-pub const fn rdma_flow_label_to_udp_sport(flow_label: u32) -> u16 {
-    let low = flow_label & 0x3FFF;
-    let high = (flow_label & 0xF_C000) >> 14;
-    SPORT_BASE | ((low ^ high) as u16)
-}
-
-/// Newer rxe's (Linux 6.x) source port for a connected QP, `rdma_get_udp_sport`: the flow
-/// label if non-zero, else [`rdma_calc_flow_label`]`(lqpn, rqpn)`, folded by
-/// [`rdma_flow_label_to_udp_sport`].
-///
-/// ```
-/// use rnic_emulator::wire::{rdma_calc_flow_label, rdma_flow_label_to_udp_sport, rdma_get_udp_sport};
-///
-/// let derived = rdma_flow_label_to_udp_sport(rdma_calc_flow_label(0x11, 0x12));
-/// assert_eq!(rdma_get_udp_sport(0, 0x11, 0x12), derived); // no flow label: from the QPNs
-/// assert_eq!(rdma_get_udp_sport(0x12345, 0x11, 0x12), 0xE341); // the flow label wins
-/// ```
-pub const fn rdma_get_udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
-    let fl = if flow_label == 0 {
-        rdma_calc_flow_label(lqpn, rqpn)
-    } else {
-        flow_label
-    };
-    rdma_flow_label_to_udp_sport(fl)
+    UDP_SPORT_BASE + (qpn.wrapping_mul(0x61C8_8647) >> 18) as u16
 }
 
 #[cfg(test)]
