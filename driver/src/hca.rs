@@ -14,7 +14,7 @@ use crate::cmdq::{CmdQueue, CommandObserver, DEFAULT_CMD_TIMEOUT, SlotClass};
 use crate::eq::{ASYNC_EVENTS, EventQueue};
 use crate::error::DriverError;
 use crate::health::{self, HealthMonitor, HealthRegisters};
-use crate::mr::KeyVariants;
+use crate::key_variants::KeyVariants;
 use crate::pages::{FirmwarePages, PagePhase};
 use crate::uar::Uar;
 use rnic_hw_regs::Bus;

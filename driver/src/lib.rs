@@ -50,6 +50,7 @@ pub mod eq;
 pub mod error;
 pub mod hca;
 pub mod health;
+mod key_variants;
 pub mod mr;
 pub mod pages;
 pub mod pd;

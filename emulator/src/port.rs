@@ -41,11 +41,10 @@ const RX_BUDGET: usize = 256;
 /// Frame buffers kept for reuse.
 const POOL_MAX: usize = 256;
 
-/// The capacity every pooled buffer gets: the largest RoCE v2 frame (path MTU 4096 plus
-/// Ethernet, VLAN, IPv6, UDP, BTH, the largest extended header and ICRC) with room to
-/// spare. Buffers swapped in from a link may be smaller (an ACK); growing them once here
-/// keeps a later, larger packet from reallocating on the data path.
-pub(crate) const FRAME_CAPACITY: usize = 4096 + 256;
+// Every pooled buffer gets the capacity of the largest RoCE v2 frame: buffers swapped in
+// from a link may be smaller (an ACK); growing them once here keeps a later, larger packet
+// from reallocating on the data path.
+pub(crate) use crate::wire::FRAME_CAPACITY;
 
 /// The port: link, loopback queue, buffer pool.
 pub(crate) struct Port {

@@ -127,6 +127,7 @@ pub fn format_counters(dev: &str, c: &rnic_verbs::EmulatorCounters) -> String {
         ("eq_overruns", c.eq_overruns),
         ("cqes_dropped", c.cqes_dropped),
         ("frames_tx", c.frames_tx),
+        ("tx_dropped", c.tx_dropped),
         ("frames_rx", c.frames_rx),
         ("rx_dropped", c.rx_dropped),
         ("rx_drop_malformed", d.malformed),

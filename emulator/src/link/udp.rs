@@ -475,7 +475,7 @@ fn reader(
             let Some(from) = from else { continue };
             got += 1;
             stats.received.fetch_add(1, Ordering::Relaxed);
-            if ETH_LEN + IP_LEN + UDP_LEN + n > crate::port::FRAME_CAPACITY {
+            if ETH_LEN + IP_LEN + UDP_LEN + n > crate::wire::FRAME_CAPACITY {
                 stats.oversize.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
@@ -485,7 +485,7 @@ fn reader(
                 None if allocated < ring.frames => {
                     allocated += 1;
                     stats.ring_buffers.fetch_add(1, Ordering::Relaxed);
-                    Vec::with_capacity(crate::port::FRAME_CAPACITY)
+                    Vec::with_capacity(crate::wire::FRAME_CAPACITY)
                 }
                 None => {
                     // Every buffer holds a frame the device has not taken: the ring is full.
@@ -894,7 +894,7 @@ mod tests {
         assert_eq!(link.rx_drops().ring_full, 6);
         assert_eq!(stats.ring_high_water.load(Ordering::Relaxed), 4);
         // The first four are there, in order; the device's buffers go back to the ring.
-        let mut buf = Vec::with_capacity(crate::port::FRAME_CAPACITY);
+        let mut buf = Vec::with_capacity(crate::wire::FRAME_CAPACITY);
         for i in 0..4u8 {
             assert!(link.receive(&mut buf));
             assert_eq!(buf[ETH_LEN + IP_LEN + UDP_LEN..], [i; 64]);

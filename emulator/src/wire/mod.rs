@@ -152,6 +152,11 @@ pub use smoltcp::wire::{
 /// `mod field` names its fields' ranges once, the getters and setters use the names.
 type Field = core::ops::Range<usize>;
 
+/// The largest RoCE v2 frame, with room to spare: path MTU 4096 plus Ethernet, VLAN, IPv6,
+/// UDP, BTH, the largest extended header and ICRC. Links and the port size their buffers
+/// with it.
+pub(crate) const FRAME_CAPACITY: usize = 4096 + 256;
+
 /// Reads a big-endian `u16` at `off`. Callers have checked the length.
 #[inline]
 fn be16(b: &[u8], off: usize) -> u16 {
