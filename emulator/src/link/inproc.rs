@@ -3,7 +3,10 @@
 //! Frames travel in pooled buffers: the receiving end swaps the sender's buffer into the
 //! device's and sends its old buffer back on a return channel, so a steady flow allocates
 //! nothing (the channels are bounded, array-backed: [`QUEUE_FRAMES`] frames per direction;
-//! a frame sent into a full queue is dropped, as a congested wire drops it, and counted).
+//! a frame sent into a full queue is dropped, as a NIC drops a frame its full receive ring
+//! cannot take, and counted on both ends: the sender's [`InProcLink::dropped`] and the
+//! receiver's [`Link::rx_drops`] `ring_full`, which its device counts as
+//! [`crate::RxDrops::ring_full`]).
 //! Each end wakes the peer device when it sends, so a threaded device runs as soon as a frame
 //! arrives.
 
@@ -25,7 +28,7 @@ use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
 /// ```
 pub const QUEUE_FRAMES: usize = 16384;
 
-use super::{Link, LinkEnv, Waker};
+use super::{Link, LinkEnv, LinkRxDrops, Waker};
 
 /// One end of an in-process link (see [`InProcLink::pair`]).
 ///
@@ -56,6 +59,10 @@ pub struct InProcLink {
     me: Arc<OnceLock<Waker>>,
     /// Frames dropped because the peer's queue was full (or the peer is gone).
     dropped: Arc<AtomicU64>,
+    /// Frames the peer sent that our full queue dropped (shared with the peer's end).
+    rx_full: Arc<AtomicU64>,
+    /// Frames we sent that the peer's full queue dropped (the peer's `rx_full`).
+    peer_rx_full: Arc<AtomicU64>,
 }
 
 impl InProcLink {
@@ -78,6 +85,7 @@ impl InProcLink {
         let (free_to_a_tx, free_to_a_rx) = bounded(QUEUE_FRAMES);
         let wa: Arc<OnceLock<Waker>> = Arc::default();
         let wb: Arc<OnceLock<Waker>> = Arc::default();
+        let (full_a, full_b): (Arc<AtomicU64>, Arc<AtomicU64>) = (Arc::default(), Arc::default());
         let a = InProcLink {
             tx: ab_tx,
             rx: ba_rx,
@@ -86,6 +94,8 @@ impl InProcLink {
             peer: Arc::clone(&wb),
             me: Arc::clone(&wa),
             dropped: Arc::default(),
+            rx_full: Arc::clone(&full_a),
+            peer_rx_full: Arc::clone(&full_b),
         };
         let b = InProcLink {
             tx: ba_tx,
@@ -95,6 +105,8 @@ impl InProcLink {
             peer: wa,
             me: wb,
             dropped: Arc::default(),
+            rx_full: full_b,
+            peer_rx_full: full_a,
         };
         (a, b)
     }
@@ -158,6 +170,13 @@ impl Link for InProcLink {
     fn attach(&mut self, env: &LinkEnv) {
         let _ = self.me.set(env.waker.clone());
     }
+
+    fn rx_drops(&self) -> LinkRxDrops {
+        LinkRxDrops {
+            ring_full: self.rx_full.load(Ordering::Relaxed),
+            ..LinkRxDrops::default()
+        }
+    }
 }
 
 impl InProcLink {
@@ -171,7 +190,11 @@ impl InProcLink {
                     w.wake();
                 }
             }
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+            Err(TrySendError::Full(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                self.peer_rx_full.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -200,5 +223,24 @@ mod tests {
         drop(b);
         a.transmit(&[1]);
         assert_eq!(a.dropped(), 1, "the peer is gone");
+    }
+
+    #[test]
+    fn a_full_queue_is_the_receivers_ring_full() {
+        let (mut a, mut b) = InProcLink::pair();
+        for _ in 0..QUEUE_FRAMES + 3 {
+            a.transmit(&[0; 60]);
+        }
+        assert_eq!(a.dropped(), 3);
+        assert_eq!(b.rx_drops().ring_full, 3, "counted where the ring was full");
+        assert_eq!(a.rx_drops().ring_full, 0);
+        let mut buf = Vec::new();
+        assert!(b.receive(&mut buf));
+        b.transmit(&[1; 60]);
+        assert_eq!(
+            a.rx_drops(),
+            LinkRxDrops::default(),
+            "A's own queue never overflowed"
+        );
     }
 }
