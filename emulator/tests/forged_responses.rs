@@ -12,7 +12,7 @@ mod rig;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 
-use rig::{Access, Rig, SIGNALED, atomic, data, gid_of, op, raddr, segs};
+use rig::{Access, Cq, Qp, Rig, SIGNALED, atomic, data, gid_of, op, raddr, segs};
 use rnic_emulator::link::{InProcLink, Link, LinkError, UdpLink};
 use rnic_emulator::wire::{
     AethRepr, AtomicAckEthRepr, BthRepr, EthRepr, EthernetAddress, IpRepr, Ipv4Repr, NakCode,
@@ -140,18 +140,7 @@ fn forged_responses_from_another_address_are_dropped() {
 
     let mut r = Rig::with_addr(ME, [2, 0, 0, 0, 0x3D, 1]);
     r.h.dev.set_link(Box::new(link));
-    let mut cq = r.cq(6);
-    let mut qp = r.qp(QpSt::Rc, &cq, &cq, 6, 6);
-    r.init_qp(&qp, true, true, true);
-    r.rtr_rts_to(
-        &qp,
-        PEER_QPN,
-        3,
-        PSN,
-        0,
-        gid_of(PEER),
-        [2, 0, 0, 0, 0x3D, 2],
-    );
+    let (mut cq, mut qp) = rc_qp_to(&mut r, PEER, [2, 0, 0, 0, 0x3D, 2]);
     let qpn = qp.qpn;
     let src = r.mr(4096, Access::ALL);
     r.fill(&src, 0, &[0x77; 64]);
@@ -258,6 +247,16 @@ fn forged_responses_from_another_address_are_dropped() {
     assert_eq!((d.peer_mismatch, d.total()), (4, 4), "{d:?}");
 }
 
+/// An RC QP of `r` (its own CQ for both queues) in RTS, connected to QP `PEER_QPN` at
+/// `peer_ip` / `peer_mac`, sending from `PSN`.
+fn rc_qp_to(r: &mut Rig, peer_ip: [u8; 4], peer_mac: [u8; 6]) -> (Cq, Qp) {
+    let cq = r.cq(6);
+    let qp = r.qp(QpSt::Rc, &cq, &cq, 6, 6);
+    r.init_qp(&qp, true, true, true);
+    r.rtr_rts_to(&qp, PEER_QPN, 3, PSN, 0, gid_of(peer_ip), peer_mac);
+    (cq, qp)
+}
+
 /// `repr` with `payload` as a whole frame from `src` to `dst`.
 fn frame(src: [u8; 4], dst: [u8; 4], repr: &mut PacketRepr, payload: &[u8]) -> Vec<u8> {
     repr.ip = IpRepr::V4(Ipv4Repr::new(src.into(), dst.into()));
@@ -286,18 +285,7 @@ fn packets_to_another_own_address_are_dropped() {
     r.h.ok(&s, &[]);
     let (mut wire, end) = InProcLink::pair();
     r.h.dev.set_link(Box::new(end));
-    let mut cq = r.cq(6);
-    let mut qp = r.qp(QpSt::Rc, &cq, &cq, 6, 6);
-    r.init_qp(&qp, true, true, true);
-    r.rtr_rts_to(
-        &qp,
-        PEER_QPN,
-        3,
-        PSN,
-        0,
-        gid_of(PEER_IP),
-        [2, 0, 0, 0, 0, 1],
-    );
+    let (mut cq, mut qp) = rc_qp_to(&mut r, PEER_IP, [2, 0, 0, 0, 0, 1]);
     let qpn = qp.qpn;
     let mr = r.mr(4096, Access::ALL);
 

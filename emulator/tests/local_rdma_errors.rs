@@ -8,26 +8,15 @@ mod rig;
 
 use std::time::Duration;
 
-use rig::{Access, Cq, Qp, Rig, SIGNALED, atomic, data, datagram, inline, op, raddr, segs};
+use rig::{
+    Access, Cq, Qp, Rig, SIGNALED, assert_err, atomic, data, datagram, inline, op, raddr, segs,
+};
 use rnic_hw_regs::cmd;
 use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
 use rnic_hw_regs::ctx::{QpSt, QpState};
 use rnic_hw_regs::eqe::{EqeEvent, EventType};
 
 const MTU: u8 = 1;
-
-#[track_caller]
-fn assert_err(c: &Cqe64, requester: bool, qpn: u32, counter: u16, s: CqeSyndrome) {
-    let want = if requester {
-        CqeOpcode::ReqErr
-    } else {
-        CqeOpcode::RespErr
-    };
-    assert_eq!(c.cqe_opcode(), Ok(want), "{c:?}");
-    assert_eq!(c.error_syndrome(), Ok(s), "syndrome");
-    assert_eq!(c.qpn(), qpn);
-    assert_eq!(c.wqe_counter(), counter);
-}
 
 /// After an error the QP is in ERR (or SQE): a new WQE is flushed.
 #[track_caller]

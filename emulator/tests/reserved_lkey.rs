@@ -9,7 +9,7 @@ mod common;
 #[path = "rig/mod.rs"]
 mod rig;
 
-use rig::{Access, Cq, Qp, Rig, SIGNALED, atomic, data, op, raddr, segs};
+use rig::{Access, Cq, Qp, Rig, SIGNALED, assert_err, atomic, data, op, raddr, segs};
 use rnic_hw_regs::cmd::{
     self, QueryQpIn, QueryQpOut, QuerySpecialContextsIn, QuerySpecialContextsOut, QuerySrqIn,
     QuerySrqOut,
@@ -20,19 +20,6 @@ use rnic_hw_regs::ctx::{QpSt, Qpc};
 const MTU: u8 = 1;
 /// What the victim memory holds before every attempt.
 const SECRET: &[u8; 16] = b"victim's secret!";
-
-#[track_caller]
-fn assert_err(c: &Cqe64, requester: bool, qpn: u32, counter: u16, s: CqeSyndrome) {
-    let want = if requester {
-        CqeOpcode::ReqErr
-    } else {
-        CqeOpcode::RespErr
-    };
-    assert_eq!(c.cqe_opcode(), Ok(want), "{c:?}");
-    assert_eq!(c.error_syndrome(), Ok(s), "syndrome");
-    assert_eq!(c.qpn(), qpn);
-    assert_eq!(c.wqe_counter(), counter);
-}
 
 fn resd_lkey(r: &mut Rig) -> u32 {
     r.h.ok(&QuerySpecialContextsIn::new_cmd(), &[])

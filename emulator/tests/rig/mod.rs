@@ -11,7 +11,7 @@ use rnic_hw_regs::cmd::{
     self, CreateCqIn, CreateCqOut, CreateMkeyIn, CreateMkeyOut, CreateQpIn, CreateQpOut,
     Init2RtrQpIn, Qp2ErrIn, Rst2InitQpIn, Rtr2RtsQpIn, SetRoceAddressIn,
 };
-use rnic_hw_regs::cqe::{CQE_OP_OWN_INIT, Cqe64, cqe_is_sw_owned};
+use rnic_hw_regs::cqe::{CQE_OP_OWN_INIT, Cqe64, CqeOpcode, CqeSyndrome, cqe_is_sw_owned};
 use rnic_hw_regs::ctx::{MKC_ACCESS_MODE_MTT, MKC_ACCESS_MODE_PA, QpSt, ROCE_VERSION_2};
 use rnic_hw_regs::doorbell::{
     CqArmCmd, UAR_CQ_ARM, UAR_EQ_UPDATE_ARM, cq_arm_doorbell, cq_arm_word, eq_doorbell,
@@ -810,6 +810,21 @@ fn next_eqe(h: &Host, buf: u64, ci: &mut u32, log_size: u8) -> Option<Eqe> {
     }
     *ci += 1;
     Some(Eqe::read_from_bytes(&raw).expect("64 bytes"))
+}
+
+/// Checks an error CQE: a requester's (REQ_ERR) or a responder's (RESP_ERR) of QP `qpn` for
+/// WQE `counter`, with syndrome `s`.
+#[track_caller]
+pub(crate) fn assert_err(c: &Cqe64, requester: bool, qpn: u32, counter: u16, s: CqeSyndrome) {
+    let want = if requester {
+        CqeOpcode::ReqErr
+    } else {
+        CqeOpcode::RespErr
+    };
+    assert_eq!(c.cqe_opcode(), Ok(want), "{c:?}");
+    assert_eq!(c.error_syndrome(), Ok(s), "syndrome");
+    assert_eq!(c.qpn(), qpn);
+    assert_eq!(c.wqe_counter(), counter);
 }
 
 /// A data segment.
