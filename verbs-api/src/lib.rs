@@ -122,6 +122,7 @@ mod event;
 mod mr;
 mod pd;
 mod qp;
+mod registry;
 mod srq;
 mod wc;
 mod wr;
