@@ -122,6 +122,7 @@ mod event;
 mod mr;
 mod pd;
 mod qp;
+mod qp_state;
 mod registry;
 mod srq;
 mod wc;

@@ -19,16 +19,17 @@
 //! like ibverbs'.
 
 use crate::error::{Error, Result};
+pub use crate::qp_state::QpState;
 use crate::wr::{recv_as_driver, send_as_driver};
 use crate::{
     AccessFlags, AhAttr, CompletionQueue, ProtectionDomain, RecvWr, SendWr, SharedReceiveQueue,
 };
 use rnic_driver::qp as dqp;
 use rnic_driver::qp::Qp;
-use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// QP transport type (`enum ibv_qp_type`).
+/// QP transport type (`enum ibv_qp_type`): the driver's type. `Rc` is IBV_QPT_RC (every
+/// opcode), `Uc` IBV_QPT_UC (SEND, WRITE), `Ud` IBV_QPT_UD (SEND to an address handle).
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
@@ -39,91 +40,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QpType {
-    /// IBV_QPT_RC: reliable connected (every opcode).
-    Rc,
-    /// IBV_QPT_UC: unreliable connected (SEND, WRITE).
-    Uc,
-    /// IBV_QPT_UD: unreliable datagram (SEND to an address handle).
-    Ud,
-}
-
-impl QpType {
-    fn to_driver(self) -> dqp::QpType {
-        match self {
-            QpType::Rc => dqp::QpType::Rc,
-            QpType::Uc => dqp::QpType::Uc,
-            QpType::Ud => dqp::QpType::Ud,
-        }
-    }
-}
-
-/// QP state (`enum ibv_qp_state`, same values).
-///
-/// ```
-/// use rnic_verbs::QpState;
-///
-/// assert_eq!(QpState::Rts as u32, 3); // IBV_QPS_RTS
-/// assert_eq!(QpState::Err.to_string(), "ERR");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QpState {
-    /// IBV_QPS_RESET (0).
-    Reset = 0,
-    /// IBV_QPS_INIT (1).
-    Init = 1,
-    /// IBV_QPS_RTR (2): ready to receive.
-    Rtr = 2,
-    /// IBV_QPS_RTS (3): ready to send.
-    Rts = 3,
-    /// IBV_QPS_SQD (4): send queue drained.
-    Sqd = 4,
-    /// IBV_QPS_SQE (5): send queue error.
-    Sqe = 5,
-    /// IBV_QPS_ERR (6).
-    Err = 6,
-}
-
-impl QpState {
-    fn from_u8(v: u8) -> QpState {
-        match v {
-            0 => QpState::Reset,
-            1 => QpState::Init,
-            2 => QpState::Rtr,
-            3 => QpState::Rts,
-            4 => QpState::Sqd,
-            5 => QpState::Sqe,
-            _ => QpState::Err,
-        }
-    }
-
-    fn from_driver(s: dqp::QpState) -> QpState {
-        match s {
-            dqp::QpState::Rst => QpState::Reset,
-            dqp::QpState::Init => QpState::Init,
-            dqp::QpState::Rtr => QpState::Rtr,
-            dqp::QpState::Rts => QpState::Rts,
-            dqp::QpState::Sqer => QpState::Sqe,
-            dqp::QpState::Err => QpState::Err,
-            dqp::QpState::Sqd => QpState::Sqd,
-        }
-    }
-}
-
-impl fmt::Display for QpState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            QpState::Reset => "RESET",
-            QpState::Init => "INIT",
-            QpState::Rtr => "RTR",
-            QpState::Rts => "RTS",
-            QpState::Sqd => "SQD",
-            QpState::Sqe => "SQE",
-            QpState::Err => "ERR",
-        })
-    }
-}
+pub use rnic_driver::qp::QpType;
 
 /// Path MTU (`enum ibv_mtu`, same values): the driver's type.
 ///
@@ -412,7 +329,7 @@ impl QueuePairBuilder {
             ));
         }
         let cfg = dqp::QpConfig {
-            qp_type: self.qp_type.to_driver(),
+            qp_type: self.qp_type,
             caps: dqp::QpCaps {
                 max_send_wr: c.max_send_wr,
                 max_recv_wr: c.max_recv_wr,
