@@ -64,6 +64,8 @@ pub use rnic_driver::qp::Mtu;
 /// assert!(got.max_send_wr >= 16 && got.max_recv_wr >= 64 && got.max_send_sge >= 4);
 /// # Ok(()) }
 /// ```
+// The driver's `QpCaps` has the same fields and defaults but does not derive `Hash`, which
+// this public type has always had; `to_driver` / `from_driver` are the conversions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct QpCap {
     /// Outstanding send work requests.
@@ -76,6 +78,28 @@ pub struct QpCap {
     pub max_recv_sge: u32,
     /// Inline bytes per send work request.
     pub max_inline_data: u32,
+}
+
+impl QpCap {
+    fn to_driver(self) -> dqp::QpCaps {
+        dqp::QpCaps {
+            max_send_wr: self.max_send_wr,
+            max_recv_wr: self.max_recv_wr,
+            max_send_sge: self.max_send_sge,
+            max_recv_sge: self.max_recv_sge,
+            max_inline_data: self.max_inline_data,
+        }
+    }
+
+    fn from_driver(c: dqp::QpCaps) -> QpCap {
+        QpCap {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
 }
 
 impl Default for QpCap {
@@ -330,13 +354,7 @@ impl QueuePairBuilder {
         }
         let cfg = dqp::QpConfig {
             qp_type: self.qp_type,
-            caps: dqp::QpCaps {
-                max_send_wr: c.max_send_wr,
-                max_recv_wr: c.max_recv_wr,
-                max_send_sge: c.max_send_sge,
-                max_recv_sge: c.max_recv_sge,
-                max_inline_data: c.max_inline_data,
-            },
+            caps: c.to_driver(),
             send_cq: self.send_cq.inner.cq.clone(),
             recv_cq: self.recv_cq.inner.cq.clone(),
             srq: self.srq.as_ref().map(|s| s.inner.srq.clone()),
@@ -367,6 +385,8 @@ impl QueuePairBuilder {
 /// assert_eq!(ud.query()?.qkey, DEFAULT_QKEY);
 /// # Ok(()) }
 /// ```
+// Not the driver's `InitAttr`: ibverbs' field name `port_num` and the verbs `AccessFlags`
+// (bitflags, with ibverbs' operations); `to_driver` is the one conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InitAttr {
     /// `port_num` (1).
@@ -378,6 +398,17 @@ pub struct InitAttr {
     pub access: AccessFlags,
     /// `qkey`: required on UD QPs.
     pub qkey: Option<u32>,
+}
+
+impl InitAttr {
+    fn to_driver(&self) -> dqp::InitAttr {
+        dqp::InitAttr {
+            port: self.port_num,
+            pkey_index: self.pkey_index,
+            access: self.access.to_driver(),
+            qkey: self.qkey,
+        }
+    }
 }
 
 impl Default for InitAttr {
@@ -405,6 +436,10 @@ impl Default for InitAttr {
 /// assert!(matches!(err, Error::QpAttr { transition: "INIT2RTR", .. }), "{err}");
 /// # Ok(()) }
 /// ```
+// Not the driver's `RtrAttr`: the path is an `AhAttr` (its MAC resolved through the device's
+// neighbour table, `AhAttr::to_av`) where the driver takes a finished address vector, the
+// default has rc_pingpong's values, and the names are ibverbs' (`dest_qp_num`, `ah_attr`);
+// `to_driver` is the one conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtrAttr {
     /// `path_mtu` (RC, UC).
@@ -419,6 +454,19 @@ pub struct RtrAttr {
     pub max_dest_rd_atomic: u8,
     /// `min_rnr_timer` (5-bit code; 12 = 0.64 ms) (RC).
     pub min_rnr_timer: u8,
+}
+
+impl RtrAttr {
+    fn to_driver(&self, av: Option<dqp::AddressVector>) -> dqp::RtrAttr {
+        dqp::RtrAttr {
+            path_mtu: self.path_mtu,
+            dest_qpn: self.dest_qp_num,
+            rq_psn: self.rq_psn,
+            av,
+            max_dest_rd_atomic: self.max_dest_rd_atomic,
+            min_rnr_timer: self.min_rnr_timer,
+        }
+    }
 }
 
 impl Default for RtrAttr {
@@ -449,6 +497,9 @@ impl Default for RtrAttr {
 /// assert_eq!(RtsAttr::default().retry_cnt, 7); // rc_pingpong's
 /// # Ok(()) }
 /// ```
+// The driver's `RtsAttr` has these fields, but its `Default` is all zeros (no retries, no
+// READ credits) where ibverbs code expects rc_pingpong's values from this one; `to_driver`
+// is the one conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtsAttr {
     /// `sq_psn`: the first PSN sent (24 bits).
@@ -461,6 +512,18 @@ pub struct RtsAttr {
     pub rnr_retry: u8,
     /// `max_rd_atomic`: READs / atomics outstanding at once as requester (RC).
     pub max_rd_atomic: u8,
+}
+
+impl RtsAttr {
+    fn to_driver(&self) -> dqp::RtsAttr {
+        dqp::RtsAttr {
+            sq_psn: self.sq_psn,
+            timeout: self.timeout,
+            retry_cnt: self.retry_cnt,
+            rnr_retry: self.rnr_retry,
+            max_rd_atomic: self.max_rd_atomic,
+        }
+    }
 }
 
 impl Default for RtsAttr {
@@ -488,6 +551,7 @@ impl Default for RtsAttr {
 /// assert_eq!((attr.timeout, attr.rnr_retry), (18, 3));
 /// # Ok(()) }
 /// ```
+// The driver's `Rts2RtsAttr` with the verbs `AccessFlags`; `to_driver` is the one conversion.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RtsModifyAttr {
     /// `qp_access_flags`.
@@ -502,6 +566,19 @@ pub struct RtsModifyAttr {
     pub rnr_retry: Option<u8>,
     /// `qkey` (UD).
     pub qkey: Option<u32>,
+}
+
+impl RtsModifyAttr {
+    fn to_driver(&self) -> dqp::Rts2RtsAttr {
+        dqp::Rts2RtsAttr {
+            access: self.access.map(AccessFlags::to_driver),
+            min_rnr_timer: self.min_rnr_timer,
+            timeout: self.timeout,
+            retry_cnt: self.retry_cnt,
+            rnr_retry: self.rnr_retry,
+            qkey: self.qkey,
+        }
+    }
 }
 
 /// One `ibv_modify_qp` call: the target state with its attributes.
@@ -610,6 +687,10 @@ pub struct QpAttr {
 pub struct QueuePair {
     // Field order: the driver QP is destroyed first.
     qp: Qp,
+    /// The state as last set or queried (`QpState as u8`): the one software copy of the
+    /// state machine, checked by the transitions (to name the wrong state before a command
+    /// is sent) and by the post path (which may not send a command). The driver's `Qp` keeps
+    /// none and leaves the state to the device (QUERY_QP).
     state: AtomicU8,
     qp_type: QpType,
     sq_sig_all: bool,
@@ -678,14 +759,7 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn cap(&self) -> QpCap {
-        let c = self.qp.caps();
-        QpCap {
-            max_send_wr: c.max_send_wr,
-            max_recv_wr: c.max_recv_wr,
-            max_send_sge: c.max_send_sge,
-            max_recv_sge: c.max_recv_sge,
-            max_inline_data: c.max_inline_data,
-        }
+        QpCap::from_driver(self.qp.caps())
     }
 
     /// The PD.
@@ -785,6 +859,8 @@ impl QueuePair {
     /// ```
     pub fn to_init(&self, a: &InitAttr) -> Result<()> {
         self.expect(&[QpState::Reset], QpState::Init)?;
+        // UC has neither READ nor atomics; the driver refuses only the atomic, so the read is
+        // refused here.
         if self.qp_type == QpType::Uc && a.access.contains(AccessFlags::REMOTE_READ) {
             return Err(self.attr_err(
                 "RST2INIT",
@@ -793,12 +869,7 @@ impl QueuePair {
             ));
         }
         self.qp
-            .to_init(&dqp::InitAttr {
-                port: a.port_num,
-                pkey_index: a.pkey_index,
-                access: a.access.to_driver(),
-                qkey: a.qkey,
-            })
+            .to_init(&a.to_driver())
             .map_err(Error::driver("ibv_modify_qp"))?;
         self.set_state(QpState::Init);
         Ok(())
@@ -833,25 +904,8 @@ impl QueuePair {
             ),
             _ => None,
         };
-        if let Some(mtu) = a.path_mtu {
-            let max = self.pd.context().query_port(1)?.max_mtu;
-            if mtu > max {
-                return Err(self.attr_err(
-                    T,
-                    "path_mtu",
-                    format!("{} exceeds the port's {}", mtu.bytes(), max.bytes()),
-                ));
-            }
-        }
         self.qp
-            .to_rtr(&dqp::RtrAttr {
-                path_mtu: a.path_mtu,
-                dest_qpn: a.dest_qp_num,
-                rq_psn: a.rq_psn,
-                av,
-                max_dest_rd_atomic: a.max_dest_rd_atomic,
-                min_rnr_timer: a.min_rnr_timer,
-            })
+            .to_rtr(&a.to_driver(av))
             .map_err(Error::driver("ibv_modify_qp"))?;
         self.set_state(QpState::Rtr);
         Ok(())
@@ -875,13 +929,7 @@ impl QueuePair {
     pub fn to_rts(&self, a: &RtsAttr) -> Result<()> {
         self.expect(&[QpState::Rtr], QpState::Rts)?;
         self.qp
-            .to_rts(&dqp::RtsAttr {
-                sq_psn: a.sq_psn,
-                timeout: a.timeout,
-                retry_cnt: a.retry_cnt,
-                rnr_retry: a.rnr_retry,
-                max_rd_atomic: a.max_rd_atomic,
-            })
+            .to_rts(&a.to_driver())
             .map_err(Error::driver("ibv_modify_qp"))?;
         self.set_state(QpState::Rts);
         Ok(())
@@ -902,14 +950,7 @@ impl QueuePair {
     pub fn modify_rts(&self, a: &RtsModifyAttr) -> Result<()> {
         self.expect(&[QpState::Rts], QpState::Rts)?;
         self.qp
-            .modify_rts(&dqp::Rts2RtsAttr {
-                access: a.access.map(AccessFlags::to_driver),
-                min_rnr_timer: a.min_rnr_timer,
-                timeout: a.timeout,
-                retry_cnt: a.retry_cnt,
-                rnr_retry: a.rnr_retry,
-                qkey: a.qkey,
-            })
+            .modify_rts(&a.to_driver())
             .map_err(Error::driver("ibv_modify_qp"))
     }
 
