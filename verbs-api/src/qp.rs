@@ -20,13 +20,13 @@
 
 use crate::error::{Error, Result};
 pub use crate::qp_state::QpState;
+use crate::qp_state::{StateCell, Transition};
 use crate::wr::{recv_as_driver, send_as_driver};
 use crate::{
     AccessFlags, AhAttr, CompletionQueue, ProtectionDomain, RecvWr, SendWr, SharedReceiveQueue,
 };
 use rnic_driver::qp as dqp;
 use rnic_driver::qp::Qp;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 /// QP transport type (`enum ibv_qp_type`): the driver's type. `Rc` is IBV_QPT_RC (every
 /// opcode), `Uc` IBV_QPT_UC (SEND, WRITE), `Ud` IBV_QPT_UD (SEND to an address handle).
@@ -363,7 +363,7 @@ impl QueuePairBuilder {
         let qp = Qp::create(self.pd.driver(), &cfg).map_err(Error::driver(V))?;
         Ok(QueuePair {
             qp,
-            state: AtomicU8::new(QpState::Reset as u8),
+            state: StateCell::new(),
             qp_type: self.qp_type,
             sq_sig_all: self.sq_sig_all,
             send_cq: self.send_cq,
@@ -401,7 +401,7 @@ pub struct InitAttr {
 }
 
 impl InitAttr {
-    fn to_driver(&self) -> dqp::InitAttr {
+    fn to_driver(self) -> dqp::InitAttr {
         dqp::InitAttr {
             port: self.port_num,
             pkey_index: self.pkey_index,
@@ -457,7 +457,7 @@ pub struct RtrAttr {
 }
 
 impl RtrAttr {
-    fn to_driver(&self, av: Option<dqp::AddressVector>) -> dqp::RtrAttr {
+    fn to_driver(self, av: Option<dqp::AddressVector>) -> dqp::RtrAttr {
         dqp::RtrAttr {
             path_mtu: self.path_mtu,
             dest_qpn: self.dest_qp_num,
@@ -515,7 +515,7 @@ pub struct RtsAttr {
 }
 
 impl RtsAttr {
-    fn to_driver(&self) -> dqp::RtsAttr {
+    fn to_driver(self) -> dqp::RtsAttr {
         dqp::RtsAttr {
             sq_psn: self.sq_psn,
             timeout: self.timeout,
@@ -569,7 +569,7 @@ pub struct RtsModifyAttr {
 }
 
 impl RtsModifyAttr {
-    fn to_driver(&self) -> dqp::Rts2RtsAttr {
+    fn to_driver(self) -> dqp::Rts2RtsAttr {
         dqp::Rts2RtsAttr {
             access: self.access.map(AccessFlags::to_driver),
             min_rnr_timer: self.min_rnr_timer,
@@ -687,11 +687,7 @@ pub struct QpAttr {
 pub struct QueuePair {
     // Field order: the driver QP is destroyed first.
     qp: Qp,
-    /// The state as last set or queried (`QpState as u8`): the one software copy of the
-    /// state machine, checked by the transitions (to name the wrong state before a command
-    /// is sent) and by the post path (which may not send a command). The driver's `Qp` keeps
-    /// none and leaves the state to the device (QUERY_QP).
-    state: AtomicU8,
+    state: StateCell,
     qp_type: QpType,
     sq_sig_all: bool,
     send_cq: CompletionQueue,
@@ -744,7 +740,7 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn state(&self) -> QpState {
-        QpState::from_u8(self.state.load(Ordering::Acquire))
+        self.state.get()
     }
 
     /// Queue sizes as created (at least what was asked for).
@@ -817,21 +813,22 @@ impl QueuePair {
         self.srq.as_ref()
     }
 
-    fn set_state(&self, s: QpState) {
-        self.state.store(s as u8, Ordering::Release);
-    }
-
-    fn expect(&self, from: &[QpState], to: QpState) -> Result<()> {
+    /// Runs transition `t` (`run` asks the device): refused unless the QP is in the state
+    /// `t` starts from, and recorded once the device made it.
+    fn modify(&self, t: Transition, run: impl FnOnce() -> Result<()>) -> Result<()> {
         let cur = self.state();
-        if from.contains(&cur) {
-            Ok(())
-        } else {
-            Err(Error::InvalidTransition {
+        if cur != t.from() {
+            return Err(Error::InvalidTransition {
                 qpn: self.qp_num(),
                 from: cur,
-                to,
-            })
+                to: t.to(),
+            });
         }
+        run()?;
+        if t.to() != t.from() {
+            self.state.set(t.to());
+        }
+        Ok(())
     }
 
     fn attr_err(&self, transition: &'static str, attr: &'static str, why: String) -> Error {
@@ -858,21 +855,20 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn to_init(&self, a: &InitAttr) -> Result<()> {
-        self.expect(&[QpState::Reset], QpState::Init)?;
-        // UC has neither READ nor atomics; the driver refuses only the atomic, so the read is
-        // refused here.
-        if self.qp_type == QpType::Uc && a.access.contains(AccessFlags::REMOTE_READ) {
-            return Err(self.attr_err(
-                "RST2INIT",
-                "qp_access_flags",
-                "REMOTE_READ on a UC QP".into(),
-            ));
-        }
-        self.qp
-            .to_init(&a.to_driver())
-            .map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Init);
-        Ok(())
+        self.modify(Transition::RstToInit, || {
+            // UC has neither READ nor atomics; the driver refuses only the atomic, so the
+            // read is refused here.
+            if self.qp_type == QpType::Uc && a.access.contains(AccessFlags::REMOTE_READ) {
+                return Err(self.attr_err(
+                    "RST2INIT",
+                    "qp_access_flags",
+                    "REMOTE_READ on a UC QP".into(),
+                ));
+            }
+            self.qp
+                .to_init(&a.to_driver())
+                .map_err(Error::driver("ibv_modify_qp"))
+        })
     }
 
     /// `ibv_modify_qp` to RTR.
@@ -896,19 +892,18 @@ impl QueuePair {
     /// ```
     pub fn to_rtr(&self, a: &RtrAttr) -> Result<()> {
         const T: &str = "INIT2RTR";
-        self.expect(&[QpState::Init], QpState::Rtr)?;
-        let av = match (&a.ah_attr, self.qp_type) {
-            (Some(ah), QpType::Rc | QpType::Uc) => Some(
-                ah.to_av(&self.pd, "ibv_modify_qp")
-                    .map_err(|e| self.attr_err(T, "ah_attr", e.to_string()))?,
-            ),
-            _ => None,
-        };
-        self.qp
-            .to_rtr(&a.to_driver(av))
-            .map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Rtr);
-        Ok(())
+        self.modify(Transition::InitToRtr, || {
+            let av = match (&a.ah_attr, self.qp_type) {
+                (Some(ah), QpType::Rc | QpType::Uc) => Some(
+                    ah.to_av(&self.pd, "ibv_modify_qp")
+                        .map_err(|e| self.attr_err(T, "ah_attr", e.to_string()))?,
+                ),
+                _ => None,
+            };
+            self.qp
+                .to_rtr(&a.to_driver(av))
+                .map_err(Error::driver("ibv_modify_qp"))
+        })
     }
 
     /// `ibv_modify_qp` to RTS.
@@ -927,12 +922,11 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn to_rts(&self, a: &RtsAttr) -> Result<()> {
-        self.expect(&[QpState::Rtr], QpState::Rts)?;
-        self.qp
-            .to_rts(&a.to_driver())
-            .map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Rts);
-        Ok(())
+        self.modify(Transition::RtrToRts, || {
+            self.qp
+                .to_rts(&a.to_driver())
+                .map_err(Error::driver("ibv_modify_qp"))
+        })
     }
 
     /// `ibv_modify_qp` RTS -> RTS.
@@ -948,10 +942,11 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn modify_rts(&self, a: &RtsModifyAttr) -> Result<()> {
-        self.expect(&[QpState::Rts], QpState::Rts)?;
-        self.qp
-            .modify_rts(&a.to_driver())
-            .map_err(Error::driver("ibv_modify_qp"))
+        self.modify(Transition::RtsToRts, || {
+            self.qp
+                .modify_rts(&a.to_driver())
+                .map_err(Error::driver("ibv_modify_qp"))
+        })
     }
 
     /// `ibv_modify_qp` SQE -> RTS. A UD or UC QP enters SQE on its own when a send fails
@@ -984,12 +979,9 @@ impl QueuePair {
         if self.state() == QpState::Rts {
             self.query()?;
         }
-        self.expect(&[QpState::Sqe], QpState::Rts)?;
-        self.qp
-            .sqe_to_rts()
-            .map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Rts);
-        Ok(())
+        self.modify(Transition::SqeToRts, || {
+            self.qp.sqe_to_rts().map_err(Error::driver("ibv_modify_qp"))
+        })
     }
 
     /// `ibv_modify_qp` to ERR: outstanding work requests complete with
@@ -1011,7 +1003,7 @@ impl QueuePair {
     /// ```
     pub fn to_error(&self) -> Result<()> {
         self.qp.to_err().map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Err);
+        self.state.set(QpState::Err);
         Ok(())
     }
 
@@ -1035,7 +1027,7 @@ impl QueuePair {
     /// ```
     pub fn reset(&self) -> Result<()> {
         self.qp.to_reset().map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Reset);
+        self.state.set(QpState::Reset);
         Ok(())
     }
 
@@ -1081,7 +1073,7 @@ impl QueuePair {
         let info = self.qp.query().map_err(Error::driver("ibv_query_qp"))?;
         let q = &info.qpc;
         let state = QpState::from_driver(info.state);
-        self.set_state(state);
+        self.state.set(state);
         let ads = q.primary_address_path();
         let log = |l: u8| if l == 0 { 1 } else { 1u8 << l.min(7) };
         Ok(QpAttr {
@@ -1136,12 +1128,12 @@ impl QueuePair {
     #[inline]
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<()> {
         let st = self.state();
-        if matches!(st, QpState::Reset | QpState::Init | QpState::Rtr) {
+        if !st.accepts_sends() {
             return Err(Error::WrongQpState {
                 verb: "ibv_post_send",
                 qpn: self.qp_num(),
                 state: st,
-                why: "sends are accepted from RTS on (flushed in SQE and ERR)",
+                why: QpState::SENDS_ACCEPTED,
             });
         }
         self.qp
@@ -1168,12 +1160,12 @@ impl QueuePair {
     #[inline]
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<()> {
         let st = self.state();
-        if st == QpState::Reset {
+        if !st.accepts_recvs() {
             return Err(Error::WrongQpState {
                 verb: "ibv_post_recv",
                 qpn: self.qp_num(),
                 state: st,
-                why: "receives are accepted from INIT on (flushed in ERR)",
+                why: QpState::RECVS_ACCEPTED,
             });
         }
         self.qp
