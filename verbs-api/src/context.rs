@@ -5,6 +5,7 @@ use crate::device::{
     MELLANOX_OUI, OpenOptions, PortAttr, PortState, emulated_mac, node_guid_from_mac, resolve_pci,
 };
 use crate::error::{Error, Result};
+use crate::registry;
 use crate::{Gid, Mtu};
 use rnic_driver::vfio::{VfioBus, VfioOptions, discovery};
 use rnic_driver::{Hca, HcaConfig};
@@ -14,13 +15,13 @@ use rnic_emulator::link::{
 use rnic_emulator::{Device, Profile, RunMode};
 use rnic_hw_regs::Bus;
 use rnic_hw_regs::cmd::QueryAdapterIn;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Interrupt vectors a VFIO-driven device is opened with (one per completion channel,
 /// reused round-robin beyond that).
@@ -32,9 +33,6 @@ const MAX_ASYNC_EVENTS: usize = 4096;
 /// How long an open waits for a device of the same name that is being closed.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The devices open in this process, by canonical name (an entry whose handle is dead is a
-/// device being closed; its `Drop` removes it).
-static OPEN: Mutex<BTreeMap<String, Weak<DeviceHandle>>> = Mutex::new(BTreeMap::new());
 /// The other end of the `emu0`/`emu1` link for the pair member that is not open yet.
 static PAIR_STASH: Mutex<[Option<InProcLink>; 2]> = Mutex::new([None, None]);
 
@@ -42,13 +40,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The `emu:<IPv4>` devices open now.
-pub(crate) fn open_udp_emulated() -> Vec<Ipv4Addr> {
-    lock(&OPEN)
-        .iter()
-        .filter(|(_, w)| w.strong_count() > 0)
-        .filter_map(|(n, _)| n.strip_prefix("emu:")?.parse().ok())
-        .collect()
+/// The live handle registered under `name`, if any.
+fn live(open: &registry::Open, name: &str) -> Option<Arc<DeviceHandle>> {
+    // Only `DeviceHandle`s are registered (`open_in`), so the downcast cannot fail.
+    open.get(name)?.upgrade()?.downcast().ok()
 }
 
 /// An open device: the driver's HCA plus, for an emulated device, the emulator behind it.
@@ -81,7 +76,7 @@ impl Drop for DeviceHandle {
         // SAFETY: `core` is dropped once, here, and not used afterwards.
         unsafe { ManuallyDrop::drop(&mut self.core) };
         // The device is gone (its UDP port closed): let the name be opened again.
-        let mut open = lock(&OPEN);
+        let mut open = registry::lock();
         if open.get(&self.name).is_some_and(|w| w.strong_count() == 0) {
             open.remove(&self.name);
         }
@@ -194,7 +189,7 @@ impl Context {
         // Handles upgraded under the registry lock are dropped after it (declared first):
         // dropping the last one runs `DeviceHandle::drop`, which takes the lock.
         let mut keep: Vec<Arc<DeviceHandle>> = Vec::new();
-        let mut open = lock(&OPEN);
+        let mut open = registry::lock();
         // A device whose last handle is being dropped is still listed (dead) until its
         // teardown is over: wait for it, so its UDP port and link are free.
         let deadline = std::time::Instant::now() + CLOSE_WAIT;
@@ -205,9 +200,9 @@ impl Context {
             }
             drop(open);
             std::thread::sleep(std::time::Duration::from_millis(1));
-            open = lock(&OPEN);
+            open = registry::lock();
         }
-        if let Some(h) = open.get(&key).and_then(Weak::upgrade) {
+        if let Some(h) = live(&open, &key) {
             if *opts != OpenOptions::default() {
                 keep.push(h);
                 return Err(Error::invalid(
@@ -235,7 +230,7 @@ impl Context {
             DeviceName::EmuPair(i) => {
                 let i = usize::from(i.min(1));
                 let ip = if i == 0 { EMU0_IP } else { EMU1_IP };
-                let partner = open.get(&format!("emu{}", 1 - i)).and_then(Weak::upgrade);
+                let partner = live(&open, &format!("emu{}", 1 - i));
                 let mut stash = lock(&PAIR_STASH);
                 let mine = match (partner, stash[i].take()) {
                     (Some(p), Some(end)) => {
@@ -267,7 +262,9 @@ impl Context {
             DeviceName::Mlx5Index(_) | DeviceName::Pci(_) => open_vfio(&key, opts, sysfs)?,
         };
         let h = Arc::new(handle);
-        open.insert(key, Arc::downgrade(&h));
+        let weak = Arc::downgrade(&h);
+        let entry: registry::Entry = weak;
+        open.insert(key, entry);
         Ok(Context { inner: h })
     }
 

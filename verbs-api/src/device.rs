@@ -738,7 +738,7 @@ pub fn devices_in(sysfs_pci_devices: &Path) -> Vec<DeviceInfo> {
     };
     out.push(emu("emu0".into(), EMU0_IP));
     out.push(emu("emu1".into(), EMU1_IP));
-    for ip in crate::context::open_udp_emulated() {
+    for ip in crate::registry::open_udp_emulated() {
         out.push(emu(format!("emu:{ip}"), ip));
     }
     out

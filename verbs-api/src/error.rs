@@ -1,6 +1,6 @@
 //! The one error type of the verbs API: every variant says which verb failed and why.
 
-use crate::qp::QpState;
+use crate::qp_state::QpState;
 use rnic_driver::DriverError;
 use rnic_driver::wr::{PollError, PostError, PostErrorKind};
 use std::time::Duration;

@@ -122,6 +122,8 @@ mod event;
 mod mr;
 mod pd;
 mod qp;
+mod qp_state;
+mod registry;
 mod srq;
 mod wc;
 mod wr;

@@ -19,16 +19,17 @@
 //! like ibverbs'.
 
 use crate::error::{Error, Result};
+pub use crate::qp_state::QpState;
+use crate::qp_state::{StateCell, Transition};
 use crate::wr::{recv_as_driver, send_as_driver};
 use crate::{
     AccessFlags, AhAttr, CompletionQueue, ProtectionDomain, RecvWr, SendWr, SharedReceiveQueue,
 };
 use rnic_driver::qp as dqp;
 use rnic_driver::qp::Qp;
-use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
 
-/// QP transport type (`enum ibv_qp_type`).
+/// QP transport type (`enum ibv_qp_type`): the driver's type. `Rc` is IBV_QPT_RC (every
+/// opcode), `Uc` IBV_QPT_UC (SEND, WRITE), `Ud` IBV_QPT_UD (SEND to an address handle).
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
@@ -39,91 +40,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QpType {
-    /// IBV_QPT_RC: reliable connected (every opcode).
-    Rc,
-    /// IBV_QPT_UC: unreliable connected (SEND, WRITE).
-    Uc,
-    /// IBV_QPT_UD: unreliable datagram (SEND to an address handle).
-    Ud,
-}
-
-impl QpType {
-    fn to_driver(self) -> dqp::QpType {
-        match self {
-            QpType::Rc => dqp::QpType::Rc,
-            QpType::Uc => dqp::QpType::Uc,
-            QpType::Ud => dqp::QpType::Ud,
-        }
-    }
-}
-
-/// QP state (`enum ibv_qp_state`, same values).
-///
-/// ```
-/// use rnic_verbs::QpState;
-///
-/// assert_eq!(QpState::Rts as u32, 3); // IBV_QPS_RTS
-/// assert_eq!(QpState::Err.to_string(), "ERR");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QpState {
-    /// IBV_QPS_RESET (0).
-    Reset = 0,
-    /// IBV_QPS_INIT (1).
-    Init = 1,
-    /// IBV_QPS_RTR (2): ready to receive.
-    Rtr = 2,
-    /// IBV_QPS_RTS (3): ready to send.
-    Rts = 3,
-    /// IBV_QPS_SQD (4): send queue drained.
-    Sqd = 4,
-    /// IBV_QPS_SQE (5): send queue error.
-    Sqe = 5,
-    /// IBV_QPS_ERR (6).
-    Err = 6,
-}
-
-impl QpState {
-    fn from_u8(v: u8) -> QpState {
-        match v {
-            0 => QpState::Reset,
-            1 => QpState::Init,
-            2 => QpState::Rtr,
-            3 => QpState::Rts,
-            4 => QpState::Sqd,
-            5 => QpState::Sqe,
-            _ => QpState::Err,
-        }
-    }
-
-    fn from_driver(s: dqp::QpState) -> QpState {
-        match s {
-            dqp::QpState::Rst => QpState::Reset,
-            dqp::QpState::Init => QpState::Init,
-            dqp::QpState::Rtr => QpState::Rtr,
-            dqp::QpState::Rts => QpState::Rts,
-            dqp::QpState::Sqer => QpState::Sqe,
-            dqp::QpState::Err => QpState::Err,
-            dqp::QpState::Sqd => QpState::Sqd,
-        }
-    }
-}
-
-impl fmt::Display for QpState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            QpState::Reset => "RESET",
-            QpState::Init => "INIT",
-            QpState::Rtr => "RTR",
-            QpState::Rts => "RTS",
-            QpState::Sqd => "SQD",
-            QpState::Sqe => "SQE",
-            QpState::Err => "ERR",
-        })
-    }
-}
+pub use rnic_driver::qp::QpType;
 
 /// Path MTU (`enum ibv_mtu`, same values): the driver's type.
 ///
@@ -147,6 +64,8 @@ pub use rnic_driver::qp::Mtu;
 /// assert!(got.max_send_wr >= 16 && got.max_recv_wr >= 64 && got.max_send_sge >= 4);
 /// # Ok(()) }
 /// ```
+// The driver's `QpCaps` has the same fields and defaults but does not derive `Hash`, which
+// this public type has always had; `to_driver` / `from_driver` are the conversions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct QpCap {
     /// Outstanding send work requests.
@@ -159,6 +78,28 @@ pub struct QpCap {
     pub max_recv_sge: u32,
     /// Inline bytes per send work request.
     pub max_inline_data: u32,
+}
+
+impl QpCap {
+    fn to_driver(self) -> dqp::QpCaps {
+        dqp::QpCaps {
+            max_send_wr: self.max_send_wr,
+            max_recv_wr: self.max_recv_wr,
+            max_send_sge: self.max_send_sge,
+            max_recv_sge: self.max_recv_sge,
+            max_inline_data: self.max_inline_data,
+        }
+    }
+
+    fn from_driver(c: dqp::QpCaps) -> QpCap {
+        QpCap {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
 }
 
 impl Default for QpCap {
@@ -412,14 +353,8 @@ impl QueuePairBuilder {
             ));
         }
         let cfg = dqp::QpConfig {
-            qp_type: self.qp_type.to_driver(),
-            caps: dqp::QpCaps {
-                max_send_wr: c.max_send_wr,
-                max_recv_wr: c.max_recv_wr,
-                max_send_sge: c.max_send_sge,
-                max_recv_sge: c.max_recv_sge,
-                max_inline_data: c.max_inline_data,
-            },
+            qp_type: self.qp_type,
+            caps: c.to_driver(),
             send_cq: self.send_cq.inner.cq.clone(),
             recv_cq: self.recv_cq.inner.cq.clone(),
             srq: self.srq.as_ref().map(|s| s.inner.srq.clone()),
@@ -428,7 +363,7 @@ impl QueuePairBuilder {
         let qp = Qp::create(self.pd.driver(), &cfg).map_err(Error::driver(V))?;
         Ok(QueuePair {
             qp,
-            state: AtomicU8::new(QpState::Reset as u8),
+            state: StateCell::new(),
             qp_type: self.qp_type,
             sq_sig_all: self.sq_sig_all,
             send_cq: self.send_cq,
@@ -450,6 +385,8 @@ impl QueuePairBuilder {
 /// assert_eq!(ud.query()?.qkey, DEFAULT_QKEY);
 /// # Ok(()) }
 /// ```
+// Not the driver's `InitAttr`: ibverbs' field name `port_num` and the verbs `AccessFlags`
+// (bitflags, with ibverbs' operations); `to_driver` is the one conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InitAttr {
     /// `port_num` (1).
@@ -461,6 +398,17 @@ pub struct InitAttr {
     pub access: AccessFlags,
     /// `qkey`: required on UD QPs.
     pub qkey: Option<u32>,
+}
+
+impl InitAttr {
+    fn to_driver(self) -> dqp::InitAttr {
+        dqp::InitAttr {
+            port: self.port_num,
+            pkey_index: self.pkey_index,
+            access: self.access.to_driver(),
+            qkey: self.qkey,
+        }
+    }
 }
 
 impl Default for InitAttr {
@@ -488,6 +436,10 @@ impl Default for InitAttr {
 /// assert!(matches!(err, Error::QpAttr { transition: "INIT2RTR", .. }), "{err}");
 /// # Ok(()) }
 /// ```
+// Not the driver's `RtrAttr`: the path is an `AhAttr` (its MAC resolved through the device's
+// neighbour table, `AhAttr::to_av`) where the driver takes a finished address vector, the
+// default has rc_pingpong's values, and the names are ibverbs' (`dest_qp_num`, `ah_attr`);
+// `to_driver` is the one conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtrAttr {
     /// `path_mtu` (RC, UC).
@@ -502,6 +454,19 @@ pub struct RtrAttr {
     pub max_dest_rd_atomic: u8,
     /// `min_rnr_timer` (5-bit code; 12 = 0.64 ms) (RC).
     pub min_rnr_timer: u8,
+}
+
+impl RtrAttr {
+    fn to_driver(self, av: Option<dqp::AddressVector>) -> dqp::RtrAttr {
+        dqp::RtrAttr {
+            path_mtu: self.path_mtu,
+            dest_qpn: self.dest_qp_num,
+            rq_psn: self.rq_psn,
+            av,
+            max_dest_rd_atomic: self.max_dest_rd_atomic,
+            min_rnr_timer: self.min_rnr_timer,
+        }
+    }
 }
 
 impl Default for RtrAttr {
@@ -532,6 +497,9 @@ impl Default for RtrAttr {
 /// assert_eq!(RtsAttr::default().retry_cnt, 7); // rc_pingpong's
 /// # Ok(()) }
 /// ```
+// The driver's `RtsAttr` has these fields, but its `Default` is all zeros (no retries, no
+// READ credits) where ibverbs code expects rc_pingpong's values from this one; `to_driver`
+// is the one conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtsAttr {
     /// `sq_psn`: the first PSN sent (24 bits).
@@ -544,6 +512,18 @@ pub struct RtsAttr {
     pub rnr_retry: u8,
     /// `max_rd_atomic`: READs / atomics outstanding at once as requester (RC).
     pub max_rd_atomic: u8,
+}
+
+impl RtsAttr {
+    fn to_driver(self) -> dqp::RtsAttr {
+        dqp::RtsAttr {
+            sq_psn: self.sq_psn,
+            timeout: self.timeout,
+            retry_cnt: self.retry_cnt,
+            rnr_retry: self.rnr_retry,
+            max_rd_atomic: self.max_rd_atomic,
+        }
+    }
 }
 
 impl Default for RtsAttr {
@@ -571,6 +551,7 @@ impl Default for RtsAttr {
 /// assert_eq!((attr.timeout, attr.rnr_retry), (18, 3));
 /// # Ok(()) }
 /// ```
+// The driver's `Rts2RtsAttr` with the verbs `AccessFlags`; `to_driver` is the one conversion.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RtsModifyAttr {
     /// `qp_access_flags`.
@@ -585,6 +566,19 @@ pub struct RtsModifyAttr {
     pub rnr_retry: Option<u8>,
     /// `qkey` (UD).
     pub qkey: Option<u32>,
+}
+
+impl RtsModifyAttr {
+    fn to_driver(self) -> dqp::Rts2RtsAttr {
+        dqp::Rts2RtsAttr {
+            access: self.access.map(AccessFlags::to_driver),
+            min_rnr_timer: self.min_rnr_timer,
+            timeout: self.timeout,
+            retry_cnt: self.retry_cnt,
+            rnr_retry: self.rnr_retry,
+            qkey: self.qkey,
+        }
+    }
 }
 
 /// One `ibv_modify_qp` call: the target state with its attributes.
@@ -693,7 +687,7 @@ pub struct QpAttr {
 pub struct QueuePair {
     // Field order: the driver QP is destroyed first.
     qp: Qp,
-    state: AtomicU8,
+    state: StateCell,
     qp_type: QpType,
     sq_sig_all: bool,
     send_cq: CompletionQueue,
@@ -746,7 +740,7 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn state(&self) -> QpState {
-        QpState::from_u8(self.state.load(Ordering::Acquire))
+        self.state.get()
     }
 
     /// Queue sizes as created (at least what was asked for).
@@ -761,14 +755,7 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn cap(&self) -> QpCap {
-        let c = self.qp.caps();
-        QpCap {
-            max_send_wr: c.max_send_wr,
-            max_recv_wr: c.max_recv_wr,
-            max_send_sge: c.max_send_sge,
-            max_recv_sge: c.max_recv_sge,
-            max_inline_data: c.max_inline_data,
-        }
+        QpCap::from_driver(self.qp.caps())
     }
 
     /// The PD.
@@ -826,21 +813,22 @@ impl QueuePair {
         self.srq.as_ref()
     }
 
-    fn set_state(&self, s: QpState) {
-        self.state.store(s as u8, Ordering::Release);
-    }
-
-    fn expect(&self, from: &[QpState], to: QpState) -> Result<()> {
+    /// Runs transition `t` (`run` asks the device): refused unless the QP is in the state
+    /// `t` starts from, and recorded once the device made it.
+    fn modify(&self, t: Transition, run: impl FnOnce() -> Result<()>) -> Result<()> {
         let cur = self.state();
-        if from.contains(&cur) {
-            Ok(())
-        } else {
-            Err(Error::InvalidTransition {
+        if cur != t.from() {
+            return Err(Error::InvalidTransition {
                 qpn: self.qp_num(),
                 from: cur,
-                to,
-            })
+                to: t.to(),
+            });
         }
+        run()?;
+        if t.to() != t.from() {
+            self.state.set(t.to());
+        }
+        Ok(())
     }
 
     fn attr_err(&self, transition: &'static str, attr: &'static str, why: String) -> Error {
@@ -867,24 +855,20 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn to_init(&self, a: &InitAttr) -> Result<()> {
-        self.expect(&[QpState::Reset], QpState::Init)?;
-        if self.qp_type == QpType::Uc && a.access.contains(AccessFlags::REMOTE_READ) {
-            return Err(self.attr_err(
-                "RST2INIT",
-                "qp_access_flags",
-                "REMOTE_READ on a UC QP".into(),
-            ));
-        }
-        self.qp
-            .to_init(&dqp::InitAttr {
-                port: a.port_num,
-                pkey_index: a.pkey_index,
-                access: a.access.to_driver(),
-                qkey: a.qkey,
-            })
-            .map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Init);
-        Ok(())
+        self.modify(Transition::RstToInit, || {
+            // UC has neither READ nor atomics; the driver refuses only the atomic, so the
+            // read is refused here.
+            if self.qp_type == QpType::Uc && a.access.contains(AccessFlags::REMOTE_READ) {
+                return Err(self.attr_err(
+                    "RST2INIT",
+                    "qp_access_flags",
+                    "REMOTE_READ on a UC QP".into(),
+                ));
+            }
+            self.qp
+                .to_init(&a.to_driver())
+                .map_err(Error::driver("ibv_modify_qp"))
+        })
     }
 
     /// `ibv_modify_qp` to RTR.
@@ -908,36 +892,18 @@ impl QueuePair {
     /// ```
     pub fn to_rtr(&self, a: &RtrAttr) -> Result<()> {
         const T: &str = "INIT2RTR";
-        self.expect(&[QpState::Init], QpState::Rtr)?;
-        let av = match (&a.ah_attr, self.qp_type) {
-            (Some(ah), QpType::Rc | QpType::Uc) => Some(
-                ah.to_av(&self.pd, "ibv_modify_qp")
-                    .map_err(|e| self.attr_err(T, "ah_attr", e.to_string()))?,
-            ),
-            _ => None,
-        };
-        if let Some(mtu) = a.path_mtu {
-            let max = self.pd.context().query_port(1)?.max_mtu;
-            if mtu > max {
-                return Err(self.attr_err(
-                    T,
-                    "path_mtu",
-                    format!("{} exceeds the port's {}", mtu.bytes(), max.bytes()),
-                ));
-            }
-        }
-        self.qp
-            .to_rtr(&dqp::RtrAttr {
-                path_mtu: a.path_mtu,
-                dest_qpn: a.dest_qp_num,
-                rq_psn: a.rq_psn,
-                av,
-                max_dest_rd_atomic: a.max_dest_rd_atomic,
-                min_rnr_timer: a.min_rnr_timer,
-            })
-            .map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Rtr);
-        Ok(())
+        self.modify(Transition::InitToRtr, || {
+            let av = match (&a.ah_attr, self.qp_type) {
+                (Some(ah), QpType::Rc | QpType::Uc) => Some(
+                    ah.to_av(&self.pd, "ibv_modify_qp")
+                        .map_err(|e| self.attr_err(T, "ah_attr", e.to_string()))?,
+                ),
+                _ => None,
+            };
+            self.qp
+                .to_rtr(&a.to_driver(av))
+                .map_err(Error::driver("ibv_modify_qp"))
+        })
     }
 
     /// `ibv_modify_qp` to RTS.
@@ -956,18 +922,11 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn to_rts(&self, a: &RtsAttr) -> Result<()> {
-        self.expect(&[QpState::Rtr], QpState::Rts)?;
-        self.qp
-            .to_rts(&dqp::RtsAttr {
-                sq_psn: a.sq_psn,
-                timeout: a.timeout,
-                retry_cnt: a.retry_cnt,
-                rnr_retry: a.rnr_retry,
-                max_rd_atomic: a.max_rd_atomic,
-            })
-            .map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Rts);
-        Ok(())
+        self.modify(Transition::RtrToRts, || {
+            self.qp
+                .to_rts(&a.to_driver())
+                .map_err(Error::driver("ibv_modify_qp"))
+        })
     }
 
     /// `ibv_modify_qp` RTS -> RTS.
@@ -983,17 +942,11 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn modify_rts(&self, a: &RtsModifyAttr) -> Result<()> {
-        self.expect(&[QpState::Rts], QpState::Rts)?;
-        self.qp
-            .modify_rts(&dqp::Rts2RtsAttr {
-                access: a.access.map(AccessFlags::to_driver),
-                min_rnr_timer: a.min_rnr_timer,
-                timeout: a.timeout,
-                retry_cnt: a.retry_cnt,
-                rnr_retry: a.rnr_retry,
-                qkey: a.qkey,
-            })
-            .map_err(Error::driver("ibv_modify_qp"))
+        self.modify(Transition::RtsToRts, || {
+            self.qp
+                .modify_rts(&a.to_driver())
+                .map_err(Error::driver("ibv_modify_qp"))
+        })
     }
 
     /// `ibv_modify_qp` SQE -> RTS. A UD or UC QP enters SQE on its own when a send fails
@@ -1026,12 +979,9 @@ impl QueuePair {
         if self.state() == QpState::Rts {
             self.query()?;
         }
-        self.expect(&[QpState::Sqe], QpState::Rts)?;
-        self.qp
-            .sqe_to_rts()
-            .map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Rts);
-        Ok(())
+        self.modify(Transition::SqeToRts, || {
+            self.qp.sqe_to_rts().map_err(Error::driver("ibv_modify_qp"))
+        })
     }
 
     /// `ibv_modify_qp` to ERR: outstanding work requests complete with
@@ -1053,7 +1003,7 @@ impl QueuePair {
     /// ```
     pub fn to_error(&self) -> Result<()> {
         self.qp.to_err().map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Err);
+        self.state.set(QpState::Err);
         Ok(())
     }
 
@@ -1077,7 +1027,7 @@ impl QueuePair {
     /// ```
     pub fn reset(&self) -> Result<()> {
         self.qp.to_reset().map_err(Error::driver("ibv_modify_qp"))?;
-        self.set_state(QpState::Reset);
+        self.state.set(QpState::Reset);
         Ok(())
     }
 
@@ -1123,7 +1073,7 @@ impl QueuePair {
         let info = self.qp.query().map_err(Error::driver("ibv_query_qp"))?;
         let q = &info.qpc;
         let state = QpState::from_driver(info.state);
-        self.set_state(state);
+        self.state.set(state);
         let ads = q.primary_address_path();
         let log = |l: u8| if l == 0 { 1 } else { 1u8 << l.min(7) };
         Ok(QpAttr {
@@ -1178,12 +1128,12 @@ impl QueuePair {
     #[inline]
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<()> {
         let st = self.state();
-        if matches!(st, QpState::Reset | QpState::Init | QpState::Rtr) {
+        if !st.accepts_sends() {
             return Err(Error::WrongQpState {
                 verb: "ibv_post_send",
                 qpn: self.qp_num(),
                 state: st,
-                why: "sends are accepted from RTS on (flushed in SQE and ERR)",
+                why: QpState::SENDS_ACCEPTED,
             });
         }
         self.qp
@@ -1210,12 +1160,12 @@ impl QueuePair {
     #[inline]
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<()> {
         let st = self.state();
-        if st == QpState::Reset {
+        if !st.accepts_recvs() {
             return Err(Error::WrongQpState {
                 verb: "ibv_post_recv",
                 qpn: self.qp_num(),
                 state: st,
-                why: "receives are accepted from INIT on (flushed in ERR)",
+                why: QpState::RECVS_ACCEPTED,
             });
         }
         self.qp

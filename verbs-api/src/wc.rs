@@ -26,6 +26,9 @@ pub use rnic_driver::wr::WcStatus;
 /// assert_eq!(WcOpcode::RecvRdmaWithImm.name(), "IBV_WC_RECV_RDMA_WITH_IMM");
 /// assert_ne!(WcOpcode::Send, WcOpcode::Recv);
 /// ```
+// The driver's `WcOpcode` has these variants and values, but not `name()` (the C name, which
+// this public type has always had) nor `repr(u32)` (ibverbs' enum width); `from_driver` is
+// the one conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum WcOpcode {
