@@ -42,11 +42,7 @@ const ALLOWED: &[(&str, &[&[&str]])] = &[
     // The open-device registry is split between device and context; qp's errors and error's
     // QP states refer to each other.
     ("verbs-api", &[&["context", "device"], &["error", "qp"]]),
-    // perf and pingpong share helpers that belong in rdma.rs.
-    (
-        "tools",
-        &[&["perf::bw", "perf::lat", "perf::run", "pingpong"]],
-    ),
+    ("tools", &[]),
 ];
 
 /// The source of a module with comment lines and the unit-test module left out.

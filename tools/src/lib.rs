@@ -8,7 +8,8 @@
 //! - [`perf`]: the perftest-style benchmarks (`write-bw`, ..., `atomic-lat`) with perftest 4.5's
 //!   flags, text and out-of-band protocol;
 //! - [`device_select`]: device names and `--emu-faults`;
-//! - [`rdma`]: the one place that talks to the verbs API.
+//! - [`rdma`]: the one place that talks to the verbs API, and the helpers perf and pingpong
+//!   share.
 //!
 //! # Using it
 //!

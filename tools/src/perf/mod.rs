@@ -6,9 +6,11 @@ pub mod lat;
 pub mod plot;
 pub mod protocol;
 pub mod report;
+pub mod res;
 pub mod run;
 
 use crate::error::ToolError;
+use crate::rdma::mtu_enum;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -227,23 +229,6 @@ pub struct PerfConfig {
 
 /// The largest `-a` size: 2^23 (perftest's `MAX_SIZE`).
 pub const MAX_SIZE: u64 = 1 << 23;
-
-/// The MTU enum of a size in bytes.
-pub fn mtu_enum(bytes: u32) -> Option<u8> {
-    match bytes {
-        256 => Some(1),
-        512 => Some(2),
-        1024 => Some(3),
-        2048 => Some(4),
-        4096 => Some(5),
-        _ => None,
-    }
-}
-
-/// Bytes of an MTU enum.
-pub fn mtu_bytes(e: u8) -> u32 {
-    128u32 << e.clamp(1, 5)
-}
 
 impl PerfConfig {
     /// Resolves flags and perftest's defaults and dependencies (`init_perftest_params`,

@@ -17,7 +17,7 @@ pub mod rc;
 pub mod ud;
 
 use crate::error::ToolError;
-use crate::rdma::{self, Context, EmuOpts, WorkCompletion};
+use crate::rdma::{self, Context, EmuOpts, WorkCompletion, random_psn};
 use clap::Args;
 use exchange::PpDest;
 use rnic_verbs as v;
@@ -243,19 +243,6 @@ pub fn address_line(side: &str, d: &PpDest, ud_local: bool) -> String {
     )
 }
 
-/// A random 24-bit PSN.
-pub fn random_psn() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.write_u32(std::process::id());
-    (h.finish() as u32) & 0xff_ffff
-}
-
 impl Pp {
     fn post_recvs(&self, n: u32) -> Result<u32, ToolError> {
         let len = (self.kind.grh() + self.size) as u32;
@@ -324,7 +311,7 @@ impl Pp {
                         ),
                     ));
                 }
-                crate::perf::bw::idle(&mut spins);
+                rdma::idle(&mut spins);
                 continue;
             }
             last_progress = Instant::now();
@@ -390,7 +377,7 @@ fn check_flags(kind: Kind, a: &PingpongArgs) -> Result<(u32, u8), ToolError> {
             "message size {size} is larger than 1 GiB"
         )));
     }
-    let mtu = crate::perf::mtu_enum(a.mtu).ok_or_else(|| {
+    let mtu = rdma::mtu_enum(a.mtu).ok_or_else(|| {
         ToolError::Usage(format!(
             "invalid MTU {} (256, 512, 1024, 2048 or 4096)",
             a.mtu

@@ -16,7 +16,7 @@ pub fn setup(
     events: bool,
     gid_index: u32,
 ) -> Result<Pp, ToolError> {
-    let mtu = crate::perf::mtu_bytes(rdma::active_mtu(&ctx)?) as usize;
+    let mtu = rdma::mtu_bytes(rdma::active_mtu(&ctx)?) as usize;
     if size > mtu {
         return Err(ToolError::Usage(format!(
             "requested size larger than port MTU ({mtu})"
