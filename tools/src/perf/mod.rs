@@ -9,6 +9,7 @@ pub mod report;
 pub mod res;
 pub mod run;
 
+use crate::args::{DeviceArgs, EmuArgs};
 use crate::error::ToolError;
 use crate::rdma::mtu_enum;
 use clap::Args;
@@ -83,12 +84,9 @@ impl Conn {
 pub struct PerfArgs {
     /// Server address (client side); without it, wait for a client.
     pub server: Option<String>,
-    /// Device (`emu:<IPv4>`, `emu0`, `emu1`, `mlx5_<N>`, a PCI address); default: an emulated device.
-    #[arg(short = 'd', long = "ib-dev")]
-    pub device: Option<String>,
-    /// Port of the device.
-    #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
-    pub ib_port: u8,
+    /// `-d`, `-i`.
+    #[command(flatten)]
+    pub dev: DeviceArgs,
     /// GID index (default: the IPv4 RoCE v2 GID).
     #[arg(short = 'x', long = "gid-index")]
     pub gid_index: Option<u32>,
@@ -165,12 +163,9 @@ pub struct PerfArgs {
     /// With -a: draw the sweep as an SVG chart.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
-    /// Emulated devices: write the wire traffic to this pcap file.
-    #[arg(long, value_name = "FILE")]
-    pub pcap: Option<PathBuf>,
-    /// Emulated devices: fault injection, e.g. loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7.
-    #[arg(long = "emu-faults", value_name = "SPEC")]
-    pub emu_faults: Option<String>,
+    /// `--pcap`, `--emu-faults`.
+    #[command(flatten)]
+    pub emu: EmuArgs,
     /// Seconds to wait for the peer (connection, each exchange) and for progress of a run.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,

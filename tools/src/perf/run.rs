@@ -431,13 +431,8 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
     if a.plot.is_some() && !a.all {
         return Err(ToolError::Usage("--plot draws a sweep: it needs -a".into()));
     }
-    if a.ib_port != 1 {
-        return Err(ToolError::Usage(format!(
-            "invalid port {} (the device has port 1)",
-            a.ib_port
-        )));
-    }
-    let emu = EmuOpts::new(a.pcap.clone(), a.emu_faults.clone())?;
+    a.dev.check_port()?;
+    let emu = a.emu.opts()?;
     let timeout = Duration::from_secs(a.timeout.max(1));
     let json = a
         .out_json_file
@@ -458,7 +453,7 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
             emu_counters: a.emu_counters,
         };
     if a.loopback {
-        if a.server.is_some() || a.device.is_some() {
+        if a.server.is_some() || a.dev.device.is_some() {
             return Err(ToolError::Usage(
                 "--loopback runs both sides on emu0 / emu1: give no server address and no -d"
                     .into(),
@@ -508,14 +503,7 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
         Some(h) => Tcp::Connect(h.clone()),
         None => Tcp::Listen(exchange::listen(a.port)?),
     };
-    let dev = match &a.device {
-        Some(d) => d.clone(),
-        None => {
-            let (d, note) = rdma::default_device(client);
-            eprintln!("{note}");
-            d
-        }
-    };
+    let dev = a.dev.name(client);
     side(
         &params(dev, a.server.clone(), a.port, Out::Stdout, emu),
         tcp,

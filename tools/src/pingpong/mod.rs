@@ -16,12 +16,12 @@ pub mod exchange;
 pub mod rc;
 pub mod ud;
 
+use crate::args::{DeviceArgs, EmuArgs};
 use crate::error::ToolError;
-use crate::rdma::{self, Context, EmuOpts, WorkCompletion, random_psn};
+use crate::rdma::{self, Context, WorkCompletion, random_psn};
 use clap::Args;
 use exchange::PpDest;
 use rnic_verbs as v;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The flags of ibv_rc_pingpong / ibv_ud_pingpong.
@@ -32,12 +32,9 @@ pub struct PingpongArgs {
     /// TCP port.
     #[arg(short = 'p', long = "port", default_value_t = 18515)]
     pub port: u16,
-    /// Device (`emu:<IPv4>`, `emu0`, `emu1`, `mlx5_<N>`, a PCI address); default: an emulated device.
-    #[arg(short = 'd', long = "ib-dev")]
-    pub device: Option<String>,
-    /// Port of the device.
-    #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
-    pub ib_port: u8,
+    /// `-d`, `-i`.
+    #[command(flatten)]
+    pub dev: DeviceArgs,
     /// Message size (default 4096 for RC, 1024 for UD).
     #[arg(short = 's', long = "size")]
     pub size: Option<u32>,
@@ -62,12 +59,9 @@ pub struct PingpongArgs {
     /// Check the received buffer contents.
     #[arg(short = 'c', long = "chk")]
     pub chk: bool,
-    /// Emulated devices: write the wire traffic to this pcap file.
-    #[arg(long, value_name = "FILE")]
-    pub pcap: Option<PathBuf>,
-    /// Emulated devices: fault injection, e.g. loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7.
-    #[arg(long = "emu-faults", value_name = "SPEC")]
-    pub emu_faults: Option<String>,
+    /// `--pcap`, `--emu-faults`.
+    #[command(flatten)]
+    pub emu: EmuArgs,
     /// Seconds to wait for the peer (connection, exchange) and for progress of the run.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
@@ -390,12 +384,7 @@ fn check_flags(kind: Kind, a: &PingpongArgs) -> Result<(u32, u8), ToolError> {
             v::MAX_SL
         )));
     }
-    if a.ib_port != 1 {
-        return Err(ToolError::Usage(format!(
-            "invalid port {} (the device has port 1)",
-            a.ib_port
-        )));
-    }
+    a.dev.check_port()?;
     Ok((size, mtu))
 }
 
@@ -404,21 +393,14 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
     let timeout = Duration::from_secs(a.timeout.clamp(1, 86_400));
     let client = a.host.is_some();
     let (size, mtu) = check_flags(kind, a)?;
-    let emu = EmuOpts::new(a.pcap.clone(), a.emu_faults.clone())?;
+    let emu = a.emu.opts()?;
     // The server takes its TCP port before anything else, so a busy port fails at once.
     let listener = if client {
         None
     } else {
         Some(exchange::listen(a.port)?)
     };
-    let dev = match &a.device {
-        Some(d) => d.clone(),
-        None => {
-            let (d, note) = rdma::default_device(client);
-            eprintln!("{note}");
-            d
-        }
-    };
+    let dev = a.dev.name(client);
     let ctx = rdma::open(&dev, &emu)?;
     let gid_index = rdma::pick_gid_index(&ctx, a.gid_idx)?;
     let pp = match kind {
