@@ -9,6 +9,7 @@
 //!   flags, text and out-of-band protocol;
 //! - [`args`]: the flags pingpong and perf share (`-d`, `-i`, `--pcap`, `--emu-faults`);
 //! - [`device_select`]: device names and `--emu-faults`;
+//! - [`oob`]: the out-of-band TCP connection and its fixed-size text messages;
 //! - [`rdma`]: the one place that talks to the verbs API, and the helpers perf and pingpong
 //!   share.
 //!
@@ -35,6 +36,7 @@ pub mod args;
 pub mod device_select;
 pub mod devinfo;
 pub mod error;
+pub mod oob;
 pub mod perf;
 pub mod pingpong;
 pub mod rdma;

@@ -11,7 +11,7 @@ use super::report::{self, BwResult, RESULT_LINE};
 use super::res::Res;
 use super::{Conn, PerfArgs, PerfConfig, TestKind, Verb, plot};
 use crate::error::ToolError;
-use crate::pingpong::exchange;
+use crate::oob;
 use crate::rdma::{self, EmuOpts, mtu_bytes, mtu_enum};
 use std::io::Write as _;
 use std::net::{TcpListener, TcpStream};
@@ -99,8 +99,8 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
         p.out.put("\n************************************\n* Waiting for client to connect... *\n************************************\n");
     }
     let stream: TcpStream = match tcp {
-        Tcp::Listen(l) => exchange::accept(&l, p.timeout)?,
-        Tcp::Connect(h) => exchange::connect(&h, p.port, p.timeout)?,
+        Tcp::Listen(l) => oob::accept(&l, p.timeout)?,
+        Tcp::Connect(h) => oob::connect(&h, p.port, p.timeout)?,
     };
     let mut comm = Comm::new(stream, client, p.timeout);
     comm.exchange_versions(&cfg.sig())?;
@@ -501,7 +501,7 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
     let client = a.server.is_some();
     let tcp = match &a.server {
         Some(h) => Tcp::Connect(h.clone()),
-        None => Tcp::Listen(exchange::listen(a.port)?),
+        None => Tcp::Listen(oob::listen(a.port)?),
     };
     let dev = a.dev.name(client);
     side(

@@ -18,6 +18,7 @@ pub mod ud;
 
 use crate::args::{DeviceArgs, EmuArgs};
 use crate::error::ToolError;
+use crate::oob;
 use crate::rdma::{self, Context, WorkCompletion, random_psn};
 use clap::Args;
 use exchange::PpDest;
@@ -398,7 +399,7 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
     let listener = if client {
         None
     } else {
-        Some(exchange::listen(a.port)?)
+        Some(oob::listen(a.port)?)
     };
     let dev = a.dev.name(client);
     let ctx = rdma::open(&dev, &emu)?;
@@ -434,7 +435,7 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
         }
     };
     let rem = if let Some(host) = &a.host {
-        let mut s = exchange::connect(host, a.port, timeout)?;
+        let mut s = oob::connect(host, a.port, timeout)?;
         let rem = exchange::client_exchange(&mut s, &mine, timeout)?;
         println!("{}", address_line("remote", &rem, false));
         connect(&rem)?;
@@ -443,7 +444,7 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
         let l = listener
             .as_ref()
             .ok_or_else(|| ToolError::Io("no listener".into()))?;
-        let mut s = exchange::accept(l, timeout)?;
+        let mut s = oob::accept(l, timeout)?;
         let rem = exchange::server_exchange(&mut s, &mine, timeout, connect)?;
         println!("{}", address_line("remote", &rem, false));
         rem
