@@ -404,10 +404,14 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
     let dev = a.dev.name(client);
     let ctx = rdma::open(&dev, &emu)?;
     let gid_index = rdma::pick_gid_index(&ctx, a.gid_idx)?;
-    let pp = match kind {
-        Kind::Rc => rc::setup(ctx, size as usize, a.rx_depth, a.events, gid_index)?,
-        Kind::Ud => ud::setup(ctx, size as usize, a.rx_depth, a.events, gid_index)?,
-    };
+    if kind == Kind::Ud {
+        ud::check_size(&ctx, size as usize)?;
+    }
+    let pp = Pp::create(ctx, kind, size as usize, a.rx_depth, a.events, gid_index)?;
+    match kind {
+        Kind::Rc => rc::init(&pp)?,
+        Kind::Ud => ud::init(&pp)?,
+    }
     let routs = pp.post_recvs(pp.rx_depth)?;
     if routs < pp.rx_depth {
         return Err(ToolError::Verbs(format!("couldn't post receive ({routs})")));
