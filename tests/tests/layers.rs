@@ -40,11 +40,7 @@ const ALLOWED: &[(&str, &[&[&str]])] = &[
     // QP, SRQ, CQ and posting share work-queue bookkeeping that has no room of its own yet.
     ("driver", &[&["ah", "cq", "post", "qp", "srq", "wr"]]),
     ("verbs-api", &[]),
-    // perf and pingpong share helpers that belong in rdma.rs.
-    (
-        "tools",
-        &[&["perf::bw", "perf::lat", "perf::run", "pingpong"]],
-    ),
+    ("tools", &[]),
 ];
 
 /// The source of a module with comment lines and the unit-test module left out.

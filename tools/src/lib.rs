@@ -7,8 +7,11 @@
 //!   `ibv_ud_pingpong` (flags, the 52-byte TCP exchange, output lines);
 //! - [`perf`]: the perftest-style benchmarks (`write-bw`, ..., `atomic-lat`) with perftest 4.5's
 //!   flags, text and out-of-band protocol;
+//! - [`args`]: the flags pingpong and perf share (`-d`, `-i`, `--pcap`, `--emu-faults`);
 //! - [`device_select`]: device names and `--emu-faults`;
-//! - [`rdma`]: the one place that talks to the verbs API.
+//! - [`oob`]: the out-of-band TCP connection and its fixed-size text messages;
+//! - [`rdma`]: the one place that talks to the verbs API, and the helpers perf and pingpong
+//!   share.
 //!
 //! # Using it
 //!
@@ -29,9 +32,11 @@
 //! stderr). Every wait on the peer is bounded by `--timeout` (30 s by default). Errors are one
 //! line on stderr and a non-zero exit (2 for bad arguments, 1 for a failed run).
 
+pub mod args;
 pub mod device_select;
 pub mod devinfo;
 pub mod error;
+pub mod oob;
 pub mod perf;
 pub mod pingpong;
 pub mod rdma;

@@ -1,6 +1,7 @@
 //! The one place the tools talk to the verbs API ([`rnic_verbs`]): opening devices by name
 //! with the emulator options, turning verbs errors into one-line tool errors, and the device
-//! attributes `devinfo` prints.
+//! attributes `devinfo` prints; and what pingpong and perf both use there (MTU enums, the
+//! polling back-off, random PSNs), so neither imports the other.
 
 use crate::device_select::DeviceName;
 use crate::devinfo::{DeviceAttrs, DeviceEntry, GidEntry, Limits, PortAttrs};
@@ -279,6 +280,23 @@ pub fn active_mtu(ctx: &Context) -> Result<u8, ToolError> {
     Ok(ctx.query_port(1).map_err(verr)?.active_mtu as u8)
 }
 
+/// The MTU enum of a size in bytes.
+pub fn mtu_enum(bytes: u32) -> Option<u8> {
+    match bytes {
+        256 => Some(1),
+        512 => Some(2),
+        1024 => Some(3),
+        2048 => Some(4),
+        4096 => Some(5),
+        _ => None,
+    }
+}
+
+/// Bytes of an MTU enum.
+pub fn mtu_bytes(e: u8) -> u32 {
+    128u32 << e.clamp(1, 5)
+}
+
 /// `rnic_verbs::Mtu` from an enum value 1..=5.
 pub fn mtu_from_enum(e: u8) -> v::Mtu {
     match e {
@@ -299,4 +317,28 @@ pub fn wc_error(wc: &WorkCompletion, what: &str) -> ToolError {
         wc.wr_id(),
         wc.vendor_err()
     ))
+}
+
+/// Busy-waits a little, then yields the CPU: an emulated device runs on threads of this
+/// process, and on a small machine a pure spin would starve them.
+pub fn idle(spins: &mut u32) {
+    *spins = spins.wrapping_add(1);
+    if *spins % 64 == 0 {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
+/// A random 24-bit PSN.
+pub fn random_psn() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    (h.finish() as u32) & 0xff_ffff
 }

@@ -4,7 +4,7 @@
 
 use super::protocol::PerfDest;
 use super::report::BwResult;
-use super::run::Res;
+use super::res::Res;
 use super::{PerfConfig, Verb};
 use crate::error::ToolError;
 use crate::rdma::{self, WorkCompletion};
@@ -57,19 +57,8 @@ pub fn wait_poll(
                 .get_cq_event(Some(Duration::from_millis(100)))
                 .map_err(rdma::verr)?;
         } else {
-            idle(&mut spins);
+            rdma::idle(&mut spins);
         }
-    }
-}
-
-/// Busy-waits a little, then yields the CPU: an emulated device runs on threads of this
-/// process, and on a small machine a pure spin would starve them.
-pub fn idle(spins: &mut u32) {
-    *spins = spins.wrapping_add(1);
-    if *spins % 64 == 0 {
-        std::thread::yield_now();
-    } else {
-        std::hint::spin_loop();
     }
 }
 

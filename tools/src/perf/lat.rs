@@ -11,7 +11,7 @@
 use super::bw::{one_sided_wr, wait_poll};
 use super::protocol::PerfDest;
 use super::report::{LatResult, lat_duration_line};
-use super::run::Res;
+use super::res::Res;
 use super::{PerfConfig, Verb};
 use crate::error::ToolError;
 use crate::rdma::{self, WorkCompletion};
@@ -181,7 +181,7 @@ pub fn run_write(
                         break;
                     }
                 }
-                super::bw::idle(&mut spins);
+                rdma::idle(&mut spins);
             }
         }
         if clock.more(scnt, iters) {

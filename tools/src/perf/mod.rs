@@ -6,9 +6,12 @@ pub mod lat;
 pub mod plot;
 pub mod protocol;
 pub mod report;
+pub mod res;
 pub mod run;
 
+use crate::args::{DeviceArgs, EmuArgs};
 use crate::error::ToolError;
+use crate::rdma::mtu_enum;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -81,12 +84,9 @@ impl Conn {
 pub struct PerfArgs {
     /// Server address (client side); without it, wait for a client.
     pub server: Option<String>,
-    /// Device (`emu:<IPv4>`, `emu0`, `emu1`, `mlx5_<N>`, a PCI address); default: an emulated device.
-    #[arg(short = 'd', long = "ib-dev")]
-    pub device: Option<String>,
-    /// Port of the device.
-    #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
-    pub ib_port: u8,
+    /// `-d`, `-i`.
+    #[command(flatten)]
+    pub dev: DeviceArgs,
     /// GID index (default: the IPv4 RoCE v2 GID).
     #[arg(short = 'x', long = "gid-index")]
     pub gid_index: Option<u32>,
@@ -163,12 +163,9 @@ pub struct PerfArgs {
     /// With -a: draw the sweep as an SVG chart.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
-    /// Emulated devices: write the wire traffic to this pcap file.
-    #[arg(long, value_name = "FILE")]
-    pub pcap: Option<PathBuf>,
-    /// Emulated devices: fault injection, e.g. loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7.
-    #[arg(long = "emu-faults", value_name = "SPEC")]
-    pub emu_faults: Option<String>,
+    /// `--pcap`, `--emu-faults`.
+    #[command(flatten)]
+    pub emu: EmuArgs,
     /// Seconds to wait for the peer (connection, each exchange) and for progress of a run.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
@@ -227,23 +224,6 @@ pub struct PerfConfig {
 
 /// The largest `-a` size: 2^23 (perftest's `MAX_SIZE`).
 pub const MAX_SIZE: u64 = 1 << 23;
-
-/// The MTU enum of a size in bytes.
-pub fn mtu_enum(bytes: u32) -> Option<u8> {
-    match bytes {
-        256 => Some(1),
-        512 => Some(2),
-        1024 => Some(3),
-        2048 => Some(4),
-        4096 => Some(5),
-        _ => None,
-    }
-}
-
-/// Bytes of an MTU enum.
-pub fn mtu_bytes(e: u8) -> u32 {
-    128u32 << e.clamp(1, 5)
-}
 
 impl PerfConfig {
     /// Resolves flags and perftest's defaults and dependencies (`init_perftest_params`,

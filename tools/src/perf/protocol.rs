@@ -23,6 +23,7 @@
 //! that differ (perftest itself only reads the version with `atof`).
 
 use crate::error::ToolError;
+use crate::oob;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -71,8 +72,7 @@ impl PerfDest {
         }
         s.push_str(&format!("{:08x}:", self.srqn));
         let mut out = [0u8; KEY_MSG_SIZE_GID];
-        let n = s.len().min(KEY_MSG_SIZE_GID - 1);
-        out[..n].copy_from_slice(&s.as_bytes()[..n]);
+        oob::put_text(&mut out, &s);
         out
     }
 
@@ -83,16 +83,14 @@ impl PerfDest {
             self.lid, self.out_reads, self.qpn, self.psn, self.rkey, self.vaddr, self.srqn
         );
         let mut out = [0u8; KEY_MSG_SIZE];
-        let n = s.len().min(KEY_MSG_SIZE - 1);
-        out[..n].copy_from_slice(&s.as_bytes()[..n]);
+        oob::put_text(&mut out, &s);
         out
     }
 
     /// Parses either message (the GID is present when there are 23 or more fields).
     pub fn decode(msg: &[u8]) -> Result<PerfDest, ToolError> {
-        let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
-        let text = std::str::from_utf8(&msg[..end])
-            .map_err(|_| ToolError::Protocol("QP message is not text".into()))?;
+        let text =
+            oob::text(msg).ok_or_else(|| ToolError::Protocol("QP message is not text".into()))?;
         let bad = || ToolError::Protocol(format!("couldn't parse QP message <{text}>"));
         let f: Vec<&str> = text.split(':').collect();
         let hex = |i: usize| -> Result<u64, ToolError> {
@@ -350,14 +348,10 @@ impl Comm {
         }
         let len = if self.peer_version >= 5.31 { 2 } else { 4 };
         let mut mine = vec![0u8; len];
-        let txt = mtu_enum.to_string();
-        let n = txt.len().min(len - 1);
-        mine[..n].copy_from_slice(&txt.as_bytes()[..n]);
+        oob::put_text(&mut mine, &mtu_enum.to_string());
         let t = self.timeout;
         let r = self.xchg(&mine, "MTU", t)?;
-        let end = r.iter().position(|&b| b == 0).unwrap_or(r.len());
-        let rem: u8 = std::str::from_utf8(&r[..end])
-            .ok()
+        let rem: u8 = oob::text(&r)
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(0);
         Ok(if (1..=5).contains(&rem) && rem < mtu_enum {

@@ -1,6 +1,6 @@
-//! Running a perf test: the device and its resources, perftest's out-of-band sequence for each
-//! test (which hand shakes happen where, from `src/{write,read,send,atomic}_{bw,lat}.c` of
-//! perftest 4.5), the measurement ([`super::bw`], [`super::lat`]) and the report.
+//! Running a perf test: the device and its resources ([`super::res`]), perftest's out-of-band
+//! sequence for each test (which hand shakes happen where, from
+//! `src/{write,read,send,atomic}_{bw,lat}.c` of perftest 4.5), the measurement ([`super::bw`], [`super::lat`]) and the report.
 //!
 //! `--loopback` runs the server and the client in two threads of this process, on the
 //! emulated pair `emu0` (server) and `emu1` (client), joined by a TCP connection on 127.0.0.1:
@@ -8,11 +8,11 @@
 
 use super::protocol::{BwReport, Comm, PerfDest};
 use super::report::{self, BwResult, RESULT_LINE};
-use super::{Conn, PerfArgs, PerfConfig, TestKind, Verb, mtu_bytes, mtu_enum, plot};
+use super::res::Res;
+use super::{Conn, PerfArgs, PerfConfig, TestKind, Verb, plot};
 use crate::error::ToolError;
-use crate::pingpong::exchange;
-use crate::rdma::{self, Context, EmuOpts};
-use rnic_verbs as v;
+use crate::oob;
+use crate::rdma::{self, EmuOpts, mtu_bytes, mtu_enum};
 use std::io::Write as _;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -39,215 +39,6 @@ impl Out {
             }
             Out::Buffer(b) => b.lock().unwrap_or_else(|e| e.into_inner()).push_str(s),
         }
-    }
-}
-
-/// Extra space before each buffer for the UD GRH area.
-pub use crate::rdma::GRH;
-
-/// One side's verbs resources. Buffer layout per QP `i`: `[local(i), local(i) + slot)` is the
-/// source of WRITE/SEND, the destination of READ and atomic results and of receives;
-/// `[target(i), target(i) + slot)` is what the peer writes, reads or runs atomics on (its
-/// address goes out in the QP message).
-pub struct Res {
-    /// Device.
-    pub ctx: Context,
-    /// PD.
-    pub pd: v::ProtectionDomain,
-    /// The buffer.
-    pub mr: v::MemoryRegion,
-    /// Send CQ.
-    pub send_cq: v::CompletionQueue,
-    /// Receive CQ.
-    pub recv_cq: v::CompletionQueue,
-    /// The send CQ's completion channel with `-e`.
-    pub chan: Option<v::CompletionChannel>,
-    /// The receive CQ's completion channel with `-e`: its own, so the two threads of
-    /// `send-bw -b` never take each other's events.
-    pub recv_chan: Option<v::CompletionChannel>,
-    /// QPs.
-    pub qps: Vec<v::QueuePair>,
-    /// UD: address handles towards the peer's QPs.
-    pub ahs: Vec<v::AddressHandle>,
-    /// Bytes per half-slot.
-    pub slot: usize,
-    /// GID index.
-    pub gid_index: u32,
-}
-
-impl Res {
-    /// The completion channel of `cq` (one of this test's CQs), with `-e`.
-    pub fn chan_of(&self, cq: &v::CompletionQueue) -> Option<&v::CompletionChannel> {
-        if std::ptr::eq(cq, &self.recv_cq) {
-            self.recv_chan.as_ref()
-        } else {
-            self.chan.as_ref()
-        }
-    }
-
-    /// Offset of QP `i`'s local area.
-    pub fn local(&self, i: usize) -> usize {
-        i * 2 * self.slot
-    }
-
-    /// Offset of QP `i`'s target area.
-    pub fn target(&self, i: usize) -> usize {
-        i * 2 * self.slot + self.slot
-    }
-
-    /// QP `i`'s receive buffer for messages of `size`: its local area, with room for the GRH
-    /// in front on UD.
-    pub fn recv_sge(&self, cfg: &PerfConfig, i: usize, size: u64) -> Result<v::Sge, ToolError> {
-        let extra = if cfg.conn == Conn::Ud { GRH } else { 0 };
-        self.mr
-            .sge(self.local(i), (size as usize + extra) as u32)
-            .map_err(rdma::verr)
-    }
-
-    fn create(
-        ctx: Context,
-        cfg: &PerfConfig,
-        max_size: u64,
-        gid_index: u32,
-    ) -> Result<Res, ToolError> {
-        let slot = (max_size as usize + GRH).next_multiple_of(64).max(4096);
-        let total = slot
-            .checked_mul(2 * cfg.qps as usize)
-            .filter(|t| *t <= 512 << 20)
-            .ok_or_else(|| {
-                ToolError::Usage(format!(
-                    "{} QPs of {max_size}-byte messages need more than 512 MiB of buffers",
-                    cfg.qps
-                ))
-            })?;
-        let pd = ctx.alloc_pd().map_err(rdma::verr)?;
-        let access = v::AccessFlags::LOCAL_WRITE
-            | v::AccessFlags::REMOTE_WRITE
-            | v::AccessFlags::REMOTE_READ
-            | v::AccessFlags::REMOTE_ATOMIC;
-        let mr = pd.reg_mr(total, access).map_err(rdma::verr)?;
-        // perftest fills its buffers with non-zero data; a constant is enough here.
-        mr.fill(0, total, 0x5a).map_err(rdma::verr)?;
-        let channel = || -> Result<_, ToolError> {
-            if cfg.events {
-                Ok(Some(ctx.create_comp_channel().map_err(rdma::verr)?))
-            } else {
-                Ok(None)
-            }
-        };
-        let (chan, recv_chan) = (channel()?, channel()?);
-        let depth = (cfg.tx_depth.max(cfg.rx_depth) * cfg.qps).max(16);
-        let send_cq = ctx.create_cq(depth, chan.as_ref()).map_err(rdma::verr)?;
-        let recv_cq = ctx
-            .create_cq(depth, recv_chan.as_ref())
-            .map_err(rdma::verr)?;
-        let qt = match cfg.conn {
-            Conn::Rc => v::QpType::Rc,
-            Conn::Uc => v::QpType::Uc,
-            Conn::Ud => v::QpType::Ud,
-        };
-        let mut qps = Vec::new();
-        for _ in 0..cfg.qps {
-            let qp = pd
-                .create_qp(qt, &send_cq, &recv_cq)
-                .max_send_wr(cfg.tx_depth.max(cfg.post_list))
-                .max_recv_wr(cfg.rx_depth.max(1))
-                .max_send_sge(1)
-                .max_recv_sge(1)
-                .max_inline_data(cfg.inline_size)
-                .build()
-                .map_err(rdma::verr)?;
-            qps.push(qp);
-        }
-        Ok(Res {
-            ctx,
-            pd,
-            mr,
-            send_cq,
-            recv_cq,
-            chan,
-            recv_chan,
-            qps,
-            ahs: Vec::new(),
-            slot,
-            gid_index,
-        })
-    }
-
-    fn my_dests(&self, cfg: &PerfConfig) -> Result<Vec<PerfDest>, ToolError> {
-        let gid = rdma::gid(&self.ctx, self.gid_index)?;
-        Ok(self
-            .qps
-            .iter()
-            .enumerate()
-            .map(|(i, qp)| PerfDest {
-                lid: 0,
-                out_reads: cfg.out_reads,
-                qpn: qp.qp_num(),
-                psn: crate::pingpong::random_psn(),
-                rkey: self.mr.rkey(),
-                vaddr: self.mr.addr() + self.target(i) as u64,
-                gid,
-                srqn: 0,
-            })
-            .collect())
-    }
-
-    /// `ctx_connect`: every QP to RTS towards the peer's (UD: address handles).
-    fn connect(
-        &mut self,
-        cfg: &PerfConfig,
-        mine: &[PerfDest],
-        rem: &[PerfDest],
-        mtu: u8,
-    ) -> Result<(), ToolError> {
-        for (i, qp) in self.qps.iter().enumerate() {
-            let (m, r) = (&mine[i], &rem[i]);
-            let mut ah = v::AhAttr::new(v::Gid(r.gid), self.gid_index as u8);
-            ah.hop_limit = 64;
-            let access = match cfg.conn {
-                Conn::Rc => {
-                    v::AccessFlags::LOCAL_WRITE
-                        | v::AccessFlags::REMOTE_WRITE
-                        | v::AccessFlags::REMOTE_READ
-                        | v::AccessFlags::REMOTE_ATOMIC
-                }
-                Conn::Uc => v::AccessFlags::LOCAL_WRITE | v::AccessFlags::REMOTE_WRITE,
-                Conn::Ud => v::AccessFlags::empty(),
-            };
-            qp.to_init(&v::InitAttr {
-                access,
-                qkey: (cfg.conn == Conn::Ud).then_some(v::DEFAULT_QKEY),
-                ..v::InitAttr::default()
-            })
-            .map_err(rdma::verr)?;
-            let rd = r.out_reads.clamp(1, 16) as u8;
-            if cfg.conn == Conn::Ud {
-                qp.to_rtr(&v::RtrAttr::default()).map_err(rdma::verr)?;
-            } else {
-                qp.to_rtr(&v::RtrAttr {
-                    path_mtu: Some(rdma::mtu_from_enum(mtu)),
-                    dest_qp_num: Some(r.qpn),
-                    rq_psn: r.psn,
-                    ah_attr: Some(ah),
-                    max_dest_rd_atomic: cfg.out_reads.clamp(1, 16) as u8,
-                    min_rnr_timer: 12,
-                })
-                .map_err(rdma::verr)?;
-            }
-            qp.to_rts(&v::RtsAttr {
-                sq_psn: m.psn,
-                timeout: 14,
-                retry_cnt: 7,
-                rnr_retry: 7,
-                max_rd_atomic: rd,
-            })
-            .map_err(rdma::verr)?;
-            if cfg.conn == Conn::Ud {
-                self.ahs.push(self.pd.create_ah(&ah).map_err(rdma::verr)?);
-            }
-        }
-        Ok(())
     }
 }
 
@@ -308,8 +99,8 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
         p.out.put("\n************************************\n* Waiting for client to connect... *\n************************************\n");
     }
     let stream: TcpStream = match tcp {
-        Tcp::Listen(l) => exchange::accept(&l, p.timeout)?,
-        Tcp::Connect(h) => exchange::connect(&h, p.port, p.timeout)?,
+        Tcp::Listen(l) => oob::accept(&l, p.timeout)?,
+        Tcp::Connect(h) => oob::connect(&h, p.port, p.timeout)?,
     };
     let mut comm = Comm::new(stream, client, p.timeout);
     comm.exchange_versions(&cfg.sig())?;
@@ -640,13 +431,8 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
     if a.plot.is_some() && !a.all {
         return Err(ToolError::Usage("--plot draws a sweep: it needs -a".into()));
     }
-    if a.ib_port != 1 {
-        return Err(ToolError::Usage(format!(
-            "invalid port {} (the device has port 1)",
-            a.ib_port
-        )));
-    }
-    let emu = EmuOpts::new(a.pcap.clone(), a.emu_faults.clone())?;
+    a.dev.check_port()?;
+    let emu = a.emu.opts()?;
     let timeout = Duration::from_secs(a.timeout.max(1));
     let json = a
         .out_json_file
@@ -667,7 +453,7 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
             emu_counters: a.emu_counters,
         };
     if a.loopback {
-        if a.server.is_some() || a.device.is_some() {
+        if a.server.is_some() || a.dev.device.is_some() {
             return Err(ToolError::Usage(
                 "--loopback runs both sides on emu0 / emu1: give no server address and no -d"
                     .into(),
@@ -715,16 +501,9 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
     let client = a.server.is_some();
     let tcp = match &a.server {
         Some(h) => Tcp::Connect(h.clone()),
-        None => Tcp::Listen(exchange::listen(a.port)?),
+        None => Tcp::Listen(oob::listen(a.port)?),
     };
-    let dev = match &a.device {
-        Some(d) => d.clone(),
-        None => {
-            let (d, note) = rdma::default_device(client);
-            eprintln!("{note}");
-            d
-        }
-    };
+    let dev = a.dev.name(client);
     side(
         &params(dev, a.server.clone(), a.port, Out::Stdout, emu),
         tcp,

@@ -7,9 +7,10 @@
 //! message, connects its QP to it (RTR, RTS), sends its own and waits for `"done"`.
 
 use crate::error::ToolError;
+use crate::oob;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
+use std::time::Duration;
 
 /// Size of the message (`sizeof "0000:000000:000000:00000000000000000000000000000000"`).
 pub const MSG_LEN: usize = 52;
@@ -35,16 +36,14 @@ impl PpDest {
             s.push_str(&format!("{b:02x}"));
         }
         let mut out = [0u8; MSG_LEN];
-        let n = s.len().min(MSG_LEN - 1);
-        out[..n].copy_from_slice(&s.as_bytes()[..n]);
+        oob::put_text(&mut out, &s);
         out
     }
 
     /// Parses the message as `sscanf("%x:%x:%x:%s")` + `wire_gid_to_gid` would.
     pub fn decode(msg: &[u8]) -> Result<PpDest, ToolError> {
-        let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
-        let text = std::str::from_utf8(&msg[..end])
-            .map_err(|_| ToolError::Protocol("address message is not text".into()))?;
+        let text = oob::text(msg)
+            .ok_or_else(|| ToolError::Protocol("address message is not text".into()))?;
         let bad = || ToolError::Protocol(format!("couldn't parse address message <{text}>"));
         let mut it = text.splitn(4, ':');
         let mut hex = || -> Result<u32, ToolError> {
@@ -69,80 +68,6 @@ impl PpDest {
                 .ok_or_else(bad)?;
         }
         Ok(PpDest { lid, qpn, psn, gid })
-    }
-}
-
-/// Binds the server's listening socket (on all addresses, as rc_pingpong does).
-pub fn listen(port: u16) -> Result<TcpListener, ToolError> {
-    TcpListener::bind(("0.0.0.0", port)).map_err(|e| {
-        if e.kind() == ErrorKind::AddrInUse {
-            ToolError::AddressInUse(port)
-        } else {
-            ToolError::io(&format!("couldn't listen to port {port}"), e)
-        }
-    })
-}
-
-/// Accepts one connection, giving up after `timeout`.
-pub fn accept(l: &TcpListener, timeout: Duration) -> Result<TcpStream, ToolError> {
-    l.set_nonblocking(true)
-        .map_err(|e| ToolError::io("listen", e))?;
-    let deadline = Instant::now() + timeout;
-    loop {
-        match l.accept() {
-            Ok((s, _)) => {
-                s.set_nonblocking(false)
-                    .map_err(|e| ToolError::io("accept", e))?;
-                return Ok(s);
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
-                    return Err(ToolError::Timeout(
-                        timeout,
-                        "waiting for a client to connect".into(),
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(e) => return Err(ToolError::io("accept", e)),
-        }
-    }
-}
-
-/// Connects to `host:port`, retrying refused connections until `timeout` (so a client may be
-/// started just before its server).
-pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, ToolError> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| ToolError::Connect(format!("{host}:{port}"), e.to_string()))?
-        .filter(SocketAddr::is_ipv4)
-        .collect();
-    if addrs.is_empty() {
-        return Err(ToolError::Connect(
-            format!("{host}:{port}"),
-            "no IPv4 address".into(),
-        ));
-    }
-    let deadline = Instant::now() + timeout;
-    let mut last = String::new();
-    loop {
-        for a in &addrs {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match TcpStream::connect_timeout(a, left.max(Duration::from_millis(10))) {
-                Ok(s) => {
-                    let _ = s.set_nodelay(true);
-                    return Ok(s);
-                }
-                Err(e) => last = e.to_string(),
-            }
-        }
-        if Instant::now() >= deadline {
-            return Err(ToolError::Connect(
-                format!("{host}:{port}"),
-                format!("{last} (gave up after {}s)", timeout.as_secs_f64()),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -209,6 +134,8 @@ pub fn server_exchange(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oob::{accept, connect};
+    use std::net::TcpListener;
 
     #[test]
     fn message_golden() {

@@ -16,12 +16,13 @@ pub mod exchange;
 pub mod rc;
 pub mod ud;
 
+use crate::args::{DeviceArgs, EmuArgs};
 use crate::error::ToolError;
-use crate::rdma::{self, Context, EmuOpts, WorkCompletion};
+use crate::oob;
+use crate::rdma::{self, Context, WorkCompletion, random_psn};
 use clap::Args;
 use exchange::PpDest;
 use rnic_verbs as v;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The flags of ibv_rc_pingpong / ibv_ud_pingpong.
@@ -32,12 +33,9 @@ pub struct PingpongArgs {
     /// TCP port.
     #[arg(short = 'p', long = "port", default_value_t = 18515)]
     pub port: u16,
-    /// Device (`emu:<IPv4>`, `emu0`, `emu1`, `mlx5_<N>`, a PCI address); default: an emulated device.
-    #[arg(short = 'd', long = "ib-dev")]
-    pub device: Option<String>,
-    /// Port of the device.
-    #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
-    pub ib_port: u8,
+    /// `-d`, `-i`.
+    #[command(flatten)]
+    pub dev: DeviceArgs,
     /// Message size (default 4096 for RC, 1024 for UD).
     #[arg(short = 's', long = "size")]
     pub size: Option<u32>,
@@ -62,12 +60,9 @@ pub struct PingpongArgs {
     /// Check the received buffer contents.
     #[arg(short = 'c', long = "chk")]
     pub chk: bool,
-    /// Emulated devices: write the wire traffic to this pcap file.
-    #[arg(long, value_name = "FILE")]
-    pub pcap: Option<PathBuf>,
-    /// Emulated devices: fault injection, e.g. loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,seed=7.
-    #[arg(long = "emu-faults", value_name = "SPEC")]
-    pub emu_faults: Option<String>,
+    /// `--pcap`, `--emu-faults`.
+    #[command(flatten)]
+    pub emu: EmuArgs,
     /// Seconds to wait for the peer (connection, exchange) and for progress of the run.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
@@ -243,19 +238,6 @@ pub fn address_line(side: &str, d: &PpDest, ud_local: bool) -> String {
     )
 }
 
-/// A random 24-bit PSN.
-pub fn random_psn() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.write_u32(std::process::id());
-    (h.finish() as u32) & 0xff_ffff
-}
-
 impl Pp {
     fn post_recvs(&self, n: u32) -> Result<u32, ToolError> {
         let len = (self.kind.grh() + self.size) as u32;
@@ -324,7 +306,7 @@ impl Pp {
                         ),
                     ));
                 }
-                crate::perf::bw::idle(&mut spins);
+                rdma::idle(&mut spins);
                 continue;
             }
             last_progress = Instant::now();
@@ -390,7 +372,7 @@ fn check_flags(kind: Kind, a: &PingpongArgs) -> Result<(u32, u8), ToolError> {
             "message size {size} is larger than 1 GiB"
         )));
     }
-    let mtu = crate::perf::mtu_enum(a.mtu).ok_or_else(|| {
+    let mtu = rdma::mtu_enum(a.mtu).ok_or_else(|| {
         ToolError::Usage(format!(
             "invalid MTU {} (256, 512, 1024, 2048 or 4096)",
             a.mtu
@@ -403,12 +385,7 @@ fn check_flags(kind: Kind, a: &PingpongArgs) -> Result<(u32, u8), ToolError> {
             v::MAX_SL
         )));
     }
-    if a.ib_port != 1 {
-        return Err(ToolError::Usage(format!(
-            "invalid port {} (the device has port 1)",
-            a.ib_port
-        )));
-    }
+    a.dev.check_port()?;
     Ok((size, mtu))
 }
 
@@ -417,27 +394,24 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
     let timeout = Duration::from_secs(a.timeout.clamp(1, 86_400));
     let client = a.host.is_some();
     let (size, mtu) = check_flags(kind, a)?;
-    let emu = EmuOpts::new(a.pcap.clone(), a.emu_faults.clone())?;
+    let emu = a.emu.opts()?;
     // The server takes its TCP port before anything else, so a busy port fails at once.
     let listener = if client {
         None
     } else {
-        Some(exchange::listen(a.port)?)
+        Some(oob::listen(a.port)?)
     };
-    let dev = match &a.device {
-        Some(d) => d.clone(),
-        None => {
-            let (d, note) = rdma::default_device(client);
-            eprintln!("{note}");
-            d
-        }
-    };
+    let dev = a.dev.name(client);
     let ctx = rdma::open(&dev, &emu)?;
     let gid_index = rdma::pick_gid_index(&ctx, a.gid_idx)?;
-    let pp = match kind {
-        Kind::Rc => rc::setup(ctx, size as usize, a.rx_depth, a.events, gid_index)?,
-        Kind::Ud => ud::setup(ctx, size as usize, a.rx_depth, a.events, gid_index)?,
-    };
+    if kind == Kind::Ud {
+        ud::check_size(&ctx, size as usize)?;
+    }
+    let pp = Pp::create(ctx, kind, size as usize, a.rx_depth, a.events, gid_index)?;
+    match kind {
+        Kind::Rc => rc::init(&pp)?,
+        Kind::Ud => ud::init(&pp)?,
+    }
     let routs = pp.post_recvs(pp.rx_depth)?;
     if routs < pp.rx_depth {
         return Err(ToolError::Verbs(format!("couldn't post receive ({routs})")));
@@ -465,7 +439,7 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
         }
     };
     let rem = if let Some(host) = &a.host {
-        let mut s = exchange::connect(host, a.port, timeout)?;
+        let mut s = oob::connect(host, a.port, timeout)?;
         let rem = exchange::client_exchange(&mut s, &mine, timeout)?;
         println!("{}", address_line("remote", &rem, false));
         connect(&rem)?;
@@ -474,7 +448,7 @@ pub fn run(kind: Kind, a: &PingpongArgs) -> Result<(), ToolError> {
         let l = listener
             .as_ref()
             .ok_or_else(|| ToolError::Io("no listener".into()))?;
-        let mut s = exchange::accept(l, timeout)?;
+        let mut s = oob::accept(l, timeout)?;
         let rem = exchange::server_exchange(&mut s, &mine, timeout, connect)?;
         println!("{}", address_line("remote", &rem, false));
         rem

@@ -2,28 +2,20 @@
 //! `max_dest_rd_atomic` 1, RTS with timeout 14, retry 7, RNR retry 7, `max_rd_atomic` 1, and a
 //! GRH with hop limit 1 when the peer has a GID.
 
+use super::Pp;
 use super::exchange::PpDest;
-use super::{Kind, Pp};
 use crate::error::ToolError;
-use crate::rdma::{self, Context};
+use crate::rdma;
 use rnic_verbs as v;
 
-/// Creates the PD, buffer (filled with 0x7b), CQ (and channel with `-e`) and the RC QP in INIT.
-pub fn setup(
-    ctx: Context,
-    size: usize,
-    rx_depth: u32,
-    events: bool,
-    gid_index: u32,
-) -> Result<Pp, ToolError> {
-    let pp = Pp::create(ctx, Kind::Rc, size, rx_depth, events, gid_index)?;
+/// Moves the new RC QP to INIT.
+pub fn init(pp: &Pp) -> Result<(), ToolError> {
     pp.qp
         .to_init(&v::InitAttr {
             access: v::AccessFlags::empty(),
             ..v::InitAttr::default()
         })
-        .map_err(rdma::verr)?;
-    Ok(pp)
+        .map_err(rdma::verr)
 }
 
 /// `pp_connect_ctx`: INIT -> RTR -> RTS towards `rem`.

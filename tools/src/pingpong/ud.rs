@@ -2,35 +2,32 @@
 //! area), sends from offset 40, an address handle with hop limit 1 towards the peer.
 
 use super::exchange::PpDest;
-use super::{Kind, Pp, QKEY};
+use super::{Pp, QKEY};
 use crate::error::ToolError;
 use crate::rdma::{self, Context};
 use rnic_verbs as v;
 
-/// Creates the PD, buffer of `size + 40` (filled with 0x7b), CQ (and channel) and the UD QP,
-/// already in RTR (UD needs no peer for that; RTS comes with our PSN in [`connect`]).
-pub fn setup(
-    ctx: Context,
-    size: usize,
-    rx_depth: u32,
-    events: bool,
-    gid_index: u32,
-) -> Result<Pp, ToolError> {
-    let mtu = crate::perf::mtu_bytes(rdma::active_mtu(&ctx)?) as usize;
+/// Fails if messages of `size` do not fit the port's MTU (a UD message is one packet).
+pub fn check_size(ctx: &Context, size: usize) -> Result<(), ToolError> {
+    let mtu = rdma::mtu_bytes(rdma::active_mtu(ctx)?) as usize;
     if size > mtu {
         return Err(ToolError::Usage(format!(
             "requested size larger than port MTU ({mtu})"
         )));
     }
-    let pp = Pp::create(ctx, Kind::Ud, size, rx_depth, events, gid_index)?;
+    Ok(())
+}
+
+/// Moves the new UD QP to RTR (UD needs no peer for that; RTS comes with our PSN in
+/// [`connect`]).
+pub fn init(pp: &Pp) -> Result<(), ToolError> {
     pp.qp
         .to_init(&v::InitAttr {
             qkey: Some(QKEY),
             ..v::InitAttr::default()
         })
         .map_err(rdma::verr)?;
-    pp.qp.to_rtr(&v::RtrAttr::default()).map_err(rdma::verr)?;
-    Ok(pp)
+    pp.qp.to_rtr(&v::RtrAttr::default()).map_err(rdma::verr)
 }
 
 /// RTS with our PSN and the address handle towards `rem`.
