@@ -46,6 +46,7 @@
 pub mod ah;
 pub mod cmdq;
 pub mod cq;
+mod cqe;
 mod dma;
 pub mod eq;
 pub mod error;
