@@ -768,11 +768,11 @@ impl Cq {
                     n += 1;
                     st.ci = st.ci.wrapping_add(1);
                 }
-                Err(what) => {
+                Err((qpn, what)) => {
                     if n == 0 {
                         res = Err(PollError::BadCqe {
                             ci: st.ci,
-                            qpn: cqe.qpn(),
+                            qpn,
                             what,
                         });
                         st.ci = st.ci.wrapping_add(1);
@@ -846,14 +846,14 @@ fn is_responder(opcode: u8) -> bool {
 }
 
 /// Turns `cqe` into a work completion, retiring the WQEs it completes; on an impossible CQE
-/// returns what is wrong (nothing retired). As rdma-core's `mlx5_parse_cqe`:
+/// returns the QPN and what is wrong (nothing retired). As rdma-core's `mlx5_parse_cqe`:
 /// the QP is found, then the raw opcode picks a good requester, a good responder or an
 /// error completion.
 #[inline(always)]
-fn parse(st: &mut PollState, cqe: Cqe, op_own: u8) -> Result<WorkCompletion, BadCqe> {
+fn parse(st: &mut PollState, cqe: Cqe, op_own: u8) -> Result<WorkCompletion, (u32, BadCqe)> {
     let qpn = cqe.qpn();
     if (op_own >> 2) & 3 == CQE_FORMAT_COMPRESSED {
-        return Err(BadCqe::Compressed);
+        return Err((qpn, BadCqe::Compressed));
     }
     let a = match st.qps.get(st.last) {
         Some(a) if a.qpn == qpn => a,
@@ -862,7 +862,7 @@ fn parse(st: &mut PollState, cqe: Cqe, op_own: u8) -> Result<WorkCompletion, Bad
                 st.last = i;
                 &st.qps[i]
             }
-            None => return Err(BadCqe::UnknownQpn),
+            None => return Err((qpn, BadCqe::UnknownQpn)),
         },
     };
     let wc = WorkCompletion {
@@ -878,6 +878,7 @@ fn parse(st: &mut PollState, cqe: Cqe, op_own: u8) -> Result<WorkCompletion, Bad
         OP_REQ_ERR | OP_RESP_ERR => error_cqe(a, cqe, opcode, wc),
         other => Err(BadCqe::UnknownOpcode(other)),
     }
+    .map_err(|what| (qpn, what))
 }
 
 /// The send queue of `a` and the slot of the WQE at `counter`, which must be outstanding.
@@ -894,7 +895,7 @@ fn sent(a: &Attached, counter: u16) -> Result<(&SqTrack, &SqSlot, SentWqe), BadC
     }
     let slot = &sq.slots[usize::from(counter & sq.mask)];
     let w = slot.sent();
-    if w.index() != counter {
+    if w.index != counter {
         return Err(BadCqe::WqeCounterOutOfRange(counter));
     }
     Ok((sq, slot, w))
@@ -905,7 +906,7 @@ fn sent(a: &Attached, counter: u16) -> Result<(&SqTrack, &SqSlot, SentWqe), BadC
 fn retire_sent(sq: &SqTrack, slot: &SqSlot, w: SentWqe) {
     sq.wr_ci
         .store(slot.wr_seq.load(Ordering::Relaxed), Ordering::Release);
-    sq.ci.store(u32::from(w.next()), Ordering::Release);
+    sq.ci.store(u32::from(w.next), Ordering::Release);
 }
 
 /// The wr_id and posted length of the receive at `counter` (the QP's RQ or its SRQ), which
@@ -954,16 +955,16 @@ fn good_req(a: &Attached, cqe: Cqe, mut wc: WorkCompletion) -> Result<WorkComple
     let counter = cqe.wqe_counter();
     let (sq, slot, w) = sent(a, counter)?;
     let send_op = cqe.send_opcode();
-    if send_op != w.opcode() {
+    if send_op != w.opcode {
         return Err(BadCqe::SendOpcodeMismatch {
-            posted: w.opcode(),
+            posted: w.opcode,
             cqe: send_op,
         });
     }
     let len = slot.len.load(Ordering::Relaxed);
-    wc.opcode = w.wc_opcode();
+    wc.opcode = w.wc_opcode;
     wc.byte_len = len;
-    if w.reads() {
+    if w.reads {
         let byte_cnt = cqe.byte_cnt();
         if byte_cnt > len {
             return Err(BadCqe::ByteCountTooLarge {
@@ -1038,7 +1039,7 @@ fn error_cqe(
     let counter = cqe.wqe_counter();
     if opcode == OP_REQ_ERR {
         let (sq, slot, w) = sent(a, counter)?;
-        wc.opcode = w.wc_opcode();
+        wc.opcode = w.wc_opcode;
         wc.byte_len = slot.len.load(Ordering::Relaxed);
         wc.wr_id = slot.wr_id.load(Ordering::Relaxed);
         retire_sent(sq, slot, w);

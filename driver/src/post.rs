@@ -295,7 +295,13 @@ impl Qp {
             SendOpcode::AtomicFa => (WcOpcode::FetchAdd, true),
             _ => (WcOpcode::Send, false),
         };
-        slot.record(SentWqe::new(pi, next, opcode as u8, wc_opcode, reads));
+        slot.record(SentWqe {
+            index: pi,
+            next,
+            opcode: opcode as u8,
+            wc_opcode,
+            reads,
+        });
         slot.len
             .store(len.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
         Ok((nbb, ctrl))

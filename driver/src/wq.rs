@@ -63,74 +63,50 @@ pub(crate) struct SqSlot {
     pub(crate) wr_seq: AtomicU32,
 }
 
-/// What the poster records of one send WQE for the poller: its counter, the counter after
-/// it, the send opcode, the work completion's opcode, and whether it reads (READ or atomic:
-/// the CQE's byte count is the bytes read). One word, so that it is published with one
-/// store and read into one register; the packing is private to this type.
+/// What the poster records of one send WQE for the poller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SentWqe(u64);
-
-impl SentWqe {
-    /// The WQE at counter `index`, followed by counter `next`, of send `opcode`.
-    #[inline(always)]
-    pub(crate) fn new(index: u16, next: u16, opcode: u8, wc_opcode: WcOpcode, reads: bool) -> Self {
-        SentWqe(
-            u64::from(index)
-                | (u64::from(next) << 16)
-                | (u64::from(opcode) << 32)
-                | (u64::from(wc_opcode as u8) << 40)
-                | (u64::from(reads) << 48),
-        )
-    }
-
+pub(crate) struct SentWqe {
     /// The WQE's counter (`wqe_index`; the CQE's `wqe_counter` names it).
-    #[inline(always)]
-    pub(crate) fn index(self) -> u16 {
-        self.0 as u16
-    }
-
+    pub(crate) index: u16,
     /// The counter after it: the SQ's `ci` once it retires.
-    #[inline(always)]
-    pub(crate) fn next(self) -> u16 {
-        (self.0 >> 16) as u16
-    }
-
+    pub(crate) next: u16,
     /// The send opcode posted (a good requester CQE's `send_opcode` must match).
-    #[inline(always)]
-    pub(crate) fn opcode(self) -> u8 {
-        (self.0 >> 32) as u8
-    }
-
+    pub(crate) opcode: u8,
     /// The work completion's opcode.
-    #[inline(always)]
-    pub(crate) fn wc_opcode(self) -> WcOpcode {
-        match (self.0 >> 40) as u8 {
-            1 => WcOpcode::RdmaWrite,
-            2 => WcOpcode::RdmaRead,
-            3 => WcOpcode::CompSwap,
-            4 => WcOpcode::FetchAdd,
-            _ => WcOpcode::Send,
-        }
-    }
-
+    pub(crate) wc_opcode: WcOpcode,
     /// READ or atomic: the CQE's byte count is the bytes read.
-    #[inline(always)]
-    pub(crate) fn reads(self) -> bool {
-        (self.0 >> 48) & 1 == 1
-    }
+    pub(crate) reads: bool,
 }
 
 impl SqSlot {
     /// Records the WQE posted into this slot (the poster, before it publishes `pi`).
     #[inline(always)]
     pub(crate) fn record(&self, w: SentWqe) {
-        self.sent.store(w.0, Ordering::Relaxed);
+        let word = u64::from(w.index)
+            | (u64::from(w.next) << 16)
+            | (u64::from(w.opcode) << 32)
+            | (u64::from(w.wc_opcode as u8) << 40)
+            | (u64::from(w.reads) << 48);
+        self.sent.store(word, Ordering::Relaxed);
     }
 
     /// The WQE recorded in this slot (the poller, after it read `pi`).
     #[inline(always)]
     pub(crate) fn sent(&self) -> SentWqe {
-        SentWqe(self.sent.load(Ordering::Relaxed))
+        let word = self.sent.load(Ordering::Relaxed);
+        SentWqe {
+            index: word as u16,
+            next: (word >> 16) as u16,
+            opcode: (word >> 32) as u8,
+            wc_opcode: match (word >> 40) as u8 {
+                1 => WcOpcode::RdmaWrite,
+                2 => WcOpcode::RdmaRead,
+                3 => WcOpcode::CompSwap,
+                4 => WcOpcode::FetchAdd,
+                _ => WcOpcode::Send,
+            },
+            reads: (word >> 48) & 1 == 1,
+        }
     }
 }
 
