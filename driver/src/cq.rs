@@ -34,12 +34,11 @@
 //! # Ok(()) }
 //! ```
 
-use crate::cqe::{Cqe, OP_OWN};
-use crate::dma::write_be32;
+use crate::dma::{read_be32, read_byte, write_be32};
 use crate::eq::EventQueue;
 use crate::error::DriverError;
 use crate::hca::Hca;
-use crate::wq::{QpShared, SentWqe, SqSlot, SqTrack, log2_ceil};
+use crate::wq::{QpShared, log2_ceil};
 use crate::wr::{BadCqe, PollError, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{CreateCqIn, DestroyCqIn, QueryCqIn};
@@ -56,6 +55,23 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+// Byte offsets of the CQE dwords read here: the fields of `rnic_hw_regs::cqe::Cqe64`, read
+// one volatile dword at a time from the ring instead of copying the entry out.
+/// `grh` (29:28) and `rqpn` (23:0).
+const CQE_RQPN: usize = 0x18;
+/// `imm_inval_pkey`.
+const CQE_IMM: usize = 0x24;
+/// `byte_cnt`.
+const CQE_BYTE_CNT: usize = 0x2C;
+/// `vendor_err_synd` (15:8) and `syndrome` (7:0).
+const CQE_SYNDROME: usize = 0x34;
+/// `send_opcode` (31:24) and `qpn` (23:0).
+const CQE_QPN: usize = 0x38;
+/// `wqe_counter` (31:16), then the `op_own` byte.
+const CQE_WQE_COUNTER: usize = 0x3C;
+/// `op_own`: opcode (7:4), format (3:2), owner (0); the device writes it last.
+const CQE_OP_OWN: usize = CQE_SIZE - 1;
 
 /// log2 of a completion channel's EQ entries.
 const CHANNEL_LOG_EQ: u8 = 8;
@@ -367,7 +383,7 @@ impl Cq {
         for i in 0..1usize << log_size {
             // SAFETY: `i * 64 + 63 < ring <= buf.len`; volatile, no reference.
             unsafe {
-                base.add(i * CQE_SIZE + OP_OWN)
+                base.add(i * CQE_SIZE + CQE_OP_OWN)
                     .write_volatile(CQE_OP_OWN_INIT)
             };
         }
@@ -649,24 +665,29 @@ impl Cq {
             let mut idx = pi;
             while idx != st.ci {
                 idx = idx.wrapping_sub(1);
-                let cqe = cq.cqe_at(idx);
-                if cqe.qpn() == qpn {
-                    if let (Some(srq), true) = (&srq, is_responder(cqe.op_own() >> 4)) {
-                        srq.free(cqe.wqe_counter());
+                let p = cq.cqe_ptr(idx);
+                // SAFETY: inside the ring.
+                let w38 = unsafe { read_be32(p.add(CQE_QPN)) };
+                if w38 & 0xFF_FFFF == qpn {
+                    // SAFETY: inside the ring.
+                    let op = unsafe { read_byte(p.add(CQE_OP_OWN)) } >> 4;
+                    if let (Some(srq), true) = (&srq, is_responder(op)) {
+                        // SAFETY: inside the ring.
+                        let w = (unsafe { read_be32(p.add(CQE_WQE_COUNTER)) } >> 16) as u16;
+                        srq.free(w);
                     }
                     freed += 1;
                 } else if freed > 0 {
-                    let (p, dst) = (cqe.ptr(), cq.cqe_at(idx.wrapping_add(freed)));
-                    let owner = dst.op_own() & 1;
+                    let dst = cq.cqe_ptr(idx.wrapping_add(freed));
                     // SAFETY: both entries are inside the ring and owned by software
                     // (between ci and the first hardware-owned entry).
                     unsafe {
-                        for k in 0..OP_OWN {
-                            dst.ptr().add(k).write_volatile(p.add(k).read_volatile());
+                        let owner = read_byte(dst.add(CQE_OP_OWN)) & 1;
+                        for k in 0..CQE_OP_OWN {
+                            dst.add(k).write_volatile(p.add(k).read_volatile());
                         }
-                        dst.ptr()
-                            .add(OP_OWN)
-                            .write_volatile((cqe.op_own() & !1) | owner);
+                        let src_own = read_byte(p.add(CQE_OP_OWN));
+                        dst.add(CQE_OP_OWN).write_volatile((src_own & !1) | owner);
                     }
                 }
             }
@@ -684,18 +705,18 @@ impl Cq {
         });
     }
 
-    /// The entry at consumer index `ci` (wrapped to the ring).
     #[inline(always)]
-    fn cqe_at(&self, ci: u32) -> Cqe {
+    fn cqe_ptr(&self, ci: u32) -> *mut u8 {
         let idx = (ci & ((1u32 << self.log_size) - 1)) as usize;
-        // SAFETY: `idx < 2^log_size`, so the 64-byte, aligned entry is inside the ring,
-        // live while `self` is.
-        unsafe { Cqe::at(self.cqes.as_ptr().add(idx * CQE_SIZE)) }
+        // SAFETY: `idx < 2^log_size`, so the entry is inside the ring.
+        unsafe { self.cqes.as_ptr().add(idx * CQE_SIZE) }
     }
 
     #[inline(always)]
     fn owned_at(&self, ci: u32) -> bool {
-        cqe_is_sw_owned(self.cqe_at(ci).op_own(), ci, self.log_size)
+        // SAFETY: inside the ring.
+        let op_own = unsafe { read_byte(self.cqe_ptr(ci).add(CQE_OP_OWN)) };
+        cqe_is_sw_owned(op_own, ci, self.log_size)
     }
 
     /// Polls up to `wc.len()` completions into `wc`; returns how many. An impossible CQE
@@ -755,14 +776,15 @@ impl Cq {
         let mut n = 0;
         let mut res = Ok(());
         while n < wc.len() {
-            let cqe = self.cqe_at(st.ci);
-            let op_own = cqe.op_own();
+            let p = self.cqe_ptr(st.ci);
+            // SAFETY: inside the ring.
+            let op_own = unsafe { read_byte(p.add(CQE_OP_OWN)) };
             if !cqe_is_sw_owned(op_own, st.ci, self.log_size) {
                 break;
             }
             // The body only after the owner byte says the entry is ours.
             fence(Ordering::Acquire);
-            match parse(st, cqe, op_own) {
+            match parse(st, p, op_own) {
                 Ok(c) => {
                     wc[n] = c;
                     n += 1;
@@ -845,13 +867,16 @@ fn is_responder(opcode: u8) -> bool {
     )
 }
 
-/// Turns `cqe` into a work completion, retiring the WQEs it completes; on an impossible CQE
-/// returns the QPN and what is wrong (nothing retired). As rdma-core's `mlx5_parse_cqe`:
-/// the QP is found, then the raw opcode picks a good requester, a good responder or an
-/// error completion.
+/// Turns the CQE at `p` into a work completion, retiring the WQEs it completes; on an
+/// impossible CQE returns the QPN and what is wrong (nothing retired).
 #[inline(always)]
-fn parse(st: &mut PollState, cqe: Cqe, op_own: u8) -> Result<WorkCompletion, (u32, BadCqe)> {
-    let qpn = cqe.qpn();
+fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (u32, BadCqe)> {
+    // SAFETY: `p` points at a 64-byte CQE inside the ring (caller), and every offset read
+    // below is < 64 and 4-byte aligned; volatile reads, no reference.
+    let rd = |off: usize| unsafe { read_be32(p.add(off)) };
+    let w38 = rd(CQE_QPN);
+    let qpn = w38 & 0xFF_FFFF;
+    let opcode = op_own >> 4;
     if (op_own >> 2) & 3 == CQE_FORMAT_COMPRESSED {
         return Err((qpn, BadCqe::Compressed));
     }
@@ -865,189 +890,145 @@ fn parse(st: &mut PollState, cqe: Cqe, op_own: u8) -> Result<WorkCompletion, (u3
             None => return Err((qpn, BadCqe::UnknownQpn)),
         },
     };
-    let wc = WorkCompletion {
+    let counter = (rd(CQE_WQE_COUNTER) >> 16) as u16;
+    let byte_cnt = rd(CQE_BYTE_CNT);
+    let mut wc = WorkCompletion {
         qp_num: qpn,
         ..WorkCompletion::default()
     };
-    let opcode = op_own >> 4;
-    match opcode {
-        OP_REQ => good_req(a, cqe, wc),
-        OP_RESP_WR_IMM | OP_RESP_SEND | OP_RESP_SEND_IMM | OP_RESP_SEND_INV => {
-            good_resp(a, cqe, opcode, wc)
-        }
-        OP_REQ_ERR | OP_RESP_ERR => error_cqe(a, cqe, opcode, wc),
-        other => Err(BadCqe::UnknownOpcode(other)),
-    }
-    .map_err(|what| (qpn, what))
-}
-
-/// The send queue of `a` and the slot of the WQE at `counter`, which must be outstanding.
-#[inline(always)]
-fn sent(a: &Attached, counter: u16) -> Result<(&SqTrack, &SqSlot, SentWqe), BadCqe> {
-    if !a.send {
-        return Err(BadCqe::UnknownQpn);
-    }
-    let sq = &a.shared.sq;
-    let pi = sq.pi.load(Ordering::Acquire) as u16;
-    let ci = sq.ci.load(Ordering::Relaxed) as u16;
-    if counter.wrapping_sub(ci) >= pi.wrapping_sub(ci) {
-        return Err(BadCqe::WqeCounterOutOfRange(counter));
-    }
-    let slot = &sq.slots[usize::from(counter & sq.mask)];
-    let w = slot.sent();
-    if w.index != counter {
-        return Err(BadCqe::WqeCounterOutOfRange(counter));
-    }
-    Ok((sq, slot, w))
-}
-
-/// Retires the send WQE in `slot` and the unsignaled ones before it.
-#[inline(always)]
-fn retire_sent(sq: &SqTrack, slot: &SqSlot, w: SentWqe) {
-    sq.wr_ci
-        .store(slot.wr_seq.load(Ordering::Relaxed), Ordering::Release);
-    sq.ci.store(u32::from(w.next), Ordering::Release);
-}
-
-/// The wr_id and posted length of the receive at `counter` (the QP's RQ or its SRQ), which
-/// must be outstanding.
-#[inline(always)]
-fn received(a: &Attached, counter: u16) -> Result<(u64, u64), BadCqe> {
-    if !a.recv {
-        return Err(BadCqe::UnknownQpn);
-    }
-    if let Some(srq) = &a.shared.srq {
-        return srq
-            .peek(counter)
-            .ok_or(BadCqe::RecvCounterOutOfRange(counter));
-    }
-    let Some(rq) = &a.shared.rq else {
-        return Err(BadCqe::UnknownQpn);
-    };
-    let ci = rq.ci.load(Ordering::Relaxed);
-    let pi = rq.pi.load(Ordering::Acquire);
-    if ci == pi || counter != ci as u16 {
-        return Err(BadCqe::RecvCounterOutOfRange(counter));
-    }
-    let i = (ci & rq.mask) as usize;
-    Ok((
-        rq.wr_id[i].load(Ordering::Relaxed),
-        rq.len[i].load(Ordering::Relaxed),
-    ))
-}
-
-/// Retires the receive at `counter`.
-#[inline(always)]
-fn retire_received(a: &Attached, counter: u16) {
-    if let Some(srq) = &a.shared.srq {
-        srq.free(counter);
-    } else if let Some(rq) = &a.shared.rq {
-        rq.ci.store(
-            rq.ci.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Release,
-        );
-    }
-}
-
-/// A good requester CQE (`REQ`): the send WQE it names, checked against what was posted.
-#[inline(always)]
-fn good_req(a: &Attached, cqe: Cqe, mut wc: WorkCompletion) -> Result<WorkCompletion, BadCqe> {
-    let counter = cqe.wqe_counter();
-    let (sq, slot, w) = sent(a, counter)?;
-    let send_op = cqe.send_opcode();
-    if send_op != w.opcode {
-        return Err(BadCqe::SendOpcodeMismatch {
-            posted: w.opcode,
-            cqe: send_op,
-        });
-    }
-    let len = slot.len.load(Ordering::Relaxed);
-    wc.opcode = w.wc_opcode;
-    wc.byte_len = len;
-    if w.reads {
-        let byte_cnt = cqe.byte_cnt();
-        if byte_cnt > len {
-            return Err(BadCqe::ByteCountTooLarge {
-                byte_cnt,
-                posted: u64::from(len),
-            });
-        }
-        wc.byte_len = byte_cnt;
-    }
-    wc.wr_id = slot.wr_id.load(Ordering::Relaxed);
-    retire_sent(sq, slot, w);
-    Ok(wc)
-}
-
-/// A good responder CQE (`RESP_*`): the receive it consumed, its length, source and
-/// immediate data.
-#[inline(always)]
-fn good_resp(
-    a: &Attached,
-    cqe: Cqe,
-    opcode: u8,
-    mut wc: WorkCompletion,
-) -> Result<WorkCompletion, BadCqe> {
-    let counter = cqe.wqe_counter();
-    let (wr_id, posted_len) = received(a, counter)?;
-    wc.wr_id = wr_id;
-    wc.opcode = WcOpcode::Recv;
-    let byte_cnt = cqe.byte_cnt();
-    if opcode != OP_RESP_WR_IMM && u64::from(byte_cnt) > posted_len {
-        return Err(BadCqe::ByteCountTooLarge {
-            byte_cnt,
-            posted: posted_len,
-        });
-    }
-    wc.byte_len = byte_cnt;
-    wc.src_qp = cqe.rqpn();
-    if cqe.grh() != 0 {
-        wc.flags = wc.flags.with(WcFlags::GRH);
+    let error = matches!(opcode, OP_REQ_ERR | OP_RESP_ERR);
+    if error {
+        let w34 = rd(CQE_SYNDROME);
+        wc.status = WcStatus::from_syndrome(w34 as u8);
+        wc.vendor_err = (w34 >> 8) as u8;
     }
     match opcode {
-        OP_RESP_WR_IMM => {
-            wc.opcode = WcOpcode::RecvRdmaWithImm;
-            wc.imm = cqe.imm_inval_pkey();
-            wc.flags = wc.flags.with(WcFlags::WITH_IMM);
+        OP_REQ | OP_REQ_ERR => {
+            if !a.send {
+                return Err((qpn, BadCqe::UnknownQpn));
+            }
+            let sq = &a.shared.sq;
+            let pi = sq.pi.load(Ordering::Acquire) as u16;
+            let ci = sq.ci.load(Ordering::Relaxed) as u16;
+            if counter.wrapping_sub(ci) >= pi.wrapping_sub(ci) {
+                return Err((qpn, BadCqe::WqeCounterOutOfRange(counter)));
+            }
+            let slot = &sq.slots[usize::from(counter & sq.mask)];
+            let meta = slot.meta.load(Ordering::Relaxed);
+            if meta as u16 != counter {
+                return Err((qpn, BadCqe::WqeCounterOutOfRange(counter)));
+            }
+            let posted = (meta >> 32) as u8;
+            let len = slot.len.load(Ordering::Relaxed);
+            let send_op = (w38 >> 24) as u8;
+            if opcode == OP_REQ && send_op != posted {
+                return Err((
+                    qpn,
+                    BadCqe::SendOpcodeMismatch {
+                        posted,
+                        cqe: send_op,
+                    },
+                ));
+            }
+            let wop = match (meta >> 40) as u8 {
+                1 => WcOpcode::RdmaWrite,
+                2 => WcOpcode::RdmaRead,
+                3 => WcOpcode::CompSwap,
+                4 => WcOpcode::FetchAdd,
+                _ => WcOpcode::Send,
+            };
+            let reads = (meta >> 48) & 1 == 1;
+            wc.opcode = wop;
+            wc.byte_len = len;
+            if reads && !error {
+                if byte_cnt > len {
+                    return Err((
+                        qpn,
+                        BadCqe::ByteCountTooLarge {
+                            byte_cnt,
+                            posted: u64::from(len),
+                        },
+                    ));
+                }
+                wc.byte_len = byte_cnt;
+            }
+            wc.wr_id = slot.wr_id.load(Ordering::Relaxed);
+            sq.wr_ci
+                .store(slot.wr_seq.load(Ordering::Relaxed), Ordering::Release);
+            sq.ci
+                .store(u32::from((meta >> 16) as u16), Ordering::Release);
+            Ok(wc)
         }
-        OP_RESP_SEND_IMM => {
-            wc.imm = cqe.imm_inval_pkey();
-            wc.flags = wc.flags.with(WcFlags::WITH_IMM);
+        OP_RESP_WR_IMM | OP_RESP_SEND | OP_RESP_SEND_IMM | OP_RESP_SEND_INV | OP_RESP_ERR => {
+            if !a.recv {
+                return Err((qpn, BadCqe::UnknownQpn));
+            }
+            let posted_len;
+            if let Some(srq) = &a.shared.srq {
+                let Some((wr_id, len)) = srq.peek(counter) else {
+                    return Err((qpn, BadCqe::RecvCounterOutOfRange(counter)));
+                };
+                posted_len = len;
+                wc.wr_id = wr_id;
+            } else {
+                let Some(rq) = &a.shared.rq else {
+                    return Err((qpn, BadCqe::UnknownQpn));
+                };
+                let ci = rq.ci.load(Ordering::Relaxed);
+                let pi = rq.pi.load(Ordering::Acquire);
+                if ci == pi || counter != ci as u16 {
+                    return Err((qpn, BadCqe::RecvCounterOutOfRange(counter)));
+                }
+                let i = (ci & rq.mask) as usize;
+                posted_len = rq.len[i].load(Ordering::Relaxed);
+                wc.wr_id = rq.wr_id[i].load(Ordering::Relaxed);
+            }
+            wc.opcode = WcOpcode::Recv;
+            if !error {
+                let w18 = rd(CQE_RQPN);
+                let imm = rd(CQE_IMM);
+                if opcode != OP_RESP_WR_IMM && u64::from(byte_cnt) > posted_len {
+                    return Err((
+                        qpn,
+                        BadCqe::ByteCountTooLarge {
+                            byte_cnt,
+                            posted: posted_len,
+                        },
+                    ));
+                }
+                wc.byte_len = byte_cnt;
+                wc.src_qp = w18 & 0xFF_FFFF;
+                if (w18 >> 28) & 3 != 0 {
+                    wc.flags = wc.flags.with(WcFlags::GRH);
+                }
+                match opcode {
+                    OP_RESP_WR_IMM => {
+                        wc.opcode = WcOpcode::RecvRdmaWithImm;
+                        wc.imm = imm;
+                        wc.flags = wc.flags.with(WcFlags::WITH_IMM);
+                    }
+                    OP_RESP_SEND_IMM => {
+                        wc.imm = imm;
+                        wc.flags = wc.flags.with(WcFlags::WITH_IMM);
+                    }
+                    OP_RESP_SEND_INV => {
+                        wc.invalidated_rkey = imm;
+                        wc.flags = wc.flags.with(WcFlags::WITH_INV);
+                    }
+                    _ => {}
+                }
+            }
+            // Retire the receive.
+            if let Some(srq) = &a.shared.srq {
+                srq.free(counter);
+            } else if let Some(rq) = &a.shared.rq {
+                rq.ci.store(
+                    rq.ci.load(Ordering::Relaxed).wrapping_add(1),
+                    Ordering::Release,
+                );
+            }
+            Ok(wc)
         }
-        OP_RESP_SEND_INV => {
-            wc.invalidated_rkey = cqe.imm_inval_pkey();
-            wc.flags = wc.flags.with(WcFlags::WITH_INV);
-        }
-        _ => {}
+        other => Err((qpn, BadCqe::UnknownOpcode(other))),
     }
-    retire_received(a, counter);
-    Ok(wc)
-}
-
-/// An error CQE (`REQ_ERR`, `RESP_ERR`): the status from the syndrome, the WQE it names
-/// retired (a send WQE reports its posted length, a receive none).
-#[cold]
-#[inline(never)]
-fn error_cqe(
-    a: &Attached,
-    cqe: Cqe,
-    opcode: u8,
-    mut wc: WorkCompletion,
-) -> Result<WorkCompletion, BadCqe> {
-    wc.status = WcStatus::from_syndrome(cqe.syndrome());
-    wc.vendor_err = cqe.vendor_err_synd();
-    let counter = cqe.wqe_counter();
-    if opcode == OP_REQ_ERR {
-        let (sq, slot, w) = sent(a, counter)?;
-        wc.opcode = w.wc_opcode;
-        wc.byte_len = slot.len.load(Ordering::Relaxed);
-        wc.wr_id = slot.wr_id.load(Ordering::Relaxed);
-        retire_sent(sq, slot, w);
-    } else {
-        let (wr_id, _) = received(a, counter)?;
-        wc.wr_id = wr_id;
-        wc.opcode = WcOpcode::Recv;
-        retire_received(a, counter);
-    }
-    Ok(wc)
 }

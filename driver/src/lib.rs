@@ -46,7 +46,6 @@
 pub mod ah;
 pub mod cmdq;
 pub mod cq;
-mod cqe;
 mod dma;
 pub mod eq;
 pub mod error;

@@ -6,7 +6,7 @@
 //! It imports no object module (QP, SRQ, CQ, posting): they all build on it.
 
 use crate::dma::write_be64;
-use crate::wr::{PostErrorKind, Sge, WcOpcode};
+use crate::wr::{PostErrorKind, Sge};
 use rnic_hw_regs::wqe::INVALID_LKEY;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
@@ -55,59 +55,13 @@ pub(crate) struct SqTrack {
 #[derive(Debug, Default)]
 pub(crate) struct SqSlot {
     pub(crate) wr_id: AtomicU64,
-    /// The slot's [`SentWqe`], packed into one word so that it is published with one store.
-    sent: AtomicU64,
+    /// `wqe_index | next << 16 | send opcode << 32 | WcOpcode << 40 | reads << 48` (reads:
+    /// READ or atomic, whose CQE byte count is the bytes read).
+    pub(crate) meta: AtomicU64,
     /// Posted length (READ and atomics: the local buffer).
     pub(crate) len: AtomicU32,
     /// `wr_pi` after this work request: the poller's `wr_ci` once it retires.
     pub(crate) wr_seq: AtomicU32,
-}
-
-/// What the poster records of one send WQE for the poller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SentWqe {
-    /// The WQE's counter (`wqe_index`; the CQE's `wqe_counter` names it).
-    pub(crate) index: u16,
-    /// The counter after it: the SQ's `ci` once it retires.
-    pub(crate) next: u16,
-    /// The send opcode posted (a good requester CQE's `send_opcode` must match).
-    pub(crate) opcode: u8,
-    /// The work completion's opcode.
-    pub(crate) wc_opcode: WcOpcode,
-    /// READ or atomic: the CQE's byte count is the bytes read.
-    pub(crate) reads: bool,
-}
-
-impl SqSlot {
-    /// Records the WQE posted into this slot (the poster, before it publishes `pi`).
-    #[inline(always)]
-    pub(crate) fn record(&self, w: SentWqe) {
-        let word = u64::from(w.index)
-            | (u64::from(w.next) << 16)
-            | (u64::from(w.opcode) << 32)
-            | (u64::from(w.wc_opcode as u8) << 40)
-            | (u64::from(w.reads) << 48);
-        self.sent.store(word, Ordering::Relaxed);
-    }
-
-    /// The WQE recorded in this slot (the poller, after it read `pi`).
-    #[inline(always)]
-    pub(crate) fn sent(&self) -> SentWqe {
-        let word = self.sent.load(Ordering::Relaxed);
-        SentWqe {
-            index: word as u16,
-            next: (word >> 16) as u16,
-            opcode: (word >> 32) as u8,
-            wc_opcode: match (word >> 40) as u8 {
-                1 => WcOpcode::RdmaWrite,
-                2 => WcOpcode::RdmaRead,
-                3 => WcOpcode::CompSwap,
-                4 => WcOpcode::FetchAdd,
-                _ => WcOpcode::Send,
-            },
-            reads: (word >> 48) & 1 == 1,
-        }
-    }
 }
 
 /// Receive queue tracking: wr_id and posted length per WQE, counters.
