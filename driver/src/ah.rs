@@ -2,6 +2,9 @@
 //! send WQE as its datagram segment (`mlx5_wqe_av`: Q_Key, destination QPN, MAC, GRH fields,
 //! destination GID; for RoCE the 16-bit `rlid` field carries the UDP source port).
 //!
+//! [`AddressVector`] is defined here, below the QP: a connected QP's path
+//! ([`crate::qp::RtrAttr::av`]) and an address handle are both built from one.
+//!
 //! ```
 //! use rnic_driver::ah::{rdma_get_udp_sport, rdma_flow_label_to_udp_sport};
 //!
@@ -12,7 +15,6 @@
 
 use crate::error::DriverError;
 use crate::pd::Pd;
-use crate::qp::AddressVector;
 use rnic_hw_regs::wqe::WqeAv;
 use std::sync::Arc;
 
@@ -21,6 +23,46 @@ use std::sync::Arc;
 pub use rnic_hw_regs::roce::{
     rdma_calc_flow_label, rdma_flow_label_to_udp_sport, rdma_get_udp_sport,
 };
+
+/// A RoCE v2 address vector: where a connected QP's packets (or a UD datagram) go.
+///
+/// ```
+/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
+/// # use std::{sync::Arc, time::{Duration, Instant}};
+/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
+/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
+/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
+/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
+/// // This QP's own RoCE v2 address (GID 1, the configured IPv4) and MAC: loopback.
+/// let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), ..RtrAttr::default() })?;
+/// assert_eq!(qp.query()?.state, QpState::Rtr);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddressVector {
+    /// Local GID table index (source address).
+    pub sgid_index: u8,
+    /// Destination GID (RoCE v2 over IPv4: `::ffff:a.b.c.d`).
+    pub dgid: [u8; 16],
+    /// Destination MAC.
+    pub dmac: [u8; 6],
+    /// Hop limit (IPv4 TTL); 0 means 64.
+    pub hop_limit: u8,
+    /// Traffic class (DSCP << 2 | ECN).
+    pub traffic_class: u8,
+    /// IPv6 flow label (20 bits).
+    pub flow_label: u32,
+    /// Service level (the Ethernet priority: 0 ..= [`MAX_SL`](crate::qp::MAX_SL)).
+    pub sl: u8,
+    /// UDP source port; `None`: as rxe computes it (`rdma_get_udp_sport` of the flow label
+    /// and the QP numbers).
+    pub udp_sport: Option<u16>,
+}
 
 /// A UD address handle.
 ///

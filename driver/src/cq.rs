@@ -38,7 +38,7 @@ use crate::dma::{read_be32, read_byte, write_be32};
 use crate::eq::EventQueue;
 use crate::error::DriverError;
 use crate::hca::Hca;
-use crate::qp::QpShared;
+use crate::wq::{QpShared, log2_ceil};
 use crate::wr::{BadCqe, PollError, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{CreateCqIn, DestroyCqIn, QueryCqIn};
@@ -346,14 +346,6 @@ pub struct Cq {
 unsafe impl Send for Cq {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Cq {}
-
-/// ceil(log2(n)) for n >= 1.
-pub(crate) fn log2_ceil(n: u32) -> u8 {
-    // Above 2^31 the next power of two does not fit: 32, which every size check refuses.
-    n.max(1)
-        .checked_next_power_of_two()
-        .map_or(32, u32::trailing_zeros) as u8
-}
 
 impl Cq {
     /// Creates a CQ of at least `min_cqes` entries (a power of two), its completion events

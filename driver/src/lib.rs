@@ -13,7 +13,8 @@
 //!   receive queues ([`srq`]) and UD address handles ([`ah`]); each holds `Arc`s of what it
 //!   depends on and is destroyed on drop (or with `destroy()`, which returns errors);
 //! - the data path ([`post`], [`cq::Cq::poll`], [`wr`]): posting and polling without
-//!   allocation, locks or system calls.
+//!   allocation, locks or system calls, over the work-queue bookkeeping (`wq`) the QP, SRQ
+//!   and CQ share.
 //!
 //! Nothing here knows whether the bus is a real ConnectX or the emulator.
 //!
@@ -60,6 +61,7 @@ pub mod srq;
 pub mod trace;
 pub mod uar;
 pub mod vfio;
+mod wq;
 pub mod wr;
 
 pub use error::DriverError;

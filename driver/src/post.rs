@@ -12,34 +12,16 @@
 
 use crate::dma::{write_be32, write_be64};
 use crate::qp::{Qp, QpType};
-use crate::wr::{
-    Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge, WcOpcode,
-};
+use crate::wq::{Claim, write_recv};
+use crate::wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, WcOpcode};
 use rnic_hw_regs::doorbell::send_doorbell_offset;
-use rnic_hw_regs::wqe::{CE_CQ_UPDATE, INLINE_SEG_FLAG, INVALID_LKEY, SendOpcode, inline_seg_ds};
+use rnic_hw_regs::wqe::{CE_CQ_UPDATE, INLINE_SEG_FLAG, SendOpcode, inline_seg_ds};
 use std::sync::atomic::{Ordering, fence};
 
 /// `fm_ce_se` bits (fm 7:5, ce 3:2, se 1).
 const FM_FENCE: u8 = 0x80;
 const CE_UPDATE: u8 = CE_CQ_UPDATE << 2;
 const SE: u8 = 0x02;
-
-/// A held claim flag (one poster per queue), released on drop.
-pub(crate) struct Claim<'a>(&'a std::sync::atomic::AtomicBool);
-
-impl<'a> Claim<'a> {
-    /// Takes `flag`; `None` when another thread holds it.
-    #[inline(always)]
-    pub(crate) fn take(flag: &'a std::sync::atomic::AtomicBool) -> Option<Claim<'a>> {
-        (!flag.swap(true, Ordering::Acquire)).then_some(Claim(flag))
-    }
-}
-
-impl Drop for Claim<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
-}
 
 impl Qp {
     /// Writes one 16-byte unit `ds` of the WQE starting at counter `pi` (wrapping the ring).
@@ -410,42 +392,4 @@ impl Qp {
             None => Ok(()),
         }
     }
-}
-
-/// Writes a receive scatter list of at most `max` entries at `base` (terminated by the
-/// invalid lkey when shorter); returns the posted length.
-#[inline(always)]
-pub(crate) fn write_recv(base: *mut u8, max: usize, sgl: &[Sge]) -> Result<u64, PostErrorKind> {
-    let n = sgl.iter().filter(|s| s.len != 0).count();
-    if n > max {
-        return Err(PostErrorKind::TooManySges {
-            given: sgl.len(),
-            max,
-        });
-    }
-    let mut len = 0u64;
-    let mut i = 0;
-    for s in sgl.iter().filter(|s| s.len != 0) {
-        if s.len > 0x7FFF_FFFF {
-            return Err(PostErrorKind::SgeTooLong);
-        }
-        // SAFETY: `i < max`: the entry is inside the WQE (caller's contract on `base`).
-        unsafe {
-            write_be64(
-                base.add(i * 16),
-                (u64::from(s.len) << 32) | u64::from(s.lkey),
-            );
-            write_be64(base.add(i * 16 + 8), s.addr);
-        }
-        len += u64::from(s.len);
-        i += 1;
-    }
-    if i < max {
-        // SAFETY: as above.
-        unsafe {
-            write_be64(base.add(i * 16), u64::from(INVALID_LKEY));
-            write_be64(base.add(i * 16 + 8), 0);
-        }
-    }
-    Ok(len)
 }

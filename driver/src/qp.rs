@@ -29,12 +29,14 @@
 //! # Ok(()) }
 //! ```
 
+pub use crate::ah::AddressVector;
 use crate::ah::rdma_get_udp_sport;
-use crate::cq::{Cq, log2_ceil};
+use crate::cq::Cq;
 use crate::dma::write_be32;
 use crate::error::DriverError;
 use crate::pd::Pd;
-use crate::srq::{Srq, SrqShared};
+use crate::srq::Srq;
+use crate::wq::{QpShared, RqTrack, SqSlot, SqTrack, log2_ceil};
 use crate::wr::Access;
 use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{
@@ -279,46 +281,6 @@ impl std::fmt::Display for Mtu {
 /// ```
 pub const MAX_SL: u8 = 7;
 
-/// A RoCE v2 address vector: where a connected QP's packets (or a UD datagram) go.
-///
-/// ```
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// // This QP's own RoCE v2 address (GID 1, the configured IPv4) and MAC: loopback.
-/// let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-/// qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), ..RtrAttr::default() })?;
-/// assert_eq!(qp.query()?.state, QpState::Rtr);
-/// # Ok(()) }
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AddressVector {
-    /// Local GID table index (source address).
-    pub sgid_index: u8,
-    /// Destination GID (RoCE v2 over IPv4: `::ffff:a.b.c.d`).
-    pub dgid: [u8; 16],
-    /// Destination MAC.
-    pub dmac: [u8; 6],
-    /// Hop limit (IPv4 TTL); 0 means 64.
-    pub hop_limit: u8,
-    /// Traffic class (DSCP << 2 | ECN).
-    pub traffic_class: u8,
-    /// IPv6 flow label (20 bits).
-    pub flow_label: u32,
-    /// Service level (the Ethernet priority: 0 ..= [`MAX_SL`]).
-    pub sl: u8,
-    /// UDP source port; `None`: as rxe computes it (`rdma_get_udp_sport` of the flow label
-    /// and the QP numbers).
-    pub udp_sport: Option<u16>,
-}
-
 /// Entries in the port's P_Key table: a RoCE port has the one default P_Key (0xFFFF) at
 /// index 0, as mlx5 reports for Ethernet ports (`pkey_tbl_len` 1). [`Qp::to_init`] refuses
 /// a `pkey_index` beyond it.
@@ -496,53 +458,6 @@ pub struct QpInfo {
     pub state: QpState,
     /// The whole QP context (PSNs, address path, sizes, counters, ...).
     pub qpc: Qpc,
-}
-
-/// Send queue tracking shared by the poster and the CQ poller (WQEBB counters, 16 bits
-/// significant): per WQE slot the wr_id, the WQE's counter, the counter after it, and
-/// the opcode; `pi` is published by the poster, `ci` by the poller. `wr_pi` / `wr_ci` count
-/// work requests posted / retired, so that no more than `max_send_wr` are outstanding
-/// however few WQEBBs each takes (as mlx5's `sq.head` / `sq.tail` against `max_post`).
-#[derive(Debug)]
-pub(crate) struct SqTrack {
-    pub(crate) slots: Box<[SqSlot]>,
-    pub(crate) mask: u16,
-    pub(crate) pi: AtomicU32,
-    pub(crate) ci: AtomicU32,
-    pub(crate) wr_pi: AtomicU32,
-    pub(crate) wr_ci: AtomicU32,
-}
-
-/// One send WQE slot.
-#[derive(Debug, Default)]
-pub(crate) struct SqSlot {
-    pub(crate) wr_id: AtomicU64,
-    /// `wqe_index | next << 16 | send opcode << 32 | WcOpcode << 40 | reads << 48` (reads:
-    /// READ or atomic, whose CQE byte count is the bytes read).
-    pub(crate) meta: AtomicU64,
-    /// Posted length (READ and atomics: the local buffer).
-    pub(crate) len: AtomicU32,
-    /// `wr_pi` after this work request: the poller's `wr_ci` once it retires.
-    pub(crate) wr_seq: AtomicU32,
-}
-
-/// Receive queue tracking: wr_id and posted length per WQE, counters.
-#[derive(Debug)]
-pub(crate) struct RqTrack {
-    pub(crate) wr_id: Box<[AtomicU64]>,
-    pub(crate) len: Box<[AtomicU64]>,
-    pub(crate) mask: u32,
-    pub(crate) pi: AtomicU32,
-    pub(crate) ci: AtomicU32,
-}
-
-/// What a CQ needs of a QP to complete its work.
-#[derive(Debug)]
-pub(crate) struct QpShared {
-    pub(crate) qpn: u32,
-    pub(crate) sq: SqTrack,
-    pub(crate) rq: Option<RqTrack>,
-    pub(crate) srq: Option<Arc<SrqShared>>,
 }
 
 /// A queue pair.

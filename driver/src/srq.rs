@@ -22,11 +22,10 @@
 //! # Ok(()) }
 //! ```
 
-use crate::cq::log2_ceil;
 use crate::dma::{read_be32, write_be32};
 use crate::error::DriverError;
 use crate::pd::Pd;
-use crate::post::{Claim, write_recv};
+use crate::wq::{Claim, FREED, LINKED, POSTED, SrqShared, log2_ceil, write_recv};
 use crate::wr::{PostError, PostErrorKind, RecvWr};
 use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{CreateSrqIn, DestroySrqIn, QuerySrqIn};
@@ -34,49 +33,6 @@ use rnic_hw_regs::ctx::Srqc;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering, fence};
-
-/// Slot states: linked into the device's list and free to post...
-const LINKED: u8 = 0;
-/// ...posted (the device owns it until its completion is polled)...
-const POSTED: u8 = 1;
-/// ...or completed and polled, waiting for the poster to link it back.
-const FREED: u8 = 2;
-
-/// What CQ pollers need of an SRQ: per slot the wr_id, the posted length and its state.
-#[derive(Debug)]
-pub(crate) struct SrqShared {
-    wr_id: Box<[AtomicU64]>,
-    len: Box<[AtomicU64]>,
-    state: Box<[AtomicU8]>,
-    /// Slots in state `FREED`.
-    freed: AtomicU32,
-}
-
-impl SrqShared {
-    /// The wr_id and length of posted slot `idx`.
-    #[inline(always)]
-    pub(crate) fn peek(&self, idx: u16) -> Option<(u64, u64)> {
-        let i = usize::from(idx);
-        if self.state.get(i)?.load(Ordering::Acquire) != POSTED {
-            return None;
-        }
-        Some((
-            self.wr_id[i].load(Ordering::Relaxed),
-            self.len[i].load(Ordering::Relaxed),
-        ))
-    }
-
-    /// Slot `idx` completed: the poster may link it back (a slot not posted is left alone).
-    #[inline(always)]
-    pub(crate) fn free(&self, idx: u16) {
-        if let Some(s) = self.state.get(usize::from(idx))
-            && s.compare_exchange(POSTED, FREED, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
-            self.freed.fetch_add(1, Ordering::Release);
-        }
-    }
-}
 
 /// A shared receive queue.
 ///

@@ -37,8 +37,7 @@ const ALLOWED: &[(&str, &[&[&str]])] = &[
             "transport::responder",
         ]],
     ),
-    // QP, SRQ, CQ and posting share work-queue bookkeeping that has no room of its own yet.
-    ("driver", &[&["ah", "cq", "post", "qp", "srq", "wr"]]),
+    ("driver", &[]),
     ("verbs-api", &[]),
     ("tools", &[]),
 ];
