@@ -26,7 +26,7 @@ use rnic_hw_regs::doorbell::CqArm;
 use rnic_hw_regs::eqe::{Eqe, EventType};
 use zerocopy::IntoBytes;
 
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// CQ error EQE syndrome: the CQ overran.
 pub(crate) const CQ_ERR_OVERRUN: u8 = 0x01;

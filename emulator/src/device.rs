@@ -19,6 +19,7 @@ use rnic_hw_regs::init_seg::HealthSyndrome;
 use crate::bar::{Bar, BarWrite};
 use crate::bus::{DmaAllocator, EmuBus};
 use crate::clock::Clock;
+use crate::ctx::Ctx;
 use crate::iommu::Iommu;
 use crate::irq::Irqs;
 use crate::profile::Profile;
@@ -63,15 +64,6 @@ pub(crate) struct Shared {
     auto_step: AtomicBool,
     stop: AtomicBool,
     unparker: Option<Unparker>,
-}
-
-/// The context command handlers and queue engines work in: the device state (locked) and
-/// the device's view of host memory.
-pub(crate) struct Ctx<'a> {
-    pub st: &'a mut DeviceState,
-    pub dma: &'a Iommu,
-    pub irqs: &'a Irqs,
-    pub clock: &'a Clock,
 }
 
 impl Shared {

@@ -17,7 +17,7 @@ use rnic_hw_regs::doorbell::{
     UAR_CQ_ARM, UAR_EQ_UPDATE, UAR_EQ_UPDATE_ARM, UAR_SEND_DB_0, UAR_SEND_DB_1,
 };
 
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// A write to UAR page `uar` at `offset`.
 pub(crate) fn uar_write(ctx: &mut Ctx<'_>, uar: u32, offset: usize, value: u64, width: u8) {

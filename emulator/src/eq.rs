@@ -13,7 +13,7 @@ use rnic_hw_regs::PrmLayout;
 use rnic_hw_regs::eqe::{EQE_SIZE, Eqe};
 use zerocopy::IntoBytes;
 
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// Writes `eqe` (its event type, sub-type and data; the writer sets the owner bit) to the EQ
 /// that subscribed to its event type (the lowest EQN when several did); false when no EQ did

@@ -35,6 +35,7 @@ mod caps;
 mod clock;
 mod cmd;
 mod cq;
+mod ctx;
 mod device;
 mod doorbells;
 mod eq;

@@ -21,7 +21,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::link::LinkRxDrops;
 use crate::link::pcap::Capture;
 pub use crate::link::{Link, NullLink};

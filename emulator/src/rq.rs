@@ -16,7 +16,7 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::eqe::{Eqe, EventType};
 use rnic_hw_regs::wqe::INVALID_LKEY;
 
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::mkey::{Domain, Seg};
 
 /// A receive WQE taken from an RQ or SRQ.

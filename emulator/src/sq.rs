@@ -23,7 +23,7 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpSt, QpState};
 use rnic_hw_regs::wqe::{DS_SIZE, MAX_DS, SendOpcode, WQEBB, WqeAv, ds_to_wqebbs};
 
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::mkey::Seg;
 use crate::resources::Qp;
 use crate::transport::{QpTransport, SendWqe, UdDest};

@@ -8,7 +8,7 @@ use rnic_hw_regs::status::CmdStatus;
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::{Cmd, CmdResult, check_op_mod, fail, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// ACCESS_REG.
 pub(super) fn access_reg(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {

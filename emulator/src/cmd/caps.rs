@@ -18,7 +18,7 @@ use rnic_hw_regs::status::CmdStatus;
 use zerocopy::IntoBytes;
 
 use super::{Cmd, CmdResult, ensure, fail, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// QUERY_HCA_CAP: op_mod = cap_type << 1 | (1 = current, 0 = max).
 pub(super) fn query_hca_cap(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {

@@ -14,7 +14,7 @@ use rnic_hw_regs::cmd::{
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, PasSyndromes, check_op_mod, ensure, fail, queue_buf, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::Cq;
 
 /// MODIFY_CQ `modify_field_select` bits (Linux `MLX5_CQ_MODIFY_*`).

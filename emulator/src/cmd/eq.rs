@@ -13,7 +13,7 @@ use rnic_hw_regs::status::CmdStatus;
 use zerocopy::FromBytes;
 
 use super::{Cmd, CmdResult, PasSyndromes, check_op_mod, ensure, fail, queue_buf, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::Eq;
 
 /// EQ state `st` values (eqc): armed and fired.

@@ -16,7 +16,7 @@ use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, check_op_mod, ensure, fail, syndrome as syn};
 use crate::caps::Caps;
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::Resources;
 use crate::state::HcaState;
 

@@ -16,7 +16,7 @@ use rnic_hw_regs::status::CmdStatus;
 use zerocopy::FromZeros;
 
 use super::{Cmd, CmdResult, be64_list, check_op_mod, ensure, fail, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::{Mkey, MkeyTranslation, RESD_LKEY};
 
 /// Access mode PA.

@@ -33,7 +33,7 @@ mod srq;
 mod vport;
 
 use crate::bar::Bar;
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// The largest command input or output the device accepts: a CREATE_MKEY whose MTT maps the
 /// largest region ([`crate::caps::LOG_MAX_MRW_SZ`]) in 4 KiB pages at any page offset (a

@@ -4,7 +4,7 @@ use rnic_hw_regs::cmd::{ManagePagesIn, ManagePagesOut, QueryPagesIn, QueryPagesO
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, be64_list, check_op_mod, ensure, fail, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// The adapter page size.
 const PAGE: u64 = 4096;

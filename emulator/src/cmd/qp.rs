@@ -22,7 +22,7 @@ use rnic_hw_regs::ctx::{QpSt, QpState, Qpc, opt_param};
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, PasSyndromes, check_op_mod, ensure, fail, queue_buf, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::Qp;
 
 /// `rq_type`: a normal RQ in the QP's buffer.

@@ -8,7 +8,7 @@ use rnic_hw_regs::cmd::{
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, check_op_mod, ensure, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// The port is 1; 0 means this function's port too (single-port devices leave it 0).
 fn check_port(port: u8) -> CmdResult {

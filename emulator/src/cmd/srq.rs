@@ -14,7 +14,7 @@ use rnic_hw_regs::status::CmdStatus;
 use zerocopy::FromZeros;
 
 use super::{Cmd, CmdResult, PasSyndromes, check_op_mod, ensure, fail, queue_buf, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::Srq;
 
 /// ARM_RQ op_mod for an SRQ (0 would be an RQ object, which this device does not have).

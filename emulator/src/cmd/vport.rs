@@ -13,7 +13,7 @@ use rnic_hw_regs::cmd::{
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, check_op_mod, ensure, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// Vport state: up.
 const VPORT_STATE_UP: u8 = 1;

@@ -32,7 +32,7 @@ use rnic_hw_regs::ctx::QpSt;
 use super::{
     QpTransport, SendWqe, addr_ok, advance_una, enter_error, mtu_bytes, psn_add, psn_cmp, rearm,
 };
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::mkey::{self, Domain};
 use crate::port::count_drop;
 use crate::wire::{NakCode, Operation, PacketRepr, Position, Syndrome, Transport};

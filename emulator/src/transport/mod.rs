@@ -54,7 +54,7 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpState, Qpc};
 use rnic_hw_regs::wqe::SendOpcode;
 
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::mkey::Seg;
 use crate::rq::RecvWqe;
 use crate::wire::{

@@ -13,7 +13,7 @@ use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::wqe::SendOpcode;
 
 use super::{Path, SendWqe, bth, mtu_bytes, packet_repr, port_mtu_code, psn_add, send_frame};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::mkey::{self, Domain, Need};
 use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, PacketRepr, RethRepr};
 

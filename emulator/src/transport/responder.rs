@@ -29,7 +29,7 @@ use super::{
     InMsg, MsgKind, Path, QpTransport, RdRes, ReadJob, ResKind, addr_ok, bth, can_receive,
     enter_error, mtu_bytes, packet_repr, psn_add, psn_cmp, send_frame,
 };
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::mkey::{self, Domain, Need};
 use crate::port::count_drop;
 use crate::rq::{RecvWqe, Take};

@@ -12,7 +12,7 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpSt, Qpc};
 
 use super::{QpTransport, completer, requester};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::state::DeviceState;
 
 /// The local ACK timeout of a QP in ns (None: disabled).

@@ -1,0 +1,18 @@
+//! The context command handlers and engines work in. It sits below every engine and names
+//! only data (the device state, the device's view of host memory, its interrupts and clock),
+//! so an engine that takes a `Ctx` does not depend on the run loop (`device`) that builds it.
+
+use crate::clock::Clock;
+use crate::iommu::Iommu;
+use crate::irq::Irqs;
+use crate::state::DeviceState;
+
+/// The context command handlers and queue engines work in: the device state (locked) and
+/// the device's view of host memory.
+pub(crate) struct Ctx<'a> {
+    pub st: &'a mut DeviceState,
+    pub dma: &'a Iommu,
+    pub irqs: &'a Irqs,
+    pub clock: &'a Clock,
+}
+
