@@ -15,4 +15,3 @@ pub(crate) struct Ctx<'a> {
     pub irqs: &'a Irqs,
     pub clock: &'a Clock,
 }
-

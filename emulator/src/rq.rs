@@ -17,20 +17,7 @@ use rnic_hw_regs::eqe::{Eqe, EventType};
 use rnic_hw_regs::wqe::INVALID_LKEY;
 
 use crate::ctx::Ctx;
-use crate::mkey::{Domain, Seg};
-
-/// A receive WQE taken from an RQ or SRQ.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct RecvWqe {
-    /// The CQE's `wqe_counter`: the RQ's counter value, or the SRQ WQE index.
-    pub counter: u16,
-    /// Scatter list.
-    pub segs: Vec<Seg>,
-    /// Who the lkeys are checked for: the QP's PD and `rlky`, or the SRQ's.
-    pub dom: Domain,
-    /// The SRQ it came from.
-    pub srqn: Option<u32>,
-}
+use crate::resources::{Domain, RecvWqe, Seg};
 
 /// What [`take`] found.
 #[derive(Debug)]

@@ -24,9 +24,7 @@ use rnic_hw_regs::ctx::{QpSt, QpState};
 use rnic_hw_regs::wqe::{DS_SIZE, MAX_DS, SendOpcode, WQEBB, WqeAv, ds_to_wqebbs};
 
 use crate::ctx::Ctx;
-use crate::mkey::Seg;
-use crate::resources::Qp;
-use crate::transport::{QpTransport, SendWqe, UdDest};
+use crate::resources::{Qp, QpTransport, Seg, SendWqe, UdDest};
 
 /// Size of the UD datagram segment (an address vector).
 const AV_LEN: usize = 48;

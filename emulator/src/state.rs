@@ -219,7 +219,7 @@ pub(crate) struct DeviceState {
     pub port: crate::port::Port,
     /// Scatter lists of completed receive WQEs, reused by the next ones
     /// ([`crate::rq::recycle`]), so a steady stream of receives allocates nothing.
-    pub spare_recv_segs: Vec<Vec<crate::mkey::Seg>>,
+    pub spare_recv_segs: Vec<Vec<crate::resources::Seg>>,
     /// QPs with an own RQ that entered ERR: receive WQEs the host posts to them later are
     /// flushed at the next step ([`crate::rq::flush_in_error`]), as a ConnectX flushes
     /// receives posted in ERR (what a drain relies on). Entries whose QP left ERR or was

@@ -29,12 +29,12 @@ use rnic_hw_regs::wqe::SendOpcode;
 
 use rnic_hw_regs::ctx::QpSt;
 
-use super::{
-    QpTransport, SendWqe, addr_ok, advance_una, enter_error, mtu_bytes, psn_add, psn_cmp, rearm,
-};
+use super::{addr_ok, enter_error, mtu_bytes, rearm};
 use crate::ctx::Ctx;
-use crate::mkey::{self, Domain};
+use crate::mkey;
 use crate::port::count_drop;
+use crate::resources::{Domain, QpTransport, SPARE_WQES, SendWqe, advance_una};
+use crate::wire::psn::{psn_add, psn_cmp};
 use crate::wire::{NakCode, Operation, PacketRepr, Position, Syndrome, Transport};
 
 /// Handles a response packet (ACK, NAK, READ response, atomic ACK) for QP `qpn`.
@@ -238,7 +238,7 @@ fn ack_upto(tr: &mut QpTransport, psn: u32) {
 
 /// Completes SENDs and WRITEs that end before `psn`.
 fn ack_before(tr: &mut QpTransport, psn: u32) {
-    ack_upto(tr, super::psn_add(psn, 0xFF_FFFF));
+    ack_upto(tr, psn_add(psn, 0xFF_FFFF));
 }
 
 /// Whether `w` is unfinished and its PSN range holds `psn`.
@@ -429,7 +429,7 @@ pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
             c.set_srqn_uidx(uidx);
             crate::cq::push(ctx, cqn, &mut c);
         }
-        if tr.spare.len() < super::SPARE_WQES {
+        if tr.spare.len() < SPARE_WQES {
             tr.spare.push(w);
         }
     }

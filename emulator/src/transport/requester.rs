@@ -12,9 +12,11 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::wqe::SendOpcode;
 
-use super::{Path, SendWqe, bth, mtu_bytes, packet_repr, port_mtu_code, psn_add, send_frame};
+use super::{Path, bth, mtu_bytes, packet_repr, port_mtu_code, send_frame};
 use crate::ctx::Ctx;
-use crate::mkey::{self, Domain, Need};
+use crate::mkey::{self, Need};
+use crate::resources::{Domain, SendWqe, WINDOW};
+use crate::wire::psn::{psn_add, psn_cmp};
 use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, PacketRepr, RethRepr};
 
 /// Sends what QP `qpn` may send now, then completes what finished.
@@ -30,7 +32,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
     let rc = qpc.st() == u8::from(QpSt::Rc);
     let una = *tr.una.get_or_insert(qpc.next_send_psn());
     // RC: no packet at or beyond `una + WINDOW` goes out until ACKs move `una`.
-    let limit = rc.then(|| psn_add(una, super::WINDOW));
+    let limit = rc.then(|| psn_add(una, WINDOW));
     let max_rd = 1usize << qpc.log_sra_max();
     let mut rd_outstanding = 0usize;
     let mut sent_any = false;
@@ -173,7 +175,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
     while w.next_pkt < sends {
         let i = w.next_pkt;
         let psn = psn_add(w.first_psn, i + rd_skip);
-        if limit.is_some_and(|l| super::psn_cmp(psn, l) >= 0) {
+        if limit.is_some_and(|l| psn_cmp(psn, l) >= 0) {
             break;
         }
         let last = i + 1 == sends;

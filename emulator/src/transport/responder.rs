@@ -25,15 +25,14 @@ use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
 use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::eqe::EventType;
 
-use super::{
-    InMsg, MsgKind, Path, QpTransport, RdRes, ReadJob, ResKind, addr_ok, bth, can_receive,
-    enter_error, mtu_bytes, packet_repr, psn_add, psn_cmp, send_frame,
-};
+use super::{Path, addr_ok, bth, can_receive, enter_error, mtu_bytes, packet_repr, send_frame};
 use crate::ctx::Ctx;
-use crate::mkey::{self, Domain, Need};
+use crate::mkey::{self, Need};
 use crate::port::count_drop;
-use crate::rq::{RecvWqe, Take};
+use crate::resources::{Domain, InMsg, MsgKind, QpTransport, RdRes, ReadJob, RecvWqe, ResKind};
+use crate::rq::Take;
 use crate::state::RxDrops;
+use crate::wire::psn::{psn_add, psn_cmp};
 use crate::wire::{
     AethRepr, AtomicAckEthRepr, NakCode, Opcode, Operation, PacketRepr, Position, RethRepr,
     Syndrome, Transport,

@@ -11,8 +11,9 @@
 use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpSt, Qpc};
 
-use super::{QpTransport, completer, requester};
+use super::{completer, requester};
 use crate::ctx::Ctx;
+use crate::resources::QpTransport;
 use crate::state::DeviceState;
 
 /// The local ACK timeout of a QP in ns (None: disabled).
