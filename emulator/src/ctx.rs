@@ -5,7 +5,7 @@
 use crate::clock::Clock;
 use crate::iommu::Iommu;
 use crate::irq::Irqs;
-use crate::state::DeviceState;
+use crate::state::{DeviceState, RxDrops};
 
 /// The context command handlers and queue engines work in: the device state (locked) and
 /// the device's view of host memory.
@@ -14,4 +14,10 @@ pub(crate) struct Ctx<'a> {
     pub dma: &'a Iommu,
     pub irqs: &'a Irqs,
     pub clock: &'a Clock,
+}
+
+/// Counts a dropped frame under rule `rule`.
+pub(crate) fn count_drop(ctx: &mut Ctx<'_>, rule: impl FnOnce(&mut RxDrops) -> &mut u64) {
+    ctx.st.counters.rx_dropped += 1;
+    *rule(&mut ctx.st.counters.drops) += 1;
 }

@@ -130,14 +130,14 @@ impl Shared {
                 if !ctx.st.rq_flush_watch.is_empty() {
                     crate::rq::flush_in_error(&mut ctx);
                 }
-                let (frames, more) = crate::port::run(&mut ctx);
+                let (frames, more) = crate::port::rx::run(&mut ctx);
                 n += frames;
                 // The port stopped for its budget (a link that does not run dry): a threaded
                 // device lets go of its lock and its thread steps again; a deterministic one
                 // goes on until idle, taking the doorbells that came meanwhile first.
                 if more
                     && self.mode == RunMode::Deterministic
-                    && n < crate::port::MAX_FRAMES_PER_RUN
+                    && n < crate::port::rx::MAX_FRAMES_PER_RUN
                 {
                     continue;
                 }
@@ -526,7 +526,7 @@ impl Device {
         let mut c = {
             let mut st = self.shared.lock();
             let st = &mut *st;
-            st.port.sync_link_drops(&mut st.counters);
+            crate::port::rx::sync_link_drops(st);
             st.counters
         };
         c.iommu_faults = self.shared.iommu.faults();
@@ -565,7 +565,7 @@ impl Device {
             irqs: &self.shared.irqs,
             clock: &self.shared.clock,
         };
-        crate::pages::request(&mut ctx, n)
+        crate::cmd::pages::request(&mut ctx, n)
     }
 
     /// IOVA mappings the host has made and not removed (DMA regions and registered memory).

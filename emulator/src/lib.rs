@@ -39,6 +39,7 @@ mod ctx;
 mod device;
 mod doorbells;
 mod eq;
+mod hca;
 pub mod iommu;
 mod irq;
 pub mod link;

@@ -1,24 +1,10 @@
 //! The device's mutable state: everything firmware knows, behind the device lock.
 
 use crate::caps::Caps;
+use crate::hca::HcaState;
 use crate::pages::Pages;
 use crate::profile::Profile;
 use crate::resources::Resources;
-
-/// HCA life cycle as the command interface drives it.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct HcaState {
-    /// ENABLE_HCA done (and no DISABLE_HCA since).
-    pub enabled: bool,
-    /// The ISSI set with SET_ISSI (0 until then).
-    pub issi: u16,
-    /// INIT_HCA done (and no TEARDOWN_HCA since).
-    pub initialized: bool,
-    /// TEARDOWN_HCA done since the last ENABLE_HCA: INIT_HCA needs DISABLE + ENABLE first.
-    pub torn_down: bool,
-    /// The host is big-endian (ACCESS_REG HOST_ENDIANNESS `he`).
-    pub host_big_endian: bool,
-}
 
 /// Counters tests and tools can read (see [`crate::Device::counters`]).
 ///

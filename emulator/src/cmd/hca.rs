@@ -17,8 +17,8 @@ use rnic_hw_regs::status::CmdStatus;
 use super::{Cmd, CmdResult, check_op_mod, ensure, fail, syndrome as syn};
 use crate::caps::Caps;
 use crate::ctx::Ctx;
+use crate::hca::HcaState;
 use crate::resources::Resources;
-use crate::state::HcaState;
 
 /// ISSIs this device supports (bit n = ISSI n): a ConnectX-4 reports 0x2.
 pub(crate) const SUPPORTED_ISSI: u32 = 0x2;

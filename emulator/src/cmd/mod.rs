@@ -25,7 +25,7 @@ mod cq;
 mod eq;
 mod hca;
 mod mkey;
-mod pages;
+pub(crate) mod pages;
 mod pd_uar;
 mod qp;
 mod roce_addr;

@@ -30,9 +30,8 @@ use rnic_hw_regs::wqe::SendOpcode;
 use rnic_hw_regs::ctx::QpSt;
 
 use super::{addr_ok, enter_error, mtu_bytes, rearm};
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, count_drop};
 use crate::mkey;
-use crate::port::count_drop;
 use crate::resources::{Domain, QpTransport, SPARE_WQES, SendWqe, advance_una};
 use crate::wire::psn::{psn_add, psn_cmp};
 use crate::wire::{NakCode, Operation, PacketRepr, Position, Syndrome, Transport};

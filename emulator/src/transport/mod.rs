@@ -244,7 +244,7 @@ pub(crate) fn send_frame(ctx: &mut Ctx<'_>, repr: &PacketRepr, payload: &[u8]) {
     match repr.emit(&mut frame, payload) {
         Ok(n) => {
             frame.truncate(n);
-            crate::port::transmit(ctx, frame);
+            crate::port::tx::transmit(ctx, frame);
         }
         Err(_) => {
             // The requester sizes packets by the path MTU, so this is an internal bug; the

@@ -26,9 +26,8 @@ use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::eqe::EventType;
 
 use super::{Path, addr_ok, bth, can_receive, enter_error, mtu_bytes, packet_repr, send_frame};
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, count_drop};
 use crate::mkey::{self, Need};
-use crate::port::count_drop;
 use crate::resources::{Domain, InMsg, MsgKind, QpTransport, RdRes, ReadJob, RecvWqe, ResKind};
 use crate::rq::Take;
 use crate::state::RxDrops;

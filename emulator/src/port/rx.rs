@@ -1,31 +1,11 @@
-//! The device's one Ethernet port: where the transport's frames leave and arrive.
-//!
-//! A frame the transport emits whose destination IP is one of this device's own GIDs (GID
-//! table entries with RoCE v2) is looped back to the receive path inside the port, as a NIC's
-//! internal loopback does; any other frame goes to the port's [`Link`]. Received frames are
-//! queued and processed by the device's `step` until the port is idle: each is checked
-//! (structure, ICRC, destination QP, destination IP), then handed to the responder (requests)
-//! or the completer (ACKs and responses). Malformed or unroutable frames are dropped and
-//! counted in `rx_dropped` and, per rule, in [`crate::Counters::drops`]. ACKs the responder
-//! owes are coalesced: one ACK per QP for each burst of received frames, sent when the port
-//! runs out of frames (or before any other response of that QP, to keep the order). The
-//! port can also write everything it sends and receives to a pcap file
-//! ([`crate::Device::capture_to`]).
-//!
-//! The port takes at most a budget of frames before it sends what it owes (READ responses,
-//! coalesced ACKs) and hands back to the device, which runs its doorbells and timers: a
-//! link that never runs dry (a flood) does not starve a live connection.
-//!
-//! Frame buffers are pooled, so a steady flow of packets does not allocate.
+//! The port's receive side: takes frames from the loopback queue and the link, checks each
+//! (structure, ICRC, destination QP, destination IP) and hands it to the responder
+//! (requests) or the completer (ACKs and responses); when idle, or after its budget, it
+//! sends what the responder owes (READ responses, coalesced ACKs).
 
-use std::collections::VecDeque;
-use std::fmt;
-
-use crate::ctx::Ctx;
-use crate::link::LinkRxDrops;
-use crate::link::pcap::Capture;
-pub use crate::link::{Link, NullLink};
-use crate::state::RxDrops;
+use super::tx::{dest_gid, is_own_gid};
+use crate::ctx::{Ctx, count_drop};
+use crate::state::DeviceState;
 use crate::transport::poll_timers;
 use crate::wire::{Opcode, PacketRepr, RocePacket, WireError};
 
@@ -38,155 +18,22 @@ pub(crate) const MAX_FRAMES_PER_RUN: usize = 1 << 20;
 /// (a flood) must not starve the ACKs, the timers and the doorbells.
 const RX_BUDGET: usize = 256;
 
-/// Frame buffers kept for reuse.
-const POOL_MAX: usize = 256;
-
-// Every pooled buffer gets the capacity of the largest RoCE v2 frame: buffers swapped in
-// from a link may be smaller (an ACK); growing them once here keeps a later, larger packet
-// from reallocating on the data path.
-pub(crate) use crate::wire::FRAME_CAPACITY;
-
-/// The port: link, loopback queue, buffer pool.
-pub(crate) struct Port {
-    link: Box<dyn Link>,
-    rx: VecDeque<Vec<u8>>,
-    pool: Vec<Vec<u8>>,
-    /// A reusable payload buffer for the transport (gather / READ responses).
-    pub(crate) scratch: Vec<u8>,
-    /// QPs whose responder owes an ACK (coalesced, sent when the port is idle).
-    pub(crate) ack_pending: Vec<u32>,
-    /// QPs whose responder has READ responses left to send.
-    pub(crate) read_pending: VecDeque<u32>,
-    /// The capture file, when capturing.
-    pub(crate) capture: Option<Capture>,
-    /// The link's [`Link::rx_drops`] as last added to the counters.
-    link_drops_seen: LinkRxDrops,
-}
-
-impl fmt::Debug for Port {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Port")
-            .field("link", &self.link)
-            .field("rx_queued", &self.rx.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Port {
-    /// A port with a [`NullLink`].
-    pub(crate) fn new() -> Self {
-        Port {
-            link: Box::new(NullLink::default()),
-            rx: VecDeque::new(),
-            pool: Vec::new(),
-            scratch: Vec::new(),
-            ack_pending: Vec::new(),
-            read_pending: VecDeque::new(),
-            capture: None,
-            link_drops_seen: LinkRxDrops::default(),
-        }
-    }
-
-    /// Replaces the port's link.
-    pub(crate) fn set_link(&mut self, link: Box<dyn Link>) {
-        self.link_drops_seen = link.rx_drops();
-        self.link = link;
-    }
-
-    /// Adds the frames the link dropped since the last call to `counters` (full ring:
-    /// `ring_full`; oversize: `malformed`; overflow: `link_overflow`; all to `rx_dropped`).
-    pub(crate) fn sync_link_drops(&mut self, counters: &mut crate::Counters) {
-        let now = self.link.rx_drops();
-        let seen = std::mem::replace(&mut self.link_drops_seen, now);
-        let full = now.ring_full.saturating_sub(seen.ring_full);
-        let oversize = now.oversize.saturating_sub(seen.oversize);
-        let overflow = now.overflow.saturating_sub(seen.overflow);
-        counters.drops.ring_full += full;
-        counters.drops.malformed += oversize;
-        counters.drops.link_overflow += overflow;
-        counters.rx_dropped += full + oversize + overflow;
-    }
-
-    /// The link's own next deadline (delayed frames).
-    pub(crate) fn link_deadline(&self) -> Option<u64> {
-        self.link.next_deadline_ns()
-    }
-
-    /// An empty frame buffer.
-    pub(crate) fn buffer(&mut self) -> Vec<u8> {
-        let mut b = self.pool.pop().unwrap_or_default();
-        b.clear();
-        b.reserve(FRAME_CAPACITY);
-        b
-    }
-
-    /// Gives a frame buffer back to the pool.
-    pub(crate) fn recycle(&mut self, b: Vec<u8>) {
-        if self.pool.len() < POOL_MAX {
-            self.pool.push(b);
-        }
-    }
-
-    /// Frames waiting to be processed.
-    #[cfg(test)]
-    pub(crate) fn queued(&self) -> usize {
-        self.rx.len()
-    }
-}
-
-/// The destination IP of an Ethernet frame carrying IPv4 or IPv6, as a GID.
-fn dest_gid(frame: &[u8]) -> Option<[u8; 16]> {
-    let mut off = 12;
-    let mut ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-    if ethertype == 0x8100 {
-        off += 4;
-        ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-    }
-    let ip = off + 2;
-    let mut gid = [0u8; 16];
-    match ethertype {
-        0x0800 => {
-            gid[10] = 0xFF;
-            gid[11] = 0xFF;
-            gid[12..].copy_from_slice(frame.get(ip + 16..ip + 20)?);
-        }
-        0x86DD => gid.copy_from_slice(frame.get(ip + 24..ip + 40)?),
-        _ => return None,
-    }
-    Some(gid)
-}
-
-/// Whether `gid` is one of the device's RoCE v2 GIDs.
-fn is_own_gid(ctx: &Ctx<'_>, gid: &[u8; 16]) -> bool {
-    ctx.st.res.own_v2_gids.contains(gid)
-}
-
-/// Sends a frame: looped back when it is for this device, else onto the link.
-pub(crate) fn transmit(ctx: &mut Ctx<'_>, frame: Vec<u8>) {
-    ctx.st.counters.frames_tx += 1;
-    if let Some(c) = ctx.st.port.capture.as_mut() {
-        c.write(ctx.clock.now_ns(), &frame);
-    }
-    if dest_gid(&frame).is_some_and(|g| is_own_gid(ctx, &g)) {
-        ctx.st.port.rx.push_back(frame);
-    } else {
-        let spare = ctx.st.port.link.transmit_owned(frame);
-        ctx.st.port.recycle(spare);
-    }
-}
-
-/// Counts a dropped frame under rule `rule`.
-pub(crate) fn count_drop(ctx: &mut Ctx<'_>, rule: impl FnOnce(&mut RxDrops) -> &mut u64) {
-    ctx.st.counters.rx_dropped += 1;
-    *rule(&mut ctx.st.counters.drops) += 1;
+/// Adds the frames the link dropped since the last call to the counters (full ring:
+/// `ring_full`; oversize: `malformed`; overflow: `link_overflow`; all to `rx_dropped`).
+pub(crate) fn sync_link_drops(st: &mut DeviceState) {
+    let d = st.port.take_link_drops();
+    let counters = &mut st.counters;
+    counters.drops.ring_full += d.ring_full;
+    counters.drops.malformed += d.oversize;
+    counters.drops.link_overflow += d.overflow;
+    counters.rx_dropped += d.ring_full + d.oversize + d.overflow;
 }
 
 /// Processes received frames and due timers until the port is idle or [`RX_BUDGET`] frames
 /// were taken; returns how many frames and timers there were, and whether it stopped for
 /// the budget (frames may be waiting).
 pub(crate) fn run(ctx: &mut Ctx<'_>) -> (usize, bool) {
-    let st = &mut *ctx.st;
-    st.port.sync_link_drops(&mut st.counters);
+    sync_link_drops(ctx.st);
     let mut n = poll_timers(ctx);
     let mut frames = 0;
     loop {
@@ -308,8 +155,11 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::{Link, LinkRxDrops};
+    use crate::port::tx::transmit;
     use crate::{Device, Profile, RunMode};
     use rnic_hw_regs::ctx::{ROCE_VERSION_2, RoceAddrLayout};
+    use std::collections::VecDeque;
 
     use crate::wire::{BthRepr, EthRepr, EthernetAddress, IpRepr, Ipv4Repr, UdpRepr};
     use std::net::Ipv4Addr;
