@@ -10,7 +10,7 @@ use crate::state::{DeviceState, RxDrops};
 /// The context command handlers and queue engines work in: the device state (locked) and
 /// the device's view of host memory.
 pub(crate) struct Ctx<'a> {
-    pub st: &'a mut DeviceState,
+    pub state: &'a mut DeviceState,
     pub dma: &'a Iommu,
     pub irqs: &'a Irqs,
     pub clock: &'a Clock,
@@ -18,6 +18,6 @@ pub(crate) struct Ctx<'a> {
 
 /// Counts a dropped frame under rule `rule`.
 pub(crate) fn count_drop(ctx: &mut Ctx<'_>, rule: impl FnOnce(&mut RxDrops) -> &mut u64) {
-    ctx.st.counters.rx_dropped += 1;
-    *rule(&mut ctx.st.counters.drops) += 1;
+    ctx.state.counters.rx_dropped += 1;
+    *rule(&mut ctx.state.counters.drops) += 1;
 }

@@ -104,7 +104,7 @@ impl Shared {
                     continue;
                 }
                 let mut ctx = Ctx {
-                    st: &mut st,
+                    state: &mut st,
                     dma: &self.iommu,
                     irqs: &self.irqs,
                     clock: &self.clock,
@@ -122,12 +122,12 @@ impl Shared {
             }
             if !self.bar.firmware_dead() {
                 let mut ctx = Ctx {
-                    st: &mut st,
+                    state: &mut st,
                     dma: &self.iommu,
                     irqs: &self.irqs,
                     clock: &self.clock,
                 };
-                if !ctx.st.rq_flush_watch.is_empty() {
+                if !ctx.state.rq_flush_watch.is_empty() {
                     crate::rq::flush_in_error(&mut ctx);
                 }
                 let (frames, more) = crate::port::rx::run(&mut ctx);
@@ -165,7 +165,7 @@ impl Shared {
     pub(crate) fn with_ctx<R>(&self, f: impl FnOnce(&mut Ctx<'_>) -> R) -> R {
         let mut st = self.lock();
         let mut ctx = Ctx {
-            st: &mut st,
+            state: &mut st,
             dma: &self.iommu,
             irqs: &self.irqs,
             clock: &self.clock,
@@ -560,7 +560,7 @@ impl Device {
     pub fn request_pages(&self, n: i32) -> bool {
         let mut st = self.shared.lock();
         let mut ctx = Ctx {
-            st: &mut st,
+            state: &mut st,
             dma: &self.shared.iommu,
             irqs: &self.shared.irqs,
             clock: &self.shared.clock,

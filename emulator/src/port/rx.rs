@@ -33,31 +33,31 @@ pub(crate) fn sync_link_drops(st: &mut DeviceState) {
 /// were taken; returns how many frames and timers there were, and whether it stopped for
 /// the budget (frames may be waiting).
 pub(crate) fn run(ctx: &mut Ctx<'_>) -> (usize, bool) {
-    sync_link_drops(ctx.st);
+    sync_link_drops(ctx.state);
     let mut n = poll_timers(ctx);
     let mut frames = 0;
     loop {
         if frames == RX_BUDGET {
             // Not idle, but the transport must go on as if: READ responses, then ACKs.
             crate::transport::responder::pump_reads(ctx);
-            if !ctx.st.port.ack_pending.is_empty() {
+            if !ctx.state.port.ack_pending.is_empty() {
                 crate::transport::responder::flush_acks(ctx);
             }
             return (n, true);
         }
-        let (mut frame, from_link) = match ctx.st.port.rx.pop_front() {
+        let (mut frame, from_link) = match ctx.state.port.rx.pop_front() {
             Some(f) => (f, false),
             None => {
-                let mut b = ctx.st.port.buffer();
-                if ctx.st.port.link.receive(&mut b) {
+                let mut b = ctx.state.port.buffer();
+                if ctx.state.port.link.receive(&mut b) {
                     (b, true)
                 } else {
-                    ctx.st.port.recycle(b);
+                    ctx.state.port.recycle(b);
                     // Idle: READ responses left to send, then the coalesced ACKs.
                     if crate::transport::responder::pump_reads(ctx) {
                         continue;
                     }
-                    if ctx.st.port.ack_pending.is_empty() {
+                    if ctx.state.port.ack_pending.is_empty() {
                         break;
                     }
                     crate::transport::responder::flush_acks(ctx);
@@ -68,15 +68,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> (usize, bool) {
         n += 1;
         frames += 1;
         let exact = if from_link {
-            if let Some(c) = ctx.st.port.capture.as_mut() {
+            if let Some(c) = ctx.state.port.capture.as_mut() {
                 c.write(ctx.clock.now_ns(), &frame);
             }
-            ctx.st.port.link.rx_ip_header_exact()
+            ctx.state.port.link.rx_ip_header_exact()
         } else {
             true
         };
         receive(ctx, &mut frame, exact);
-        ctx.st.port.recycle(frame);
+        ctx.state.port.recycle(frame);
     }
     (n, false)
 }
@@ -105,7 +105,7 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
             count_drop(ctx, |d| &mut d.bad_icrc);
             return;
         }
-        ctx.st.counters.transport.icrc_ip_id_solved += 1;
+        ctx.state.counters.transport.icrc_ip_id_solved += 1;
         // The IP ID and header checksum changed: check the frame again.
         let Ok(p) = RocePacket::new_checked(&*frame) else {
             count_drop(ctx, |d| &mut d.malformed);
@@ -132,15 +132,15 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
         count_drop(ctx, |d| &mut d.dest_qp_zero);
         return;
     }
-    if !ctx.st.res.vport.roce_en {
+    if !ctx.state.res.vport.roce_en {
         count_drop(ctx, |d| &mut d.roce_disabled);
         return;
     }
-    if ctx.st.res.qps.get(qpn).is_none() {
+    if ctx.state.res.qps.get(qpn).is_none() {
         count_drop(ctx, |d| &mut d.unknown_qp);
         return;
     }
-    ctx.st.counters.frames_rx += 1;
+    ctx.state.counters.frames_rx += 1;
     if repr.bth.opcode.is_response() {
         crate::transport::completer::handle(ctx, qpn, &repr, payload);
     } else {
@@ -194,7 +194,7 @@ mod tests {
     fn a_frame_that_cannot_be_emitted_is_a_transmit_drop() {
         let dev = Device::new(Profile::default(), RunMode::Deterministic);
         dev.with_ctx(|ctx| {
-            ctx.st.port.link = Box::new(Recorder::default());
+            ctx.state.port.link = Box::new(Recorder::default());
             let repr = PacketRepr::new(
                 EthRepr::new(EthernetAddress([2; 6]), EthernetAddress([4; 6])),
                 IpRepr::V4(Ipv4Repr::new(
@@ -206,11 +206,14 @@ mod tests {
             );
             // More than the 16-bit IP and UDP lengths can carry.
             crate::transport::send_frame(ctx, &repr, &[0u8; 70_000]);
-            assert_eq!(ctx.st.counters.tx_dropped, 1);
-            assert_eq!(ctx.st.counters.frames_tx, 0);
+            assert_eq!(ctx.state.counters.tx_dropped, 1);
+            assert_eq!(ctx.state.counters.frames_tx, 0);
             // Received-frame accounting is untouched: rx_dropped is still the sum of the rules.
-            assert_eq!(ctx.st.counters.rx_dropped, 0);
-            assert_eq!(ctx.st.counters.rx_dropped, ctx.st.counters.drops.total());
+            assert_eq!(ctx.state.counters.rx_dropped, 0);
+            assert_eq!(
+                ctx.state.counters.rx_dropped,
+                ctx.state.counters.drops.total()
+            );
         });
     }
 
@@ -221,25 +224,25 @@ mod tests {
             let mut gid = RoceAddrLayout::default();
             gid.set_source_l3_address(crate::transport::tests_gid([10, 0, 0, 1]));
             gid.set_roce_version(ROCE_VERSION_2);
-            ctx.st.res.set_gid(0, Some(gid));
-            ctx.st.port.link = Box::new(Recorder::default());
+            ctx.state.res.set_gid(0, Some(gid));
+            ctx.state.port.link = Box::new(Recorder::default());
             transmit(ctx, frame(Ipv4Addr::new(10, 0, 0, 1)));
             transmit(ctx, frame(Ipv4Addr::new(10, 0, 0, 2)));
-            assert_eq!(ctx.st.port.queued(), 1, "looped back");
-            assert!(format!("{:?}", ctx.st.port).contains("Recorder"));
+            assert_eq!(ctx.state.port.queued(), 1, "looped back");
+            assert!(format!("{:?}", ctx.state.port).contains("Recorder"));
             // The looped-back frame names an unknown QP: dropped and counted.
             assert_eq!(run(ctx), (1, false));
-            assert_eq!(ctx.st.counters.rx_dropped, 1);
-            assert_eq!(ctx.st.counters.frames_tx, 2);
+            assert_eq!(ctx.state.counters.rx_dropped, 1);
+            assert_eq!(ctx.state.counters.frames_tx, 2);
             // Garbage and a corrupted ICRC are dropped too.
             let mut bad = frame(Ipv4Addr::new(10, 0, 0, 1));
             let last = bad.len() - 1;
             bad[last] ^= 1;
-            ctx.st.port.rx.push_back(bad);
-            ctx.st.port.rx.push_back(vec![0xFF; 7]);
+            ctx.state.port.rx.push_back(bad);
+            ctx.state.port.rx.push_back(vec![0xFF; 7]);
             assert_eq!(run(ctx), (2, false));
-            assert_eq!(ctx.st.counters.rx_dropped, 3);
-            assert_eq!(ctx.st.counters.frames_rx, 0);
+            assert_eq!(ctx.state.counters.rx_dropped, 3);
+            assert_eq!(ctx.state.counters.frames_rx, 0);
         });
     }
 
@@ -286,15 +289,15 @@ mod tests {
             ip.set_ident(0);
             ip.fill_checksum();
             link.0.push_back(good);
-            ctx.st.port.link = Box::new(link);
+            ctx.state.port.link = Box::new(link);
             let before = PASSES.with(std::cell::Cell::get);
             assert_eq!(run(ctx), (101, false));
             let passes = PASSES.with(std::cell::Cell::get) - before;
-            assert_eq!(ctx.st.counters.drops.bad_icrc, 100);
-            assert_eq!(ctx.st.counters.transport.icrc_ip_id_solved, 1);
+            assert_eq!(ctx.state.counters.drops.bad_icrc, 100);
+            assert_eq!(ctx.state.counters.transport.icrc_ip_id_solved, 1);
             // The good frame is for an IP the device does not have: dropped after its ICRC
             // verified.
-            assert_eq!(ctx.st.counters.drops.not_our_ip, 1);
+            assert_eq!(ctx.state.counters.drops.not_our_ip, 1);
             assert_eq!(passes, 101, "one ICRC pass per frame");
         });
     }
@@ -330,7 +333,7 @@ mod tests {
             "what the link had before it was attached"
         );
         dev.with_ctx(|ctx| {
-            ctx.st.port.link = Box::new(Dropping(LinkRxDrops {
+            ctx.state.port.link = Box::new(Dropping(LinkRxDrops {
                 ring_full: 5,
                 oversize: 2,
                 overflow: 8,

@@ -5,15 +5,15 @@ use crate::ctx::Ctx;
 
 /// Sends a frame: looped back when it is for this device, else onto the link.
 pub(crate) fn transmit(ctx: &mut Ctx<'_>, frame: Vec<u8>) {
-    ctx.st.counters.frames_tx += 1;
-    if let Some(c) = ctx.st.port.capture.as_mut() {
+    ctx.state.counters.frames_tx += 1;
+    if let Some(c) = ctx.state.port.capture.as_mut() {
         c.write(ctx.clock.now_ns(), &frame);
     }
     if dest_gid(&frame).is_some_and(|g| is_own_gid(ctx, &g)) {
-        ctx.st.port.rx.push_back(frame);
+        ctx.state.port.rx.push_back(frame);
     } else {
-        let spare = ctx.st.port.link.transmit_owned(frame);
-        ctx.st.port.recycle(spare);
+        let spare = ctx.state.port.link.transmit_owned(frame);
+        ctx.state.port.recycle(spare);
     }
 }
 
@@ -41,5 +41,5 @@ pub(super) fn dest_gid(frame: &[u8]) -> Option<[u8; 16]> {
 
 /// Whether `gid` is one of the device's RoCE v2 GIDs.
 pub(super) fn is_own_gid(ctx: &Ctx<'_>, gid: &[u8; 16]) -> bool {
-    ctx.st.res.own_v2_gids.contains(gid)
+    ctx.state.res.own_v2_gids.contains(gid)
 }

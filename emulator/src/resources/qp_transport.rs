@@ -88,7 +88,7 @@ pub(crate) struct RespState {
     /// A PSN sequence NAK was sent and the expected PSN has not arrived since.
     pub nak_sent: bool,
     /// READ and atomic resources, oldest first, at most `2^log_rra_max` (for duplicates).
-    pub res: VecDeque<RdRes>,
+    pub rd_res: VecDeque<RdRes>,
     /// READ responses left to send, oldest first.
     pub reads: VecDeque<ReadJob>,
     /// A coalesced ACK owed: (PSN, MSN).

@@ -112,7 +112,7 @@ pub(crate) fn addr_ok(ctx: &Ctx<'_>, qpc: &Qpc, ip: &IpRepr) -> bool {
     }
     let a = qpc.primary_address_path();
     let own = ctx
-        .st
+        .state
         .res
         .gids
         .get(usize::from(a.src_addr_index()))
@@ -193,7 +193,7 @@ pub(crate) fn packet_repr(
     bth: BthRepr,
 ) -> Result<PacketRepr, Fail> {
     let entry = ctx
-        .st
+        .state
         .res
         .gids
         .get(usize::from(path.sgid_index))
@@ -239,7 +239,7 @@ pub(crate) fn packet_repr(
 
 /// Emits `repr` with `payload` into a port buffer and transmits it.
 pub(crate) fn send_frame(ctx: &mut Ctx<'_>, repr: &PacketRepr, payload: &[u8]) {
-    let mut frame = ctx.st.port.buffer();
+    let mut frame = ctx.state.port.buffer();
     frame.resize(repr.buffer_len(payload.len()), 0);
     match repr.emit(&mut frame, payload) {
         Ok(n) => {
@@ -249,8 +249,8 @@ pub(crate) fn send_frame(ctx: &mut Ctx<'_>, repr: &PacketRepr, payload: &[u8]) {
         Err(_) => {
             // The requester sizes packets by the path MTU, so this is an internal bug; the
             // packet is lost like a frame dropped on the wire, and counted as a transmit drop.
-            ctx.st.counters.tx_dropped += 1;
-            ctx.st.port.recycle(frame);
+            ctx.state.counters.tx_dropped += 1;
+            ctx.state.port.recycle(frame);
         }
     }
 }
@@ -264,8 +264,8 @@ pub(crate) fn bth(opcode: Opcode, dest_qp: u32, psn: u32) -> BthRepr {
 /// are big-endian in memory: yes unless the host set `atomic_req_8B_endianness_mode` 1
 /// (host byte order, as ACCESS_REG HOST_ENDIANNESS told) with SET_HCA_CAP.
 pub(crate) fn atomic_big_endian(ctx: &Ctx<'_>) -> bool {
-    if ctx.st.caps.atomic().atomic_req_8B_endianness_mode() == 1 {
-        ctx.st.hca.host_big_endian
+    if ctx.state.caps.atomic().atomic_req_8B_endianness_mode() == 1 {
+        ctx.state.hca.host_big_endian
     } else {
         true
     }
@@ -290,7 +290,7 @@ pub(crate) fn qp_event(ctx: &mut Ctx<'_>, kind: rnic_hw_regs::eqe::EventType, qp
 /// receive side keeps working and SQERR2RTS resumes sending (IBTA: SQE is the error state of
 /// a UD or UC send queue, RC has none); `tr` as for [`enter_error`].
 pub(crate) fn enter_sq_error(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.ctx.set_state(QpState::Sqer.into());
     }
     crate::sq::flush_send(ctx, qpn, tr);
@@ -299,7 +299,7 @@ pub(crate) fn enter_sq_error(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) 
 /// Moves QP `qpn` to ERR and flushes its outstanding work; `tr` is the QP's transport state
 /// (taken out of the QP by the caller, who puts it back).
 pub(crate) fn enter_error(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.ctx.set_state(QpState::Err.into());
     }
     crate::sq::flush_with(ctx, qpn, tr);

@@ -21,7 +21,7 @@ use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, PacketRe
 
 /// Sends what QP `qpn` may send now, then completes what finished.
 pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     if qp.ctx.state() != u8::from(QpState::Rts) {
@@ -79,7 +79,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
     if rc {
         super::rearm(ctx, &qpc, &mut tr, sent_any);
     }
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.tr = tr;
     }
     super::completer::complete_head(ctx, qpn);
@@ -88,7 +88,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
 /// The MTU the WQE's packets use.
 fn mtu_of(ctx: &Ctx<'_>, qpc: &Qpc) -> Option<u32> {
     if qpc.st() == u8::from(QpSt::Ud) {
-        mtu_bytes(port_mtu_code(ctx.st.res.vport.mtu))
+        mtu_bytes(port_mtu_code(ctx.state.res.vport.mtu))
     } else {
         mtu_bytes(qpc.mtu())
     }
@@ -108,7 +108,7 @@ fn start(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
         }
         _ => Need::LocalRead,
     };
-    if let Err(e) = mkey::check_segs(&ctx.st.res.mkeys, Domain::of_qp(qpc), need, &w.segs) {
+    if let Err(e) = mkey::check_segs(&ctx.state.res.mkeys, Domain::of_qp(qpc), need, &w.segs) {
         w.error = Some(e.local_syndrome());
         return;
     }
@@ -128,7 +128,7 @@ fn start(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
         Some(SendOpcode::AtomicCs | SendOpcode::AtomicFa) => 1,
         _ => w.len.div_ceil(u64::from(mtu)).max(1) as u32,
     };
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     w.first_psn = qp.ctx.next_send_psn();
@@ -163,7 +163,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         w.error = Some(CqeSyndrome::LocalQpOp);
         return;
     };
-    let mut payload = std::mem::take(&mut ctx.st.port.scratch);
+    let mut payload = std::mem::take(&mut ctx.state.port.scratch);
     let sends = w.packets();
     // A READ retried after part of its responses arrived asks for the rest only.
     let rd_skip = if op == SendOpcode::RdmaRead {
@@ -209,7 +209,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         let off = u64::from(i) * u64::from(mtu);
         if let Err(e) = mkey::gather(
             ctx.dma,
-            &ctx.st.res.mkeys,
+            &ctx.state.res.mkeys,
             Domain::of_qp(qpc),
             &w.segs,
             &w.inline,
@@ -226,7 +226,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         // A failed WQE sends nothing more.
         w.next_pkt = w.npkts;
     }
-    ctx.st.port.scratch = payload;
+    ctx.state.port.scratch = payload;
 }
 
 /// The BTH opcode of packet `i` of `sends` of a `len`-byte WQE `op` on a QP of service `st`,
