@@ -26,7 +26,7 @@ use rnic_hw_regs::doorbell::CqArm;
 use rnic_hw_regs::eqe::{Eqe, EventType};
 use zerocopy::IntoBytes;
 
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// CQ error EQE syndrome: the CQ overran.
 pub(crate) const CQ_ERR_OVERRUN: u8 = 0x01;
@@ -41,7 +41,7 @@ pub(crate) const VENDOR_SYND_FLUSH: u8 = 0xF9;
 /// ConnectX-4's current value) the QP's `user_index`; with version 0 the SRQ number of an
 /// SRQ receive, else 0.
 pub(crate) fn srqn_uidx(ctx: &Ctx<'_>, qpc: &rnic_hw_regs::ctx::Qpc, srqn: Option<u32>) -> u32 {
-    if ctx.st.caps.general().cqe_version() >= 1 {
+    if ctx.state.caps.general().cqe_version() >= 1 {
         qpc.user_index()
     } else {
         srqn.unwrap_or(0)
@@ -90,12 +90,12 @@ pub(crate) fn err_cqe(
 /// Writes `cqe` (owner bit and timestamp are filled in here) as the next entry of CQ `cqn`.
 /// Returns false when it was not written (unknown CQ, CQ in error, overrun, fault).
 pub(crate) fn push(ctx: &mut Ctx<'_>, cqn: u32, cqe: &mut Cqe64) -> bool {
-    let Some(cq) = ctx.st.res.cqs.get_mut(cqn) else {
-        ctx.st.counters.cqes_dropped += 1;
+    let Some(cq) = ctx.state.res.cqs.get_mut(cqn) else {
+        ctx.state.counters.cqes_dropped += 1;
         return false;
     };
     if cq.overrun {
-        ctx.st.counters.cqes_dropped += 1;
+        ctx.state.counters.cqes_dropped += 1;
         return false;
     }
     let log = u32::from(cq.log_size.min(23));
@@ -128,9 +128,9 @@ pub(crate) fn push(ctx: &mut Ctx<'_>, cqn: u32, cqe: &mut Cqe64) -> bool {
     if let Some(syndrome) = error {
         cq.overrun = true;
         if syndrome == CQ_ERR_OVERRUN {
-            ctx.st.counters.cq_overruns += 1;
+            ctx.state.counters.cq_overruns += 1;
         }
-        ctx.st.counters.cqes_dropped += 1;
+        ctx.state.counters.cqes_dropped += 1;
         let mut e = Eqe::of(EventType::CqError);
         e.set_cq_err_cqn(cqn & 0xFF_FFFF);
         e.set_cq_err_syndrome(syndrome);
@@ -163,7 +163,7 @@ fn completion_event(ctx: &mut Ctx<'_>, eqn: u32, cqn: u32) {
 pub(crate) fn arm(ctx: &mut Ctx<'_>, uar: u32, value: u64) -> bool {
     let cqn = (value & 0xFF_FFFF) as u32;
     let arm = CqArm::decode((value >> 32) as u32);
-    let Some(cq) = ctx.st.res.cqs.get_mut(cqn) else {
+    let Some(cq) = ctx.state.res.cqs.get_mut(cqn) else {
         return false;
     };
     if cq.uar != uar || arm.cmd > 1 {

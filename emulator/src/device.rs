@@ -19,6 +19,7 @@ use rnic_hw_regs::init_seg::HealthSyndrome;
 use crate::bar::{Bar, BarWrite};
 use crate::bus::{DmaAllocator, EmuBus};
 use crate::clock::Clock;
+use crate::ctx::Ctx;
 use crate::iommu::Iommu;
 use crate::irq::Irqs;
 use crate::profile::Profile;
@@ -65,15 +66,6 @@ pub(crate) struct Shared {
     unparker: Option<Unparker>,
 }
 
-/// The context command handlers and queue engines work in: the device state (locked) and
-/// the device's view of host memory.
-pub(crate) struct Ctx<'a> {
-    pub st: &'a mut DeviceState,
-    pub dma: &'a Iommu,
-    pub irqs: &'a Irqs,
-    pub clock: &'a Clock,
-}
-
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, DeviceState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -112,7 +104,7 @@ impl Shared {
                     continue;
                 }
                 let mut ctx = Ctx {
-                    st: &mut st,
+                    state: &mut st,
                     dma: &self.iommu,
                     irqs: &self.irqs,
                     clock: &self.clock,
@@ -130,22 +122,22 @@ impl Shared {
             }
             if !self.bar.firmware_dead() {
                 let mut ctx = Ctx {
-                    st: &mut st,
+                    state: &mut st,
                     dma: &self.iommu,
                     irqs: &self.irqs,
                     clock: &self.clock,
                 };
-                if !ctx.st.rq_flush_watch.is_empty() {
+                if !ctx.state.rq_flush_watch.is_empty() {
                     crate::rq::flush_in_error(&mut ctx);
                 }
-                let (frames, more) = crate::port::run(&mut ctx);
+                let (frames, more) = crate::port::rx::run(&mut ctx);
                 n += frames;
                 // The port stopped for its budget (a link that does not run dry): a threaded
                 // device lets go of its lock and its thread steps again; a deterministic one
                 // goes on until idle, taking the doorbells that came meanwhile first.
                 if more
                     && self.mode == RunMode::Deterministic
-                    && n < crate::port::MAX_FRAMES_PER_RUN
+                    && n < crate::port::rx::MAX_FRAMES_PER_RUN
                 {
                     continue;
                 }
@@ -173,7 +165,7 @@ impl Shared {
     pub(crate) fn with_ctx<R>(&self, f: impl FnOnce(&mut Ctx<'_>) -> R) -> R {
         let mut st = self.lock();
         let mut ctx = Ctx {
-            st: &mut st,
+            state: &mut st,
             dma: &self.iommu,
             irqs: &self.irqs,
             clock: &self.clock,
@@ -534,7 +526,7 @@ impl Device {
         let mut c = {
             let mut st = self.shared.lock();
             let st = &mut *st;
-            st.port.sync_link_drops(&mut st.counters);
+            crate::port::rx::sync_link_drops(st);
             st.counters
         };
         c.iommu_faults = self.shared.iommu.faults();
@@ -568,12 +560,12 @@ impl Device {
     pub fn request_pages(&self, n: i32) -> bool {
         let mut st = self.shared.lock();
         let mut ctx = Ctx {
-            st: &mut st,
+            state: &mut st,
             dma: &self.shared.iommu,
             irqs: &self.shared.irqs,
             clock: &self.shared.clock,
         };
-        crate::pages::request(&mut ctx, n)
+        crate::cmd::pages::request(&mut ctx, n)
     }
 
     /// IOVA mappings the host has made and not removed (DMA regions and registered memory).

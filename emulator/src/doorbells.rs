@@ -17,11 +17,11 @@ use rnic_hw_regs::doorbell::{
     UAR_CQ_ARM, UAR_EQ_UPDATE, UAR_EQ_UPDATE_ARM, UAR_SEND_DB_0, UAR_SEND_DB_1,
 };
 
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// A write to UAR page `uar` at `offset`.
 pub(crate) fn uar_write(ctx: &mut Ctx<'_>, uar: u32, offset: usize, value: u64, width: u8) {
-    let accepted = ctx.st.res.uars.get(uar).is_some()
+    let accepted = ctx.state.res.uars.get(uar).is_some()
         && match (offset, width) {
             (UAR_SEND_DB_0 | UAR_SEND_DB_1, 8) => crate::sq::doorbell(ctx, uar, value),
             (UAR_CQ_ARM, 8) => crate::cq::arm(ctx, uar, value),
@@ -30,6 +30,6 @@ pub(crate) fn uar_write(ctx: &mut Ctx<'_>, uar: u32, offset: usize, value: u64, 
             _ => false,
         };
     if !accepted {
-        ctx.st.counters.bad_doorbells += 1;
+        ctx.state.counters.bad_doorbells += 1;
     }
 }

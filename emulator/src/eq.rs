@@ -13,7 +13,7 @@ use rnic_hw_regs::PrmLayout;
 use rnic_hw_regs::eqe::{EQE_SIZE, Eqe};
 use zerocopy::IntoBytes;
 
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// Writes `eqe` (its event type, sub-type and data; the writer sets the owner bit) to the EQ
 /// that subscribed to its event type (the lowest EQN when several did); false when no EQ did
@@ -23,7 +23,7 @@ pub(crate) fn post_event(ctx: &mut Ctx<'_>, eqe: &Eqe) -> bool {
     let word = usize::from(event_type / 64);
     let bit = event_type % 64;
     let eqn = ctx
-        .st
+        .state
         .res
         .eqs
         .iter()
@@ -38,25 +38,25 @@ pub(crate) fn post_event(ctx: &mut Ctx<'_>, eqe: &Eqe) -> bool {
 /// Writes an EQE to EQ `eqn` (completion events go to the CQ's EQ whatever it subscribed to);
 /// false when the EQ does not exist, is full, or its buffer faulted.
 pub(crate) fn write_eqe(ctx: &mut Ctx<'_>, eqn: u32, eqe: &Eqe) -> bool {
-    let Some(eq) = ctx.st.res.eqs.get_mut(eqn) else {
+    let Some(eq) = ctx.state.res.eqs.get_mut(eqn) else {
         return false;
     };
     let log = u32::from(eq.log_size.min(31));
     let n = 1u32 << log;
     if eq.pi.wrapping_sub(eq.ci) & 0xFF_FFFF >= n {
-        ctx.st.counters.eq_overruns += 1;
+        ctx.state.counters.eq_overruns += 1;
         return false;
     }
     let mut e = *eqe;
     e.set_owner((eq.pi >> log) & 1 == 1);
     let slot = u64::from(eq.pi & (n - 1));
     let Some(iova) = eq.buf.iova(slot * EQE_SIZE as u64) else {
-        ctx.st.counters.eq_overruns += 1;
+        ctx.state.counters.eq_overruns += 1;
         return false;
     };
     debug_assert_eq!(e.as_bytes().len(), Eqe::SIZE);
     if ctx.dma.write_owned(iova, e.as_bytes()).is_err() {
-        ctx.st.counters.eq_overruns += 1;
+        ctx.state.counters.eq_overruns += 1;
         return false;
     }
     // Counters are 24 bits, like the consumer index the host writes.
@@ -73,7 +73,7 @@ pub(crate) fn write_eqe(ctx: &mut Ctx<'_>, eqn: u32, eqe: &Eqe) -> bool {
 /// another UAR.
 pub(crate) fn doorbell(ctx: &mut Ctx<'_>, uar: u32, value: u32, arm: bool) -> bool {
     let (eqn, ci) = rnic_hw_regs::doorbell::eq_doorbell_decode(value);
-    let Some(eq) = ctx.st.res.eqs.get_mut(u32::from(eqn)) else {
+    let Some(eq) = ctx.state.res.eqs.get_mut(u32::from(eqn)) else {
         return false;
     };
     if eq.uar != uar {

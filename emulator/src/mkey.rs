@@ -19,40 +19,9 @@
 
 use rnic_hw_regs::cqe::CqeSyndrome;
 
-use rnic_hw_regs::ctx::Qpc;
-
 use crate::iommu::Iommu;
-use crate::resources::{Mkey, MkeyTranslation, RESD_LKEY, Srq, Table};
+use crate::resources::{Domain, Mkey, MkeyTranslation, RESD_LKEY, Seg, Table};
 use crate::wire::NakCode;
-
-/// Who asks for a key check: the PD the keys must belong to, and whether the reserved lkey
-/// is allowed (`rlky` of the QP or SRQ). Built once per WQE or packet from the context.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Domain {
-    /// Protection domain.
-    pub pd: u32,
-    /// `rlky`: the reserved lkey may be used.
-    pub rlky: bool,
-}
-
-impl Domain {
-    /// The domain of a QP's own accesses (send gather, RQ scatter, READ / atomic results,
-    /// responder targets).
-    pub(crate) fn of_qp(c: &Qpc) -> Domain {
-        Domain {
-            pd: c.pd(),
-            rlky: c.rlky(),
-        }
-    }
-
-    /// The domain of receives taken from an SRQ: the SRQ's PD and `rlky`.
-    pub(crate) fn of_srq(s: &Srq) -> Domain {
-        Domain {
-            pd: s.pd,
-            rlky: s.rlky,
-        }
-    }
-}
 
 /// The access a check asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,36 +72,6 @@ impl KeyError {
         match self {
             KeyError::Fault => NakCode::RemoteOperationalError,
             _ => NakCode::RemoteAccessError,
-        }
-    }
-}
-
-/// One data segment of a WQE: `len` bytes at `addr` under `lkey`, or inline bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Seg {
-    /// A scatter/gather entry.
-    Key {
-        /// Local key.
-        lkey: u32,
-        /// Address, in the key's address space.
-        addr: u64,
-        /// Length in bytes.
-        len: u32,
-    },
-    /// Inline data: `len` bytes at `off` in the WQE's inline buffer.
-    Inline {
-        /// Offset in the inline buffer.
-        off: u32,
-        /// Length in bytes.
-        len: u32,
-    },
-}
-
-impl Seg {
-    /// Length in bytes.
-    pub(crate) fn len(&self) -> u64 {
-        match *self {
-            Seg::Key { len, .. } | Seg::Inline { len, .. } => u64::from(len),
         }
     }
 }

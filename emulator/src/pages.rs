@@ -14,8 +14,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::hca::HcaState;
 use crate::profile::Profile;
-use crate::state::HcaState;
 
 /// The firmware pages the device holds and still wants.
 #[derive(Debug, Default)]
@@ -104,15 +104,6 @@ impl Pages {
         }
         out
     }
-}
-
-/// A run-time page request for `n` pages (negative: pages firmware gives back): recorded in
-/// the demand and posted as a page-request EQE. Returns whether an EQ took the event.
-pub(crate) fn request(ctx: &mut crate::device::Ctx<'_>, n: i32) -> bool {
-    ctx.st.pages.runtime += i64::from(n);
-    let mut e = rnic_hw_regs::eqe::Eqe::of(rnic_hw_regs::eqe::EventType::PageRequest);
-    e.set_num_pages_signed(n); // func_id 0: the physical function
-    crate::eq::post_event(ctx, &e)
 }
 
 #[cfg(test)]

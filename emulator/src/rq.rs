@@ -16,21 +16,8 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::eqe::{Eqe, EventType};
 use rnic_hw_regs::wqe::INVALID_LKEY;
 
-use crate::device::Ctx;
-use crate::mkey::{Domain, Seg};
-
-/// A receive WQE taken from an RQ or SRQ.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct RecvWqe {
-    /// The CQE's `wqe_counter`: the RQ's counter value, or the SRQ WQE index.
-    pub counter: u16,
-    /// Scatter list.
-    pub segs: Vec<Seg>,
-    /// Who the lkeys are checked for: the QP's PD and `rlky`, or the SRQ's.
-    pub dom: Domain,
-    /// The SRQ it came from.
-    pub srqn: Option<u32>,
-}
+use crate::ctx::Ctx;
+use crate::resources::{Domain, RecvWqe, Seg};
 
 /// What [`take`] found.
 #[derive(Debug)]
@@ -52,8 +39,8 @@ const SPARE_LISTS: usize = 16;
 /// Gives the scatter list of a receive WQE the responder is done with back for the next
 /// [`take`].
 pub(crate) fn recycle(ctx: &mut Ctx<'_>, w: RecvWqe) {
-    if ctx.st.spare_recv_segs.len() < SPARE_LISTS {
-        ctx.st.spare_recv_segs.push(w.segs);
+    if ctx.state.spare_recv_segs.len() < SPARE_LISTS {
+        ctx.state.spare_recv_segs.push(w.segs);
     }
 }
 
@@ -74,7 +61,7 @@ fn parse_segs(bytes: &[u8], segs: &mut Vec<Seg>) {
 
 /// Takes the next receive WQE of QP `qpn` (its RQ, or its SRQ).
 pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return Take::Fault;
     };
     match qp.ctx.rq_type() {
@@ -99,7 +86,7 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
             let mut w = RecvWqe {
                 counter: qp.rq_ci,
                 dom: Domain::of_qp(&qp.ctx),
-                segs: ctx.st.spare_recv_segs.pop().unwrap_or_default(),
+                segs: ctx.state.spare_recv_segs.pop().unwrap_or_default(),
                 srqn: None,
             };
             parse_segs(&raw[..stride], &mut w.segs);
@@ -108,7 +95,7 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
         }
         1 => {
             let srqn = qp.ctx.srqn_rmpn_xrqn();
-            let Some(srq) = ctx.st.res.srqs.get_mut(srqn) else {
+            let Some(srq) = ctx.state.res.srqs.get_mut(srqn) else {
                 return Take::Fault;
             };
             let size = 1u32 << srq.log_size.min(15);
@@ -132,7 +119,7 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
                 counter: index,
                 dom: Domain::of_srq(srq),
                 srqn: Some(srqn),
-                segs: ctx.st.spare_recv_segs.pop().unwrap_or_default(),
+                segs: ctx.state.spare_recv_segs.pop().unwrap_or_default(),
             };
             parse_segs(&raw[16..stride.max(16)], &mut w.segs);
             srq.head = u16::from_be_bytes([raw[2], raw[3]]) & (size - 1) as u16;
@@ -156,9 +143,9 @@ pub(crate) fn take(ctx: &mut Ctx<'_>, qpn: u32) -> Take {
 /// forgets the QPs that left ERR or were destroyed.
 pub(crate) fn flush_in_error(ctx: &mut Ctx<'_>) {
     let mut i = 0;
-    while i < ctx.st.rq_flush_watch.len() {
-        let qpn = ctx.st.rq_flush_watch[i];
-        let in_err = ctx.st.res.qps.get(qpn).is_some_and(|qp| {
+    while i < ctx.state.rq_flush_watch.len() {
+        let qpn = ctx.state.rq_flush_watch[i];
+        let in_err = ctx.state.res.qps.get(qpn).is_some_and(|qp| {
             rnic_hw_regs::ctx::QpState::try_from(qp.ctx.state())
                 == Ok(rnic_hw_regs::ctx::QpState::Err)
         });
@@ -166,7 +153,7 @@ pub(crate) fn flush_in_error(ctx: &mut Ctx<'_>) {
             flush(ctx, qpn);
             i += 1;
         } else {
-            ctx.st.rq_flush_watch.swap_remove(i);
+            ctx.state.rq_flush_watch.swap_remove(i);
         }
     }
 }
@@ -175,16 +162,16 @@ pub(crate) fn flush_in_error(ctx: &mut Ctx<'_>) {
 /// CQ (SRQ WQEs belong to the SRQ and are not flushed), and watches the RQ for receives
 /// posted later ([`flush_in_error`]).
 pub(crate) fn flush(ctx: &mut Ctx<'_>, qpn: u32) {
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     if qp.ctx.rq_type() != 0 {
         return;
     }
-    if !ctx.st.rq_flush_watch.contains(&qpn) {
-        ctx.st.rq_flush_watch.push(qpn);
+    if !ctx.state.rq_flush_watch.contains(&qpn) {
+        ctx.state.rq_flush_watch.push(qpn);
     }
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     let size = 1u32 << qp.ctx.log_rq_size().min(15);

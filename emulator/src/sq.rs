@@ -23,10 +23,8 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpSt, QpState};
 use rnic_hw_regs::wqe::{DS_SIZE, MAX_DS, SendOpcode, WQEBB, WqeAv, ds_to_wqebbs};
 
-use crate::device::Ctx;
-use crate::mkey::Seg;
-use crate::resources::Qp;
-use crate::transport::{QpTransport, SendWqe, UdDest};
+use crate::ctx::Ctx;
+use crate::resources::{Qp, QpTransport, Seg, SendWqe, UdDest};
 
 /// Size of the UD datagram segment (an address vector).
 const AV_LEN: usize = 48;
@@ -38,7 +36,7 @@ const MAX_WQE: usize = 16 * WQEBB;
 /// control segment. Returns false when it names no QP of this UAR, or the QP cannot send.
 pub(crate) fn doorbell(ctx: &mut Ctx<'_>, uar: u32, value: u64) -> bool {
     let qpn = ((value as u32) >> 8) & 0xFF_FFFF;
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return false;
     };
     if qp.ctx.uar_page() != uar || qp.ctx.no_sq() {
@@ -55,7 +53,7 @@ pub(crate) fn doorbell(ctx: &mut Ctx<'_>, uar: u32, value: u64) -> bool {
             // So are those posted to a send queue in error; the receive side works on.
             let mut tr = std::mem::take(&mut qp.tr);
             flush_send(ctx, qpn, &mut tr);
-            if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+            if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
                 qp.tr = tr;
             }
             return true;
@@ -99,12 +97,12 @@ fn read_wqebb(ctx: &Ctx<'_>, qp: &Qp, index: u16, out: &mut [u8]) -> bool {
 /// Parses WQEs from `sq_ci` up to `counter` into the QP's transport queue; stops after a
 /// WQE that fails.
 fn consume(ctx: &mut Ctx<'_>, qpn: u32, counter: u16) {
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     let mut tr = std::mem::take(&mut qp.tr);
     let mut raw = [0u8; MAX_WQE];
-    while let Some(qp) = ctx.st.res.qps.get(qpn) {
+    while let Some(qp) = ctx.state.res.qps.get(qpn) {
         let ci = qp.sq_ci;
         if ci == counter {
             break;
@@ -114,7 +112,7 @@ fn consume(ctx: &mut Ctx<'_>, qpn: u32, counter: u16) {
         let (wqe, nbb) = parse(ctx, qp, qpn, ci, avail, &mut raw, spare);
         let failed = wqe.error.is_some();
         tr.sq.push_back(wqe);
-        if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+        if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
             qp.sq_ci = ci.wrapping_add(nbb);
             qp.ctx.set_hw_sq_wqebb_counter(qp.sq_ci);
         }
@@ -122,7 +120,7 @@ fn consume(ctx: &mut Ctx<'_>, qpn: u32, counter: u16) {
             break;
         }
     }
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.tr = tr;
     }
 }
@@ -311,12 +309,12 @@ fn parse(
 /// record's send counter) and every posted receive WQE of QP `qpn` with WR_FLUSH_ERR. The
 /// command interface's 2ERR handler calls it after moving the QP to ERR.
 pub(crate) fn flush_qp(ctx: &mut Ctx<'_>, qpn: u32) {
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     let mut tr = std::mem::take(&mut qp.tr);
     flush_with(ctx, qpn, &mut tr);
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.tr = tr;
     }
 }
@@ -334,7 +332,7 @@ pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
 /// counter) with WR_FLUSH_ERR, leaving the receive side alone: what the send queue error
 /// state (SQE) does to a UD / UC QP, and [`flush_with`]'s send half.
 pub(crate) fn flush_send(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
-    let Some(qp) = ctx.st.res.qps.get(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get(qpn) else {
         return;
     };
     let cqn = qp.ctx.cqn_snd();
@@ -347,7 +345,7 @@ pub(crate) fn flush_send(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
         crate::cq::push(ctx, cqn, &mut c);
     }
     // WQEs still in the ring, up to the send counter.
-    let Some(qp) = ctx.st.res.qps.get(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get(qpn) else {
         return;
     };
     if !qp.ctx.no_sq() {
@@ -369,7 +367,7 @@ pub(crate) fn flush_send(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
                     flushed.push((ci, opcode));
                     ci = ci.wrapping_add(nbb);
                 }
-                if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+                if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
                     qp.sq_ci = ci;
                     qp.ctx.set_hw_sq_wqebb_counter(ci);
                 }
@@ -409,7 +407,7 @@ mod tests {
             unsafe { cq_mem.vaddr.as_ptr().add(i * 64 + 63).write_volatile(0xF1) };
         }
         let (uar, cqn, qpn) = dev.with_ctx(|ctx| {
-            let uar = ctx.st.res.uars.insert(Uar).unwrap();
+            let uar = ctx.state.res.uars.insert(Uar).unwrap();
             let mut cqc = Cqc::default();
             cqc.set_log_cq_size(6);
             let buf = QueueBuf {
@@ -418,7 +416,7 @@ mod tests {
                 len: 4096,
             };
             let cqn = ctx
-                .st
+                .state
                 .res
                 .cqs
                 .insert(Cq::new(cqc, buf, uar, 0, dbr.iova))
@@ -438,7 +436,7 @@ mod tests {
                 log_page_size: 12,
                 len: 4096,
             };
-            let qpn = ctx.st.res.qps.insert(crate::resources::Qp::new(q, buf));
+            let qpn = ctx.state.res.qps.insert(crate::resources::Qp::new(q, buf));
             (uar, cqn, qpn.unwrap())
         });
         // A signaled NOP at WQEBB 0, send counter 1.

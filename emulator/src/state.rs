@@ -1,24 +1,10 @@
 //! The device's mutable state: everything firmware knows, behind the device lock.
 
 use crate::caps::Caps;
+use crate::hca::HcaState;
 use crate::pages::Pages;
 use crate::profile::Profile;
 use crate::resources::Resources;
-
-/// HCA life cycle as the command interface drives it.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct HcaState {
-    /// ENABLE_HCA done (and no DISABLE_HCA since).
-    pub enabled: bool,
-    /// The ISSI set with SET_ISSI (0 until then).
-    pub issi: u16,
-    /// INIT_HCA done (and no TEARDOWN_HCA since).
-    pub initialized: bool,
-    /// TEARDOWN_HCA done since the last ENABLE_HCA: INIT_HCA needs DISABLE + ENABLE first.
-    pub torn_down: bool,
-    /// The host is big-endian (ACCESS_REG HOST_ENDIANNESS `he`).
-    pub host_big_endian: bool,
-}
 
 /// Counters tests and tools can read (see [`crate::Device::counters`]).
 ///
@@ -219,7 +205,7 @@ pub(crate) struct DeviceState {
     pub port: crate::port::Port,
     /// Scatter lists of completed receive WQEs, reused by the next ones
     /// ([`crate::rq::recycle`]), so a steady stream of receives allocates nothing.
-    pub spare_recv_segs: Vec<Vec<crate::mkey::Seg>>,
+    pub spare_recv_segs: Vec<Vec<crate::resources::Seg>>,
     /// QPs with an own RQ that entered ERR: receive WQEs the host posts to them later are
     /// flushed at the next step ([`crate::rq::flush_in_error`]), as a ConnectX flushes
     /// receives posted in ERR (what a drain relies on). Entries whose QP left ERR or was

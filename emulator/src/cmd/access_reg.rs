@@ -8,7 +8,7 @@ use rnic_hw_regs::status::CmdStatus;
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::{Cmd, CmdResult, check_op_mod, fail, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// ACCESS_REG.
 pub(super) fn access_reg(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
@@ -28,11 +28,11 @@ pub(super) fn access_reg(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
             return fail(CmdStatus::BadInputLength, syn::REG_DATA_SHORT);
         };
         cmd.output::<AccessRegisterOut>()?;
-        ctx.st.hca.host_big_endian = reg.he();
+        ctx.state.hca.host_big_endian = reg.he();
     } else {
         cmd.output::<AccessRegisterOut>()?;
         let mut reg = RegisterHostEndianness::default();
-        reg.set_he(ctx.st.hca.host_big_endian);
+        reg.set_he(ctx.state.hca.host_big_endian);
         let Some(slot) = cmd.output.get_mut(at..at + len) else {
             return fail(CmdStatus::BadOutputLength, syn::REG_OUTPUT_SHORT);
         };

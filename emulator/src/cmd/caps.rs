@@ -18,7 +18,7 @@ use rnic_hw_regs::status::CmdStatus;
 use zerocopy::IntoBytes;
 
 use super::{Cmd, CmdResult, ensure, fail, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// QUERY_HCA_CAP: op_mod = cap_type << 1 | (1 = current, 0 = max).
 pub(super) fn query_hca_cap(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
@@ -29,7 +29,7 @@ pub(super) fn query_hca_cap(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         syn::OTHER_FUNCTION,
     )?;
     let (cap_type, max) = (cmd.op_mod >> 1, cmd.op_mod & 1 == 0);
-    let Some(block) = ctx.st.caps.block(cap_type, max) else {
+    let Some(block) = ctx.state.caps.block(cap_type, max) else {
         return fail(CmdStatus::BadOp, syn::CAP_TYPE_UNSUPPORTED);
     };
     let block: HcaCapUnion = *block;
@@ -42,7 +42,7 @@ pub(super) fn query_hca_cap(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
 pub(super) fn set_hca_cap(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     ensure(cmd.op_mod & 1 == 0, CmdStatus::BadOp, syn::CAP_SET_MODE)?;
     let cap_type = cmd.op_mod >> 1;
-    if ctx.st.caps.block(cap_type, true).is_none() {
+    if ctx.state.caps.block(cap_type, true).is_none() {
         return fail(CmdStatus::BadOp, syn::CAP_TYPE_UNSUPPORTED);
     }
     let i = cmd.fixed::<SetHcaCapIn>()?;
@@ -53,12 +53,12 @@ pub(super) fn set_hca_cap(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     )?;
     cmd.output::<SetHcaCapOut>()?;
     ensure(
-        !ctx.st.hca.initialized,
+        !ctx.state.hca.initialized,
         CmdStatus::BadSysState,
         syn::CAP_SET_AFTER_INIT,
     )?;
     let new = i.capability();
-    let caps = &mut ctx.st.caps;
+    let caps = &mut ctx.state.caps;
     match cap_type {
         0 => {
             let (m, n) = (*caps.general_max(), *new.cmd_hca_cap());

@@ -14,7 +14,7 @@ use rnic_hw_regs::cmd::{
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, PasSyndromes, check_op_mod, ensure, fail, queue_buf, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::Cq;
 
 /// MODIFY_CQ `modify_field_select` bits (Linux `MLX5_CQ_MODIFY_*`).
@@ -37,7 +37,7 @@ pub(super) fn create_cq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let i = cmd.fixed::<CreateCqIn>()?;
     cmd.output::<CreateCqOut>()?;
     let mut c = *i.cq_context();
-    let res = &ctx.st.res;
+    let res = &ctx.state.res;
     ensure(
         res.uars.get(c.uar_page()).is_some(),
         CmdStatus::BadResource,
@@ -50,7 +50,7 @@ pub(super) fn create_cq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         syn::CQ_BAD_EQN,
     )?;
     ensure(
-        c.log_cq_size() <= ctx.st.caps.general().log_max_cq_sz(),
+        c.log_cq_size() <= ctx.state.caps.general().log_max_cq_sz(),
         CmdStatus::BadSize,
         syn::CQ_TOO_BIG,
     )?;
@@ -77,15 +77,15 @@ pub(super) fn create_cq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
             short: syn::CQ_PAS_SHORT,
         },
     )?;
-    let limit = 1usize << ctx.st.caps.general().log_max_cq().min(24);
-    if ctx.st.res.cqs.len() >= limit {
+    let limit = 1usize << ctx.state.caps.general().log_max_cq().min(24);
+    if ctx.state.res.cqs.len() >= limit {
         return fail(CmdStatus::NoResources, syn::CQ_TABLE_FULL);
     }
     c.set_status(0);
     c.set_consumer_counter(0);
     c.set_producer_counter(0);
     let cq = Cq::new(c, buf, c.uar_page(), eqn as u8, c.dbr_addr());
-    let Ok(cqn) = ctx.st.res.cqs.insert(cq) else {
+    let Ok(cqn) = ctx.state.res.cqs.insert(cq) else {
         return fail(CmdStatus::NoResources, syn::CQ_TABLE_FULL);
     };
     cmd.output::<CreateCqOut>()?.set_cqn(cqn);
@@ -97,7 +97,7 @@ pub(super) fn destroy_cq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let cqn = cmd.fixed::<DestroyCqIn>()?.cqn();
     cmd.output::<DestroyCqOut>()?;
-    let res = &mut ctx.st.res;
+    let res = &mut ctx.state.res;
     ensure(
         res.cqs.get(cqn).is_some(),
         CmdStatus::BadResource,
@@ -118,7 +118,7 @@ pub(super) fn query_cq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let cqn = cmd.fixed::<QueryCqIn>()?.cqn();
     cmd.output::<QueryCqOut>()?;
-    let Some(cq) = ctx.st.res.cqs.get(cqn) else {
+    let Some(cq) = ctx.state.res.cqs.get(cqn) else {
         return fail(CmdStatus::BadResource, syn::CQ_UNKNOWN);
     };
     let mut c = cq.ctx;
@@ -145,7 +145,7 @@ pub(super) fn modify_cq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let all = field::PERIOD | field::COUNT | field::OVERRUN | field::EQN | field::PERIOD_MODE;
     ensure(sel & !all == 0, CmdStatus::BadParam, syn::CQ_MODIFY_FIELD)?;
     let new = i.cq_context();
-    let res = &mut ctx.st.res;
+    let res = &mut ctx.state.res;
     let cqn = i.cqn();
     ensure(
         res.cqs.get(cqn).is_some(),

@@ -13,7 +13,7 @@ use rnic_hw_regs::status::CmdStatus;
 use zerocopy::FromBytes;
 
 use super::{Cmd, CmdResult, PasSyndromes, check_op_mod, ensure, fail, queue_buf, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::Eq;
 
 /// EQ state `st` values (eqc): armed and fired.
@@ -28,12 +28,12 @@ pub(super) fn create_eq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     cmd.output::<CreateEqOut>()?;
     let c = i.eq_context_entry();
     ensure(
-        ctx.st.res.uars.get(c.uar_page()).is_some(),
+        ctx.state.res.uars.get(c.uar_page()).is_some(),
         CmdStatus::BadResource,
         syn::EQ_BAD_UAR,
     )?;
     ensure(
-        c.log_eq_size() <= ctx.st.caps.general().log_max_eq_sz(),
+        c.log_eq_size() <= ctx.state.caps.general().log_max_eq_sz(),
         CmdStatus::BadSize,
         syn::EQ_TOO_BIG,
     )?;
@@ -59,8 +59,8 @@ pub(super) fn create_eq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         let at = 0x58 + 8 * w;
         *e = u64::from_be_bytes(i.0[at..at + 8].try_into().unwrap_or([0; 8]));
     }
-    let limit = 1usize << ctx.st.caps.general().log_max_eq().min(8);
-    if ctx.st.res.eqs.len() >= limit {
+    let limit = 1usize << ctx.state.caps.general().log_max_eq().min(8);
+    if ctx.state.res.eqs.len() >= limit {
         return fail(CmdStatus::NoResources, syn::EQ_TABLE_FULL);
     }
     let eq = Eq {
@@ -73,7 +73,7 @@ pub(super) fn create_eq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         ci: 0,
         armed: false,
     };
-    let Ok(eqn) = ctx.st.res.eqs.insert(eq) else {
+    let Ok(eqn) = ctx.state.res.eqs.insert(eq) else {
         return fail(CmdStatus::NoResources, syn::EQ_TABLE_FULL);
     };
     cmd.output::<CreateEqOut>()?.set_eq_number(eqn as u8);
@@ -85,7 +85,7 @@ pub(super) fn destroy_eq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let eqn = u32::from(cmd.fixed::<DestroyEqIn>()?.eq_number());
     cmd.output::<DestroyEqOut>()?;
-    let res = &mut ctx.st.res;
+    let res = &mut ctx.state.res;
     ensure(
         res.eqs.get(eqn).is_some(),
         CmdStatus::BadResource,
@@ -105,7 +105,7 @@ pub(super) fn query_eq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let eqn = u32::from(cmd.fixed::<QueryEqIn>()?.eq_number());
     cmd.output::<QueryEqOut>()?;
-    let Some(eq) = ctx.st.res.eqs.get(eqn) else {
+    let Some(eq) = ctx.state.res.eqs.get(eqn) else {
         return fail(CmdStatus::BadResource, syn::EQ_UNKNOWN);
     };
     let eq = eq.clone();
@@ -130,7 +130,7 @@ pub(super) fn gen_eqe(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     cmd.output::<GenEqeOut>()?;
     let eqn = u32::from(i.eq_number());
     ensure(
-        ctx.st.res.eqs.get(eqn).is_some(),
+        ctx.state.res.eqs.get(eqn).is_some(),
         CmdStatus::BadResource,
         syn::EQ_UNKNOWN,
     )?;

@@ -16,9 +16,9 @@ use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, check_op_mod, ensure, fail, syndrome as syn};
 use crate::caps::Caps;
-use crate::device::Ctx;
+use crate::ctx::Ctx;
+use crate::hca::HcaState;
 use crate::resources::Resources;
-use crate::state::HcaState;
 
 /// ISSIs this device supports (bit n = ISSI n): a ConnectX-4 reports 0x2.
 pub(crate) const SUPPORTED_ISSI: u32 = 0x2;
@@ -39,15 +39,15 @@ pub(super) fn enable_hca(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     )?;
     cmd.output::<EnableHcaOut>()?;
     ensure(
-        !ctx.st.hca.enabled,
+        !ctx.state.hca.enabled,
         CmdStatus::BadSysState,
         syn::ENABLE_TWICE,
     )?;
-    let profile = &ctx.st.profile;
-    ctx.st.caps = Caps::new(profile);
-    ctx.st.res = Resources::new(profile);
-    ctx.st.pages.runtime = 0;
-    ctx.st.hca = HcaState {
+    let profile = &ctx.state.profile;
+    ctx.state.caps = Caps::new(profile);
+    ctx.state.res = Resources::new(profile);
+    ctx.state.pages.runtime = 0;
+    ctx.state.hca = HcaState {
         enabled: true,
         ..HcaState::default()
     };
@@ -65,16 +65,16 @@ pub(super) fn disable_hca(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     )?;
     cmd.output::<DisableHcaOut>()?;
     ensure(
-        !ctx.st.hca.initialized,
+        !ctx.state.hca.initialized,
         CmdStatus::BadSysState,
         syn::DISABLE_WHILE_INITIALIZED,
     )?;
     ensure(
-        ctx.st.pages.held.is_empty(),
+        ctx.state.pages.held.is_empty(),
         CmdStatus::BadSysState,
         syn::DISABLE_WITH_PAGES_HELD,
     )?;
-    ctx.st.hca = HcaState::default();
+    ctx.state.hca = HcaState::default();
     Ok(())
 }
 
@@ -83,19 +83,19 @@ pub(super) fn disable_hca(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
 pub(super) fn init_hca(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     cmd.output::<InitHcaOut>()?;
-    let hca = &ctx.st.hca;
+    let hca = &ctx.state.hca;
     ensure(
         !hca.initialized && !hca.torn_down,
         CmdStatus::BadSysState,
         syn::INIT_TWICE,
     )?;
-    let pages = &ctx.st.pages;
+    let pages = &ctx.state.pages;
     ensure(
         pages.held_count() >= pages.boot + pages.init,
         CmdStatus::NoResources,
         syn::INIT_PAGES_MISSING,
     )?;
-    ctx.st.hca.initialized = true;
+    ctx.state.hca.initialized = true;
     Ok(())
 }
 
@@ -113,21 +113,21 @@ pub(super) fn teardown_hca(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         syn::TEARDOWN_BAD_PROFILE,
     )?;
     let out = cmd.output::<TeardownHcaOut>()?;
-    if !ctx.st.hca.initialized {
+    if !ctx.state.hca.initialized {
         return fail(CmdStatus::BadSysState, syn::TEARDOWN_NOT_INITIALIZED);
     }
     out.set_state(false);
-    ctx.st.res = Resources::new(&ctx.st.profile);
-    ctx.st.pages.runtime = 0;
-    ctx.st.hca.initialized = false;
-    ctx.st.hca.torn_down = true;
+    ctx.state.res = Resources::new(&ctx.state.profile);
+    ctx.state.pages.runtime = 0;
+    ctx.state.hca.initialized = false;
+    ctx.state.hca.torn_down = true;
     Ok(())
 }
 
 /// QUERY_ISSI: the current ISSI and the supported mask (0x2 as on a ConnectX-4).
 pub(super) fn query_issi(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
-    let issi = ctx.st.hca.issi;
+    let issi = ctx.state.hca.issi;
     let out = cmd.output::<QueryIssiOut>()?;
     out.set_current_issi(issi);
     out.set_supported_issi_dw0(SUPPORTED_ISSI);
@@ -141,7 +141,7 @@ pub(super) fn set_issi(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let issi = cmd.fixed::<SetIssiIn>()?.current_issi();
     cmd.output::<SetIssiOut>()?;
     ensure(
-        !ctx.st.hca.initialized,
+        !ctx.state.hca.initialized,
         CmdStatus::BadSysState,
         syn::ISSI_AFTER_INIT,
     )?;
@@ -150,7 +150,7 @@ pub(super) fn set_issi(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         CmdStatus::BadParam,
         syn::ISSI_UNSUPPORTED,
     )?;
-    ctx.st.hca.issi = issi;
+    ctx.state.hca.issi = issi;
     Ok(())
 }
 
@@ -158,7 +158,7 @@ pub(super) fn set_issi(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
 pub(super) fn query_adapter(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let mut psid = [0u8; 16];
-    let src = ctx.st.profile.psid.as_bytes();
+    let src = ctx.state.profile.psid.as_bytes();
     let n = src.len().min(16);
     psid[..n].copy_from_slice(&src[..n]);
     let out = cmd.output::<QueryAdapterOut>()?;

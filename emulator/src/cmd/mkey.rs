@@ -16,7 +16,7 @@ use rnic_hw_regs::status::CmdStatus;
 use zerocopy::FromZeros;
 
 use super::{Cmd, CmdResult, be64_list, check_op_mod, ensure, fail, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::{Mkey, MkeyTranslation, RESD_LKEY};
 
 /// Access mode PA.
@@ -37,7 +37,7 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     cmd.output::<CreateMkeyOut>()?;
     let c = i.memory_key_mkey_entry();
     ensure(
-        ctx.st.res.pds.get(c.pd()).is_some(),
+        ctx.state.res.pds.get(c.pd()).is_some(),
         CmdStatus::BadResource,
         syn::MKEY_BAD_PD,
     )?;
@@ -61,7 +61,7 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         ACCESS_MODE_MTT => {
             ensure(!c.length64(), CmdStatus::BadParam, syn::MKEY_MTT_LENGTH64)?;
             ensure(
-                len <= 1 << ctx.st.caps.general().log_max_mrw_sz().min(63),
+                len <= 1 << ctx.state.caps.general().log_max_mrw_sz().min(63),
                 CmdStatus::BadParam,
                 syn::MKEY_TOO_LONG,
             )?;
@@ -106,8 +106,8 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         }
         _ => return fail(CmdStatus::BadParam, syn::MKEY_ACCESS_MODE),
     };
-    let limit = 1usize << ctx.st.caps.general().log_max_mkey().min(24);
-    if ctx.st.res.mkeys.len() >= limit {
+    let limit = 1usize << ctx.state.caps.general().log_max_mkey().min(24);
+    if ctx.state.res.mkeys.len() >= limit {
         return fail(CmdStatus::NoResources, syn::MKEY_TABLE_FULL);
     }
     let m = Mkey {
@@ -125,7 +125,7 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         free: false,
         rinval: c.en_rinval(),
     };
-    let Ok(index) = ctx.st.res.mkeys.insert(m) else {
+    let Ok(index) = ctx.state.res.mkeys.insert(m) else {
         return fail(CmdStatus::NoResources, syn::MKEY_TABLE_FULL);
     };
     cmd.output::<CreateMkeyOut>()?.set_mkey_index(index);
@@ -137,7 +137,7 @@ pub(super) fn query_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let index = cmd.fixed::<QueryMkeyIn>()?.mkey_index();
     cmd.output::<QueryMkeyOut>()?;
-    let Some(m) = ctx.st.res.mkeys.get(index) else {
+    let Some(m) = ctx.state.res.mkeys.get(index) else {
         return fail(CmdStatus::BadResource, syn::MKEY_UNKNOWN);
     };
     let mut c = Mkc::new_zeroed();
@@ -182,7 +182,7 @@ pub(super) fn destroy_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let index = cmd.fixed::<DestroyMkeyIn>()?.mkey_index();
     cmd.output::<DestroyMkeyOut>()?;
     ensure(
-        ctx.st.res.mkeys.remove(index).is_some(),
+        ctx.state.res.mkeys.remove(index).is_some(),
         CmdStatus::BadResource,
         syn::MKEY_UNKNOWN,
     )

@@ -25,7 +25,7 @@ mod cq;
 mod eq;
 mod hca;
 mod mkey;
-mod pages;
+pub(crate) mod pages;
 mod pd_uar;
 mod qp;
 mod roce_addr;
@@ -33,7 +33,7 @@ mod srq;
 mod vport;
 
 use crate::bar::Bar;
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// The largest command input or output the device accepts: a CREATE_MKEY whose MTT maps the
 /// largest region ([`crate::caps::LOG_MAX_MRW_SZ`]) in 4 KiB pages at any page offset (a
@@ -411,10 +411,10 @@ pub(crate) fn doorbell(ctx: &mut Ctx<'_>, bar: &Bar, mask: u32) {
     // The doorbell has one bit per slot: at most 32 slots can be rung, whatever the profile.
     let slots = 1u32 << log_size.min(5);
     if slots < 32 && mask >> slots != 0 {
-        ctx.st.counters.bad_doorbells += 1;
+        ctx.state.counters.bad_doorbells += 1;
     }
     if bar.is_initializing() {
-        ctx.st.counters.bad_doorbells += 1;
+        ctx.state.counters.bad_doorbells += 1;
         return;
     }
     let base = bar.cmdq_addr();
@@ -432,19 +432,19 @@ pub(crate) fn doorbell(ctx: &mut Ctx<'_>, bar: &Bar, mask: u32) {
 fn execute(ctx: &mut Ctx<'_>, iova: u64, slot: u32) {
     let mut entry = CmdqEntry::default();
     if ctx.dma.read(iova, entry.as_mut_bytes()).is_err() {
-        ctx.st.counters.bad_doorbells += 1;
+        ctx.state.counters.bad_doorbells += 1;
         return;
     }
     if !entry.ownership() {
         // The host rang for an entry it does not hand over: nothing to do.
-        ctx.st.counters.bad_doorbells += 1;
+        ctx.state.counters.bad_doorbells += 1;
         return;
     }
-    ctx.st.counters.commands += 1;
+    ctx.state.counters.commands += 1;
     let delivery = match deliver_and_run(ctx, &mut entry) {
         Ok(()) => DeliveryStatus::Ok,
         Err(d) => {
-            ctx.st.counters.delivery_errors += 1;
+            ctx.state.counters.delivery_errors += 1;
             d
         }
     };
@@ -472,7 +472,7 @@ fn deliver_and_run(ctx: &mut Ctx<'_>, entry: &mut CmdqEntry) -> Result<(), Deliv
     }
     // Signatures are checked (and output blocks signed) only while the current
     // capability `cmdif_checksum` is on, as on a ConnectX (the kernel leaves it off).
-    let checksum = ctx.st.caps.general().cmdif_checksum() != 0;
+    let checksum = ctx.state.caps.general().cmdif_checksum() != 0;
     if checksum && !entry.signature_ok() {
         return Err(DeliveryStatus::SignatureError);
     }
@@ -506,7 +506,7 @@ fn deliver_and_run(ctx: &mut Ctx<'_>, entry: &mut CmdqEntry) -> Result<(), Deliv
         Err(_) => Err(CmdFail::new(CmdStatus::BadOp, syndrome::UNKNOWN_OPCODE)),
     };
     if let Err(fail) = result {
-        ctx.st.counters.command_errors += 1;
+        ctx.state.counters.command_errors += 1;
         output.fill(0);
         output[0] = fail.status.raw();
         output[4..8].copy_from_slice(&fail.syndrome.to_be_bytes());
@@ -619,10 +619,10 @@ fn dispatch(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     if cmd.input.len() < 8 {
         return fail(CmdStatus::BadInputLength, syndrome::INPUT_TOO_SHORT);
     }
-    if !ctx.st.hca.enabled && cmd.opcode != O::EnableHca {
+    if !ctx.state.hca.enabled && cmd.opcode != O::EnableHca {
         return fail(CmdStatus::BadSysState, syndrome::NOT_ENABLED);
     }
-    if !ctx.st.hca.initialized && !allowed_before_init(cmd.opcode) {
+    if !ctx.state.hca.initialized && !allowed_before_init(cmd.opcode) {
         return fail(CmdStatus::BadSysState, syndrome::NOT_INITIALIZED);
     }
     match cmd.opcode {

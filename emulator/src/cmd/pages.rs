@@ -4,7 +4,7 @@ use rnic_hw_regs::cmd::{ManagePagesIn, ManagePagesOut, QueryPagesIn, QueryPagesO
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, be64_list, check_op_mod, ensure, fail, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// The adapter page size.
 const PAGE: u64 = 4096;
@@ -22,11 +22,11 @@ fn this_function(function_id: u16, ecpf: bool) -> CmdResult {
 pub(super) fn query_pages(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let i = cmd.input::<QueryPagesIn>();
     this_function(i.function_id(), i.embedded_cpu_function())?;
-    let pages = &ctx.st.pages;
+    let pages = &ctx.state.pages;
     let n = match cmd.op_mod {
         op_mod::QUERY_PAGES_BOOT => pages.boot_missing(),
         op_mod::QUERY_PAGES_INIT => pages.init_missing(),
-        op_mod::QUERY_PAGES_REGULAR => pages.regular_delta(&ctx.st.hca),
+        op_mod::QUERY_PAGES_REGULAR => pages.regular_delta(&ctx.state.hca),
         _ => return fail(CmdStatus::BadOp, syn::QUERY_PAGES_BAD_MODE),
     };
     let n = i32::try_from(n).unwrap_or(if n < 0 { i32::MIN } else { i32::MAX });
@@ -54,8 +54,8 @@ pub(super) fn manage_pages(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         op_mod::MANAGE_PAGES_TAKE => take(ctx, cmd, n),
         _ => {
             cmd.output::<ManagePagesOut>()?;
-            let hca = ctx.st.hca.clone();
-            ctx.st.pages.cant_give(&hca);
+            let hca = ctx.state.hca.clone();
+            ctx.state.pages.cant_give(&hca);
             Ok(())
         }
     }
@@ -67,7 +67,7 @@ fn give(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>, n: usize) -> CmdResult {
         return fail(CmdStatus::BadInputLength, syn::PAGES_LIST_SHORT);
     };
     cmd.output::<ManagePagesOut>()?;
-    let pages = &ctx.st.pages;
+    let pages = &ctx.state.pages;
     ensure(
         pages.held.len().saturating_add(n) <= pages.max,
         CmdStatus::NoResources,
@@ -92,7 +92,7 @@ fn give(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>, n: usize) -> CmdResult {
                 .is_some_and(|last| ctx.dma.read(last, &mut b).is_ok());
         ensure(reachable, CmdStatus::BadParam, syn::PAGE_UNMAPPED)?;
     }
-    ctx.st.pages.held.extend(fresh);
+    ctx.state.pages.held.extend(fresh);
     Ok(())
 }
 
@@ -105,8 +105,8 @@ fn take(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>, n: usize) -> CmdResult {
         CmdStatus::BadOutputLength,
         syn::PAGES_OUTPUT_SHORT,
     )?;
-    let hca = ctx.st.hca.clone();
-    let taken = ctx.st.pages.take(n, &hca);
+    let hca = ctx.state.hca.clone();
+    let taken = ctx.state.pages.take(n, &hca);
     let out = cmd.output::<ManagePagesOut>()?;
     out.set_output_num_entries(taken.len() as u32);
     for (k, a) in taken.iter().enumerate() {
@@ -116,4 +116,13 @@ fn take(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>, n: usize) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// A run-time page request for `n` pages (negative: pages firmware gives back): recorded in
+/// the demand and posted as a page-request EQE. Returns whether an EQ took the event.
+pub(crate) fn request(ctx: &mut Ctx<'_>, n: i32) -> bool {
+    ctx.state.pages.runtime += i64::from(n);
+    let mut e = rnic_hw_regs::eqe::Eqe::of(rnic_hw_regs::eqe::EventType::PageRequest);
+    e.set_num_pages_signed(n); // func_id 0: the physical function
+    crate::eq::post_event(ctx, &e)
 }

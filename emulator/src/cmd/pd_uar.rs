@@ -13,15 +13,15 @@ use rnic_hw_regs::cmd::{
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, check_op_mod, ensure, fail, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::{Pd, Uar};
 
 /// ALLOC_PD: the lowest free PD number (from 1).
 pub(super) fn alloc_pd(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     cmd.output::<AllocPdOut>()?;
-    let limit = 1usize << ctx.st.caps.general().log_max_pd().min(24);
-    let res = &mut ctx.st.res;
+    let limit = 1usize << ctx.state.caps.general().log_max_pd().min(24);
+    let res = &mut ctx.state.res;
     if res.pds.len() >= limit {
         return fail(CmdStatus::NoResources, syn::PD_TABLE_FULL);
     }
@@ -37,7 +37,7 @@ pub(super) fn dealloc_pd(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let pd = cmd.fixed::<DeallocPdIn>()?.pd();
     cmd.output::<DeallocPdOut>()?;
-    let res = &mut ctx.st.res;
+    let res = &mut ctx.state.res;
     ensure(
         res.pds.get(pd).is_some(),
         CmdStatus::BadResource,
@@ -55,7 +55,7 @@ pub(super) fn dealloc_pd(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
 pub(super) fn alloc_uar(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     cmd.output::<AllocUarOut>()?;
-    let Ok(uar) = ctx.st.res.uars.insert(Uar) else {
+    let Ok(uar) = ctx.state.res.uars.insert(Uar) else {
         return fail(CmdStatus::NoResources, syn::UAR_TABLE_FULL);
     };
     cmd.output::<AllocUarOut>()?.set_uar(uar);
@@ -67,7 +67,7 @@ pub(super) fn dealloc_uar(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let uar = cmd.fixed::<DeallocUarIn>()?.uar();
     cmd.output::<DeallocUarOut>()?;
-    let res = &mut ctx.st.res;
+    let res = &mut ctx.state.res;
     ensure(
         res.uars.get(uar).is_some(),
         CmdStatus::BadResource,

@@ -22,7 +22,7 @@ use rnic_hw_regs::ctx::{QpSt, QpState, Qpc, opt_param};
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, PasSyndromes, check_op_mod, ensure, fail, queue_buf, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::Qp;
 
 /// `rq_type`: a normal RQ in the QP's buffer.
@@ -45,7 +45,7 @@ pub(super) fn create_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         CmdStatus::BadParam,
         syn::QP_BAD_ST,
     )?;
-    let res = &ctx.st.res;
+    let res = &ctx.state.res;
     ensure(
         res.pds.get(c.pd()).is_some(),
         CmdStatus::BadResource,
@@ -83,7 +83,7 @@ pub(super) fn create_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
             syn::QP_BAD_SRQ,
         )?;
     }
-    let g = ctx.st.caps.general();
+    let g = ctx.state.caps.general();
     ensure(
         c.log_sq_size() <= g.log_max_qp_sz(),
         CmdStatus::BadSize,
@@ -132,11 +132,11 @@ pub(super) fn create_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
             short: syn::QP_PAS_SHORT,
         },
     )?;
-    if ctx.st.res.qps.len() >= limit {
+    if ctx.state.res.qps.len() >= limit {
         return fail(CmdStatus::NoResources, syn::QP_TABLE_FULL);
     }
     c.set_state(QpState::Rst.into());
-    let Ok(qpn) = ctx.st.res.qps.insert(Qp::new(c, buf)) else {
+    let Ok(qpn) = ctx.state.res.qps.insert(Qp::new(c, buf)) else {
         return fail(CmdStatus::NoResources, syn::QP_TABLE_FULL);
     };
     cmd.output::<CreateQpOut>()?.set_qpn(qpn);
@@ -149,7 +149,7 @@ pub(super) fn destroy_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let qpn = cmd.fixed::<DestroyQpIn>()?.qpn();
     cmd.output::<DestroyQpOut>()?;
     ensure(
-        ctx.st.res.qps.remove(qpn).is_some(),
+        ctx.state.res.qps.remove(qpn).is_some(),
         CmdStatus::BadResource,
         syn::QP_UNKNOWN,
     )
@@ -160,7 +160,7 @@ pub(super) fn query_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let qpn = cmd.fixed::<QueryQpIn>()?.qpn();
     cmd.output::<QueryQpOut>()?;
-    let Some(qp) = ctx.st.res.qps.get(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get(qpn) else {
         return fail(CmdStatus::BadResource, syn::QP_UNKNOWN);
     };
     let mut c = qp.ctx;
@@ -268,12 +268,12 @@ pub(super) fn modify_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     };
     // Every transition's output is the generic 0x10-byte one.
     cmd.output::<Rst2InitQpOut>()?;
-    let max_mtu = ctx.st.profile.max_mtu;
+    let max_mtu = ctx.state.profile.max_mtu;
     // INIT2RTR's GID: whether the path's index is inside the table, and set there.
     let gid_idx = usize::from(n.primary_address_path().src_addr_index());
-    let gid = ctx.st.res.gids.get(gid_idx).map(Option::is_some);
-    let g = *ctx.st.caps.general();
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let gid = ctx.state.res.gids.get(gid_idx).map(Option::is_some);
+    let g = *ctx.state.caps.general();
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return fail(CmdStatus::BadResource, syn::QP_UNKNOWN);
     };
     let state = QpState::try_from(qp.ctx.state()).unwrap_or(QpState::Err);

@@ -8,7 +8,7 @@ use rnic_hw_regs::cmd::{
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, check_op_mod, ensure, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// The port is 1; 0 means this function's port too (single-port devices leave it 0).
 fn check_port(port: u8) -> CmdResult {
@@ -21,7 +21,7 @@ pub(super) fn query_roce_address(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdRes
     let i = cmd.fixed::<QueryRoceAddressIn>()?;
     check_port(i.vhca_port_num())?;
     let idx = usize::from(i.roce_address_index());
-    let gids = &ctx.st.res.gids;
+    let gids = &ctx.state.res.gids;
     ensure(idx < gids.len(), CmdStatus::BadIndex, syn::GID_INDEX)?;
     let entry = gids[idx];
     let out = cmd.output::<QueryRoceAddressOut>()?;
@@ -39,7 +39,7 @@ pub(super) fn set_roce_address(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResul
     check_port(i.vhca_port_num())?;
     let idx = usize::from(i.roce_address_index());
     ensure(
-        idx < ctx.st.res.gids.len(),
+        idx < ctx.state.res.gids.len(),
         CmdStatus::BadIndex,
         syn::GID_INDEX,
     )?;
@@ -49,6 +49,6 @@ pub(super) fn set_roce_address(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResul
         ensure(a.roce_version() <= 2, CmdStatus::BadParam, syn::GID_VERSION)?;
         ensure(a.roce_l3_type() <= 1, CmdStatus::BadParam, syn::GID_L3_TYPE)?;
     }
-    ctx.st.res.set_gid(idx, (!empty).then_some(a));
+    ctx.state.res.set_gid(idx, (!empty).then_some(a));
     Ok(())
 }

@@ -14,7 +14,7 @@ use rnic_hw_regs::status::CmdStatus;
 use zerocopy::FromZeros;
 
 use super::{Cmd, CmdResult, PasSyndromes, check_op_mod, ensure, fail, queue_buf, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 use crate::resources::Srq;
 
 /// ARM_RQ op_mod for an SRQ (0 would be an RQ object, which this device does not have).
@@ -28,7 +28,7 @@ pub(super) fn create_srq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let i = cmd.fixed::<CreateSrqIn>()?;
     cmd.output::<CreateSrqOut>()?;
     let c = *i.srq_context_entry();
-    let res = &ctx.st.res;
+    let res = &ctx.state.res;
     ensure(
         res.pds.get(c.pd()).is_some(),
         CmdStatus::BadResource,
@@ -39,7 +39,7 @@ pub(super) fn create_srq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         CmdStatus::BadResource,
         syn::SRQ_BAD_CQN,
     )?;
-    let g = ctx.st.caps.general();
+    let g = ctx.state.caps.general();
     ensure(
         c.log_srq_size() <= g.log_max_srq_sz(),
         CmdStatus::BadSize,
@@ -73,7 +73,7 @@ pub(super) fn create_srq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
             short: syn::SRQ_PAS_SHORT,
         },
     )?;
-    if ctx.st.res.srqs.len() >= limit {
+    if ctx.state.res.srqs.len() >= limit {
         return fail(CmdStatus::NoResources, syn::SRQ_TABLE_FULL);
     }
     let srq = Srq {
@@ -88,7 +88,7 @@ pub(super) fn create_srq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         head: 0,
         lwm: c.lwm(),
     };
-    let Ok(srqn) = ctx.st.res.srqs.insert(srq) else {
+    let Ok(srqn) = ctx.state.res.srqs.insert(srq) else {
         return fail(CmdStatus::NoResources, syn::SRQ_TABLE_FULL);
     };
     cmd.output::<CreateSrqOut>()?.set_srqn(srqn);
@@ -100,7 +100,7 @@ pub(super) fn destroy_srq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let srqn = cmd.fixed::<DestroySrqIn>()?.srqn();
     cmd.output::<DestroySrqOut>()?;
-    let res = &mut ctx.st.res;
+    let res = &mut ctx.state.res;
     ensure(
         res.srqs.get(srqn).is_some(),
         CmdStatus::BadResource,
@@ -120,7 +120,7 @@ pub(super) fn query_srq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let srqn = cmd.fixed::<QuerySrqIn>()?.srqn();
     cmd.output::<QuerySrqOut>()?;
-    let Some(s) = ctx.st.res.srqs.get(srqn) else {
+    let Some(s) = ctx.state.res.srqs.get(srqn) else {
         return fail(CmdStatus::BadResource, syn::SRQ_UNKNOWN);
     };
     let mut c = Srqc::new_zeroed();
@@ -142,7 +142,7 @@ pub(super) fn arm_rq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[ARM_RQ_SRQ])?;
     let i = cmd.fixed::<ArmRqIn>()?;
     cmd.output::<ArmRqOut>()?;
-    let Some(s) = ctx.st.res.srqs.get_mut(i.srq_number()) else {
+    let Some(s) = ctx.state.res.srqs.get_mut(i.srq_number()) else {
         return fail(CmdStatus::BadResource, syn::SRQ_UNKNOWN);
     };
     ensure(

@@ -13,7 +13,7 @@ use rnic_hw_regs::cmd::{
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, check_op_mod, ensure, syndrome as syn};
-use crate::device::Ctx;
+use crate::ctx::Ctx;
 
 /// Vport state: up.
 const VPORT_STATE_UP: u8 = 1;
@@ -38,7 +38,7 @@ pub(super) fn query_nic_vport_context(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> C
     check_op_mod(cmd, &[0])?;
     let i = cmd.input::<QueryNicVportContextIn>();
     own_vport(i.other_vport(), i.vport_number())?;
-    let v = ctx.st.res.vport.clone();
+    let v = ctx.state.res.vport.clone();
     let out = cmd.output::<QueryNicVportContextOut>()?;
     let c = out.nic_vport_context_mut();
     c.set_roce_en(v.roce_en);
@@ -69,10 +69,10 @@ pub(super) fn modify_nic_vport_context(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> 
             CmdStatus::BadParam,
             syn::VPORT_MTU,
         )?;
-        ctx.st.res.vport.mtu = c.mtu();
+        ctx.state.res.vport.mtu = c.mtu();
     }
     if sel.roce_en() {
-        ctx.st.res.vport.roce_en = c.roce_en();
+        ctx.state.res.vport.roce_en = c.roce_en();
     }
     Ok(())
 }
@@ -82,7 +82,7 @@ pub(super) fn query_vport_state(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResu
     check_op_mod(cmd, &[0, 1])?;
     let i = cmd.input::<QueryVportStateIn>();
     own_vport(i.other_vport(), i.vport_number())?;
-    let admin = ctx.st.res.vport.admin_state;
+    let admin = ctx.state.res.vport.admin_state;
     let out = cmd.output::<QueryVportStateOut>()?;
     out.set_admin_state(admin);
     out.set_state(if admin == 0 {
@@ -104,6 +104,6 @@ pub(super) fn modify_vport_state(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdRes
         CmdStatus::BadParam,
         syn::VPORT_ADMIN_STATE,
     )?;
-    ctx.st.res.vport.admin_state = i.admin_state();
+    ctx.state.res.vport.admin_state = i.admin_state();
     Ok(())
 }

@@ -5,10 +5,16 @@
 //! the queue engines read and update them.
 
 mod buf;
+mod qp_transport;
 mod table;
+mod wqe;
 
 pub(crate) use buf::QueueBuf;
+pub(crate) use qp_transport::{
+    InMsg, MsgKind, QpTransport, RdRes, ReadJob, ResKind, SPARE_WQES, WINDOW, advance_una,
+};
 pub(crate) use table::Table;
+pub(crate) use wqe::{Domain, RecvWqe, Seg, SendWqe, UdDest};
 
 use rnic_hw_regs::ctx::{Cqc, Qpc, RoceAddrLayout};
 
@@ -128,7 +134,7 @@ pub(crate) struct Qp {
     pub sq_doorbells: u64,
     /// Transport state: parsed send WQEs in flight, the responder's message in progress,
     /// retry state (see [`crate::transport`]). Starts empty ([`Default`]).
-    pub tr: crate::transport::QpTransport,
+    pub tr: QpTransport,
 }
 
 impl Qp {

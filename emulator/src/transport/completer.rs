@@ -29,17 +29,16 @@ use rnic_hw_regs::wqe::SendOpcode;
 
 use rnic_hw_regs::ctx::QpSt;
 
-use super::{
-    QpTransport, SendWqe, addr_ok, advance_una, enter_error, mtu_bytes, psn_add, psn_cmp, rearm,
-};
-use crate::device::Ctx;
-use crate::mkey::{self, Domain};
-use crate::port::count_drop;
+use super::{addr_ok, enter_error, mtu_bytes, rearm};
+use crate::ctx::{Ctx, count_drop};
+use crate::mkey;
+use crate::resources::{Domain, QpTransport, SPARE_WQES, SendWqe, advance_una};
+use crate::wire::psn::{psn_add, psn_cmp};
 use crate::wire::{NakCode, Operation, PacketRepr, Position, Syndrome, Transport};
 
 /// Handles a response packet (ACK, NAK, READ response, atomic ACK) for QP `qpn`.
 pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[u8]) {
-    let Some(qpc) = ctx.st.res.qps.get(qpn).map(|q| q.ctx) else {
+    let Some(qpc) = ctx.state.res.qps.get(qpn).map(|q| q.ctx) else {
         count_drop(ctx, |d| &mut d.unknown_qp);
         return;
     };
@@ -56,7 +55,7 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
         count_drop(ctx, |d| &mut d.peer_mismatch);
         return;
     }
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     let dom = Domain::of_qp(&qpc);
@@ -83,7 +82,7 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
         tr.gap_retry = None;
     }
     rearm(ctx, &qpc, &mut tr, progress);
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.tr = tr;
     }
     complete_head(ctx, qpn);
@@ -105,7 +104,7 @@ fn acknowledge(
     let syndrome = repr.ext.aeth.map(|a| a.syndrome);
     // A response for a PSN never sent is bogus.
     let sent_end = ctx
-        .st
+        .state
         .res
         .qps
         .get(qpn)
@@ -129,7 +128,7 @@ fn acknowledge(
             lost_response_check(ctx, tr, psn);
         }
         Some(Syndrome::RnrNak { .. }) => {
-            ctx.st.counters.transport.rnr_naks_rx += 1;
+            ctx.state.counters.transport.rnr_naks_rx += 1;
             advance_una(tr, psn);
             ack_before(tr, psn);
             let left = tr.rnr_left.get_or_insert(rnr_retry);
@@ -153,7 +152,7 @@ fn acknowledge(
             ack_before(tr, psn);
         }
         Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
-            ctx.st.counters.transport.seq_naks_rx += 1;
+            ctx.state.counters.transport.seq_naks_rx += 1;
             advance_una(tr, psn);
             ack_before(tr, psn);
             let left = tr.retry_left.get_or_insert(retry_count);
@@ -161,7 +160,7 @@ fn acknowledge(
                 fail_at(tr, psn, CqeSyndrome::TransportRetryExc);
             } else {
                 *left -= 1;
-                ctx.st.counters.transport.retransmits += 1;
+                ctx.state.counters.transport.retransmits += 1;
                 go_back(tr, psn);
             }
         }
@@ -211,7 +210,7 @@ pub(crate) fn retry_from(tr: &QpTransport) -> Option<u32> {
 fn gap_retry(ctx: &mut Ctx<'_>, tr: &mut QpTransport, from: u32) {
     if tr.gap_retry.is_none() {
         tr.gap_retry = Some(from);
-        ctx.st.counters.transport.retransmits += 1;
+        ctx.state.counters.transport.retransmits += 1;
         go_back(tr, from);
     }
 }
@@ -238,7 +237,7 @@ fn ack_upto(tr: &mut QpTransport, psn: u32) {
 
 /// Completes SENDs and WRITEs that end before `psn`.
 fn ack_before(tr: &mut QpTransport, psn: u32) {
-    ack_upto(tr, super::psn_add(psn, 0xFF_FFFF));
+    ack_upto(tr, psn_add(psn, 0xFF_FFFF));
 }
 
 /// Whether `w` is unfinished and its PSN range holds `psn`.
@@ -352,7 +351,7 @@ fn read_response(
     if !pos_ok || payload.len() as u64 != expect {
         return false;
     }
-    if let Err(e) = mkey::scatter(ctx.dma, &ctx.st.res.mkeys, dom, &w.segs, off, payload) {
+    if let Err(e) = mkey::scatter(ctx.dma, &ctx.state.res.mkeys, dom, &w.segs, off, payload) {
         w.error = Some(e.local_syndrome());
         return true;
     }
@@ -384,7 +383,7 @@ fn atomic_ack(ctx: &mut Ctx<'_>, dom: Domain, tr: &mut QpTransport, repr: &Packe
     } else {
         orig.to_le_bytes()
     };
-    if let Err(e) = mkey::scatter(ctx.dma, &ctx.st.res.mkeys, dom, &w.segs, 0, &bytes) {
+    if let Err(e) = mkey::scatter(ctx.dma, &ctx.state.res.mkeys, dom, &w.segs, 0, &bytes) {
         w.error = Some(e.local_syndrome());
         return true;
     }
@@ -397,7 +396,7 @@ fn atomic_ack(ctx: &mut Ctx<'_>, dom: Domain, tr: &mut QpTransport, repr: &Packe
 /// the head gets its error CQE and moves the QP to ERR (RC) or SQE (UD, UC), flushing the
 /// rest.
 pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     let cqn = qp.ctx.cqn_snd();
@@ -429,11 +428,11 @@ pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
             c.set_srqn_uidx(uidx);
             crate::cq::push(ctx, cqn, &mut c);
         }
-        if tr.spare.len() < super::SPARE_WQES {
+        if tr.spare.len() < SPARE_WQES {
             tr.spare.push(w);
         }
     }
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.tr = tr;
     }
 }

@@ -47,30 +47,17 @@ mod timers;
 
 pub(crate) use timers::{next_deadline, poll_timers, rearm};
 
-use std::collections::VecDeque;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpState, Qpc};
-use rnic_hw_regs::wqe::SendOpcode;
 
-use crate::device::Ctx;
-use crate::mkey::Seg;
-use crate::rq::RecvWqe;
+use crate::ctx::Ctx;
+use crate::resources::{QpTransport, UdDest};
 use crate::wire::{
     BthRepr, EthRepr, EthernetAddress, IpRepr, Ipv4Repr, Ipv6Repr, Opcode, PacketRepr, UdpRepr,
     VlanTag, rdma_get_udp_sport,
 };
-
-/// Adds `n` to a 24-bit PSN.
-pub(crate) const fn psn_add(psn: u32, n: u32) -> u32 {
-    psn.wrapping_add(n) & 0xFF_FFFF
-}
-
-/// Compares two 24-bit PSNs in the half space: negative when `a` is before `b`.
-pub(crate) const fn psn_cmp(a: u32, b: u32) -> i32 {
-    (a.wrapping_sub(b) << 8) as i32
-}
 
 /// Payload bytes per packet for an IB MTU code (1 = 256 .. 5 = 4096).
 pub(crate) const fn mtu_bytes(code: u8) -> Option<u32> {
@@ -85,250 +72,6 @@ pub(crate) const fn mtu_bytes(code: u8) -> Option<u32> {
 pub(crate) fn port_mtu_code(eth_mtu: u16) -> u8 {
     let room = u32::from(eth_mtu).saturating_sub(80);
     (1..=5u8).rev().find(|&c| 128 << c <= room).unwrap_or(1)
-}
-
-/// Where a UD send WQE goes (its datagram segment).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct UdDest {
-    /// Q_Key (MSB set: use the QP's Q_Key).
-    pub qkey: u32,
-    /// Destination QPN.
-    pub dqpn: u32,
-    /// Destination MAC.
-    pub rmac: [u8; 6],
-    /// Destination GID.
-    pub rgid: [u8; 16],
-    /// Hop limit / TTL.
-    pub hop_limit: u8,
-    /// Traffic class (DSCP << 2 | ECN).
-    pub tclass: u8,
-    /// Source GID index.
-    pub sgid_index: u8,
-    /// Flow label.
-    pub flow_label: u32,
-    /// UDP source port: the address vector's `rlid`, which carries it for RoCE v2 (as the
-    /// mlx5 provider writes it); 0 derives it from the flow label and QPNs.
-    pub udp_sport: u16,
-}
-
-/// A send WQE as the SQ engine parsed it, with the requester's progress on it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct SendWqe {
-    /// The control segment's `wqe_index` (the CQE's `wqe_counter`).
-    pub wqe_index: u16,
-    /// Send opcode, raw (checked by the SQ engine).
-    pub opcode: u8,
-    /// CQ_UPDATE: a CQE on success too.
-    pub signaled: bool,
-    /// Solicited event.
-    pub solicited: bool,
-    /// Wait for earlier READs and atomics before starting.
-    pub fence: bool,
-    /// Immediate data, or the rkey to invalidate.
-    pub imm: u32,
-    /// Remote address (WRITE, READ, atomics).
-    pub raddr: u64,
-    /// Remote key.
-    pub rkey: u32,
-    /// Swap (CMP_SWAP) or add (FETCH_ADD) value.
-    pub swap_add: u64,
-    /// Compare value (CMP_SWAP).
-    pub compare: u64,
-    /// UD destination.
-    pub ud: Option<UdDest>,
-    /// Data segments.
-    pub segs: Vec<Seg>,
-    /// Inline data of the inline segments.
-    pub inline: Vec<u8>,
-    /// Message length.
-    pub len: u64,
-    /// The requester has started it (PSNs assigned, local checks done).
-    pub started: bool,
-    /// First PSN.
-    pub first_psn: u32,
-    /// PSNs it takes (READ: one per response packet; 0 for NOP).
-    pub npkts: u32,
-    /// Packets sent so far (the next one to send).
-    pub next_pkt: u32,
-    /// Complete (acknowledged, or needs no acknowledgement).
-    pub done: bool,
-    /// READ: response packets received in order so far (a retry asks for the rest).
-    pub rd_rcvd: u32,
-    /// READ: inside a multi-packet response (FIRST seen, LAST not yet).
-    pub rd_in_msg: bool,
-    /// READ: reissued for its remaining bytes (go-back-N) and no response taken since: the
-    /// response at the expected PSN may start the sequence afresh (FIRST / ONLY, a responder
-    /// that treats the retry as a new request) or continue the original one (MIDDLE / LAST,
-    /// as rxe replays a READ retried mid-message); see the completer.
-    pub rd_resumed: bool,
-    /// Failed with this syndrome: completes with an error CQE and moves the QP to ERR (UD, UC:
-    /// SQE).
-    pub error: Option<CqeSyndrome>,
-}
-
-impl SendWqe {
-    /// The opcode, typed.
-    pub(crate) fn op(&self) -> Option<SendOpcode> {
-        SendOpcode::try_from(self.opcode).ok()
-    }
-
-    /// A READ or an atomic (counts against max_rd_atomic; fences wait for them).
-    pub(crate) fn is_rd_atomic(&self) -> bool {
-        matches!(
-            self.op(),
-            Some(SendOpcode::RdmaRead | SendOpcode::AtomicCs | SendOpcode::AtomicFa)
-        )
-    }
-
-    /// Last PSN (meaningful once started and `npkts > 0`).
-    pub(crate) fn last_psn(&self) -> u32 {
-        psn_add(self.first_psn, self.npkts.saturating_sub(1))
-    }
-
-    /// Packets the requester sends for it: a READ or atomic is one request packet (its
-    /// other PSNs belong to the responses).
-    pub(crate) fn packets(&self) -> u32 {
-        if self.is_rd_atomic() {
-            self.npkts.min(1)
-        } else {
-            self.npkts
-        }
-    }
-
-    /// Every packet has been sent.
-    pub(crate) fn fully_sent(&self) -> bool {
-        self.started && self.next_pkt >= self.packets()
-    }
-}
-
-/// What kind of message the responder is in the middle of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum MsgKind {
-    /// SEND (any flavour).
-    Send,
-    /// RDMA WRITE (any flavour).
-    Write,
-}
-
-/// The responder's multi-packet message in progress.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct InMsg {
-    /// SEND or WRITE.
-    pub kind: MsgKind,
-    /// The receive WQE a SEND consumed.
-    pub recv: Option<RecvWqe>,
-    /// Bytes received so far.
-    pub off: u64,
-    /// WRITE target from the RETH.
-    pub va: u64,
-    /// WRITE rkey.
-    pub rkey: u32,
-    /// WRITE length from the RETH.
-    pub dma_len: u64,
-}
-
-/// What a READ / atomic resource saved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ResKind {
-    /// A READ of `len` bytes at `va` under `rkey`.
-    Read {
-        /// Remote address.
-        va: u64,
-        /// R_Key.
-        rkey: u32,
-        /// Length.
-        len: u64,
-    },
-    /// An atomic and the original value it returned.
-    Atomic(u64),
-}
-
-/// A responder READ / atomic resource (rxe's `resp_res`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RdRes {
-    /// First PSN of the request.
-    pub first_psn: u32,
-    /// Last PSN it covers (READ: one per response packet).
-    pub last_psn: u32,
-    /// What it was.
-    pub kind: ResKind,
-}
-
-/// READ responses being generated: packets `next..n` of the response to a READ of `len`
-/// bytes at `va`, the first at PSN `psn0`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ReadJob {
-    /// Remote address of the first response byte.
-    pub va: u64,
-    /// R_Key.
-    pub rkey: u32,
-    /// Bytes.
-    pub len: u64,
-    /// PSN of response packet 0.
-    pub psn0: u32,
-    /// Packets in all.
-    pub n: u32,
-    /// The next packet to send.
-    pub next: u32,
-    /// MSN for the AETHs.
-    pub msn: u32,
-}
-
-/// Responder state.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct RespState {
-    /// The message in progress.
-    pub msg: Option<InMsg>,
-    /// A PSN sequence NAK was sent and the expected PSN has not arrived since.
-    pub nak_sent: bool,
-    /// READ and atomic resources, oldest first, at most `2^log_rra_max` (for duplicates).
-    pub res: VecDeque<RdRes>,
-    /// READ responses left to send, oldest first.
-    pub reads: VecDeque<ReadJob>,
-    /// A coalesced ACK owed: (PSN, MSN).
-    pub ack_pending: Option<(u32, u32)>,
-    /// The communication-established event was raised (first packet received in RTR).
-    pub comm_est: bool,
-}
-
-/// Per-QP transport state (requester, completer and responder).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct QpTransport {
-    /// Send WQEs parsed and not yet completed, oldest first.
-    pub sq: VecDeque<SendWqe>,
-    /// Completed send WQEs kept for their lists' capacity: the SQ engine parses the next
-    /// WQEs into them, so a steady stream of WQEs allocates nothing.
-    pub spare: Vec<SendWqe>,
-    /// Responder state.
-    pub resp: RespState,
-    /// An RNR NAK asked to resend from `.1` once the clock reaches `.0` (ns).
-    pub rnr_wait: Option<(u64, u32)>,
-    /// RNR retries left in this attempt (7 = infinite); loaded from the QP at first use.
-    pub rnr_left: Option<u8>,
-    /// Transport retries left (PSN sequence NAKs).
-    pub retry_left: Option<u8>,
-    /// When the local ACK timeout fires (device clock, ns), if armed.
-    pub retx_at: Option<u64>,
-    /// A response gap (lost READ response) already triggered a retry from this PSN.
-    pub gap_retry: Option<u32>,
-    /// The oldest PSN not yet acknowledged (RC); `None` until the requester first sends,
-    /// then advanced by ACKs and responses. The requester keeps at most [`WINDOW`] PSNs
-    /// beyond it in flight.
-    pub una: Option<u32>,
-}
-
-/// Completed WQEs kept in [`QpTransport::spare`] at most.
-pub(crate) const SPARE_WQES: usize = 16;
-
-/// PSNs the RC requester may have unacknowledged (as rxe: sending stalls beyond 128).
-pub(crate) const WINDOW: u32 = 128;
-
-/// Moves the oldest unacknowledged PSN up to `psn` (never back).
-pub(crate) fn advance_una(tr: &mut QpTransport, psn: u32) {
-    match tr.una {
-        Some(u) if psn_cmp(psn, u) <= 0 => {}
-        _ => tr.una = Some(psn),
-    }
 }
 
 /// Error returned while building a frame: the WQE fails with this syndrome.
@@ -369,7 +112,7 @@ pub(crate) fn addr_ok(ctx: &Ctx<'_>, qpc: &Qpc, ip: &IpRepr) -> bool {
     }
     let a = qpc.primary_address_path();
     let own = ctx
-        .st
+        .state
         .res
         .gids
         .get(usize::from(a.src_addr_index()))
@@ -450,7 +193,7 @@ pub(crate) fn packet_repr(
     bth: BthRepr,
 ) -> Result<PacketRepr, Fail> {
     let entry = ctx
-        .st
+        .state
         .res
         .gids
         .get(usize::from(path.sgid_index))
@@ -496,18 +239,18 @@ pub(crate) fn packet_repr(
 
 /// Emits `repr` with `payload` into a port buffer and transmits it.
 pub(crate) fn send_frame(ctx: &mut Ctx<'_>, repr: &PacketRepr, payload: &[u8]) {
-    let mut frame = ctx.st.port.buffer();
+    let mut frame = ctx.state.port.buffer();
     frame.resize(repr.buffer_len(payload.len()), 0);
     match repr.emit(&mut frame, payload) {
         Ok(n) => {
             frame.truncate(n);
-            crate::port::transmit(ctx, frame);
+            crate::port::tx::transmit(ctx, frame);
         }
         Err(_) => {
             // The requester sizes packets by the path MTU, so this is an internal bug; the
             // packet is lost like a frame dropped on the wire, and counted as a transmit drop.
-            ctx.st.counters.tx_dropped += 1;
-            ctx.st.port.recycle(frame);
+            ctx.state.counters.tx_dropped += 1;
+            ctx.state.port.recycle(frame);
         }
     }
 }
@@ -521,8 +264,8 @@ pub(crate) fn bth(opcode: Opcode, dest_qp: u32, psn: u32) -> BthRepr {
 /// are big-endian in memory: yes unless the host set `atomic_req_8B_endianness_mode` 1
 /// (host byte order, as ACCESS_REG HOST_ENDIANNESS told) with SET_HCA_CAP.
 pub(crate) fn atomic_big_endian(ctx: &Ctx<'_>) -> bool {
-    if ctx.st.caps.atomic().atomic_req_8B_endianness_mode() == 1 {
-        ctx.st.hca.host_big_endian
+    if ctx.state.caps.atomic().atomic_req_8B_endianness_mode() == 1 {
+        ctx.state.hca.host_big_endian
     } else {
         true
     }
@@ -547,7 +290,7 @@ pub(crate) fn qp_event(ctx: &mut Ctx<'_>, kind: rnic_hw_regs::eqe::EventType, qp
 /// receive side keeps working and SQERR2RTS resumes sending (IBTA: SQE is the error state of
 /// a UD or UC send queue, RC has none); `tr` as for [`enter_error`].
 pub(crate) fn enter_sq_error(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.ctx.set_state(QpState::Sqer.into());
     }
     crate::sq::flush_send(ctx, qpn, tr);
@@ -556,7 +299,7 @@ pub(crate) fn enter_sq_error(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) 
 /// Moves QP `qpn` to ERR and flushes its outstanding work; `tr` is the QP's transport state
 /// (taken out of the QP by the caller, who puts it back).
 pub(crate) fn enter_error(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.ctx.set_state(QpState::Err.into());
     }
     crate::sq::flush_with(ctx, qpn, tr);

@@ -12,14 +12,16 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::wqe::SendOpcode;
 
-use super::{Path, SendWqe, bth, mtu_bytes, packet_repr, port_mtu_code, psn_add, send_frame};
-use crate::device::Ctx;
-use crate::mkey::{self, Domain, Need};
+use super::{Path, bth, mtu_bytes, packet_repr, port_mtu_code, send_frame};
+use crate::ctx::Ctx;
+use crate::mkey::{self, Need};
+use crate::resources::{Domain, SendWqe, WINDOW};
+use crate::wire::psn::{psn_add, psn_cmp};
 use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, PacketRepr, RethRepr};
 
 /// Sends what QP `qpn` may send now, then completes what finished.
 pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     if qp.ctx.state() != u8::from(QpState::Rts) {
@@ -30,7 +32,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
     let rc = qpc.st() == u8::from(QpSt::Rc);
     let una = *tr.una.get_or_insert(qpc.next_send_psn());
     // RC: no packet at or beyond `una + WINDOW` goes out until ACKs move `una`.
-    let limit = rc.then(|| psn_add(una, super::WINDOW));
+    let limit = rc.then(|| psn_add(una, WINDOW));
     let max_rd = 1usize << qpc.log_sra_max();
     let mut rd_outstanding = 0usize;
     let mut sent_any = false;
@@ -77,7 +79,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
     if rc {
         super::rearm(ctx, &qpc, &mut tr, sent_any);
     }
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.tr = tr;
     }
     super::completer::complete_head(ctx, qpn);
@@ -86,7 +88,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
 /// The MTU the WQE's packets use.
 fn mtu_of(ctx: &Ctx<'_>, qpc: &Qpc) -> Option<u32> {
     if qpc.st() == u8::from(QpSt::Ud) {
-        mtu_bytes(port_mtu_code(ctx.st.res.vport.mtu))
+        mtu_bytes(port_mtu_code(ctx.state.res.vport.mtu))
     } else {
         mtu_bytes(qpc.mtu())
     }
@@ -106,7 +108,7 @@ fn start(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
         }
         _ => Need::LocalRead,
     };
-    if let Err(e) = mkey::check_segs(&ctx.st.res.mkeys, Domain::of_qp(qpc), need, &w.segs) {
+    if let Err(e) = mkey::check_segs(&ctx.state.res.mkeys, Domain::of_qp(qpc), need, &w.segs) {
         w.error = Some(e.local_syndrome());
         return;
     }
@@ -126,7 +128,7 @@ fn start(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
         Some(SendOpcode::AtomicCs | SendOpcode::AtomicFa) => 1,
         _ => w.len.div_ceil(u64::from(mtu)).max(1) as u32,
     };
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     w.first_psn = qp.ctx.next_send_psn();
@@ -161,7 +163,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         w.error = Some(CqeSyndrome::LocalQpOp);
         return;
     };
-    let mut payload = std::mem::take(&mut ctx.st.port.scratch);
+    let mut payload = std::mem::take(&mut ctx.state.port.scratch);
     let sends = w.packets();
     // A READ retried after part of its responses arrived asks for the rest only.
     let rd_skip = if op == SendOpcode::RdmaRead {
@@ -173,7 +175,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
     while w.next_pkt < sends {
         let i = w.next_pkt;
         let psn = psn_add(w.first_psn, i + rd_skip);
-        if limit.is_some_and(|l| super::psn_cmp(psn, l) >= 0) {
+        if limit.is_some_and(|l| psn_cmp(psn, l) >= 0) {
             break;
         }
         let last = i + 1 == sends;
@@ -207,7 +209,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         let off = u64::from(i) * u64::from(mtu);
         if let Err(e) = mkey::gather(
             ctx.dma,
-            &ctx.st.res.mkeys,
+            &ctx.state.res.mkeys,
             Domain::of_qp(qpc),
             &w.segs,
             &w.inline,
@@ -224,7 +226,7 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         // A failed WQE sends nothing more.
         w.next_pkt = w.npkts;
     }
-    ctx.st.port.scratch = payload;
+    ctx.state.port.scratch = payload;
 }
 
 /// The BTH opcode of packet `i` of `sends` of a `len`-byte WQE `op` on a QP of service `st`,

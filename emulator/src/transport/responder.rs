@@ -25,15 +25,13 @@ use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
 use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::eqe::EventType;
 
-use super::{
-    InMsg, MsgKind, Path, QpTransport, RdRes, ReadJob, ResKind, addr_ok, bth, can_receive,
-    enter_error, mtu_bytes, packet_repr, psn_add, psn_cmp, send_frame,
-};
-use crate::device::Ctx;
-use crate::mkey::{self, Domain, Need};
-use crate::port::count_drop;
-use crate::rq::{RecvWqe, Take};
+use super::{Path, addr_ok, bth, can_receive, enter_error, mtu_bytes, packet_repr, send_frame};
+use crate::ctx::{Ctx, count_drop};
+use crate::mkey::{self, Need};
+use crate::resources::{Domain, InMsg, MsgKind, QpTransport, RdRes, ReadJob, RecvWqe, ResKind};
+use crate::rq::Take;
 use crate::state::RxDrops;
+use crate::wire::psn::{psn_add, psn_cmp};
 use crate::wire::{
     AethRepr, AtomicAckEthRepr, NakCode, Opcode, Operation, PacketRepr, Position, RethRepr,
     Syndrome, Transport,
@@ -51,7 +49,7 @@ pub(crate) fn handle(
     payload: &[u8],
     ip_header: &[u8],
 ) {
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         count_drop(ctx, |d| &mut d.unknown_qp);
         return;
     };
@@ -79,7 +77,7 @@ pub(crate) fn handle(
         count_drop(ctx, rule);
         return;
     }
-    let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
         return;
     };
     let mut tr = std::mem::take(&mut qp.tr);
@@ -104,12 +102,12 @@ pub(crate) fn handle(
                 msn: qpc.rmsn(),
             };
             let ok = r.receive(ctx, &mut tr, repr, payload);
-            if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+            if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
                 qp.ctx.set_next_rcv_psn(r.epsn);
                 qp.ctx.set_rmsn(r.msn & 0xFF_FFFF);
             }
-            if !tr.resp.reads.is_empty() && !ctx.st.port.read_pending.contains(&qpn) {
-                ctx.st.port.read_pending.push_back(qpn);
+            if !tr.resp.reads.is_empty() && !ctx.state.port.read_pending.contains(&qpn) {
+                ctx.state.port.read_pending.push_back(qpn);
             }
             ok
         }
@@ -117,7 +115,7 @@ pub(crate) fn handle(
     if let Err(rule) = ok {
         count_drop(ctx, rule);
     }
-    if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
         qp.tr = tr;
     }
 }
@@ -140,9 +138,9 @@ fn send_ack(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, psn: u32, msn: u32, syndrome
         msn: msn & 0xFF_FFFF,
     });
     if syndrome.is_ack() {
-        ctx.st.counters.transport.acks_tx += 1;
+        ctx.state.counters.transport.acks_tx += 1;
     } else {
-        ctx.st.counters.transport.naks_tx += 1;
+        ctx.state.counters.transport.naks_tx += 1;
     }
     send_frame(ctx, &repr, &[]);
 }
@@ -156,7 +154,7 @@ fn pump(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport, max: u32) 
         return false;
     };
     let path = Path::of_qp(qpc);
-    let mut data = std::mem::take(&mut ctx.st.port.scratch);
+    let mut data = std::mem::take(&mut ctx.state.port.scratch);
     let mut budget = max;
     let mut failed = None;
     while budget > 0 {
@@ -180,7 +178,7 @@ fn pump(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport, max: u32) 
         if chunk > 0
             && mkey::read(
                 ctx.dma,
-                &ctx.st.res.mkeys,
+                &ctx.state.res.mkeys,
                 job.rkey,
                 Domain::of_qp(qpc),
                 Need::RemoteRead,
@@ -209,7 +207,7 @@ fn pump(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport, max: u32) 
         }
         send_frame(ctx, &r, &data[..chunk]);
     }
-    ctx.st.port.scratch = data;
+    ctx.state.port.scratch = data;
     if let Some((psn, msn)) = failed {
         tr.resp.reads.clear();
         send_ack(
@@ -240,29 +238,29 @@ fn drain(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport) {
 
 /// Sends the ACKs the port's responders coalesced (the port is idle).
 pub(crate) fn flush_acks(ctx: &mut Ctx<'_>) {
-    let mut qpns = std::mem::take(&mut ctx.st.port.ack_pending);
+    let mut qpns = std::mem::take(&mut ctx.state.port.ack_pending);
     for &qpn in &qpns {
-        let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
             continue;
         };
         let qpc = qp.ctx;
         let mut tr = std::mem::take(&mut qp.tr);
         drain(ctx, qpn, &qpc, &mut tr);
-        if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+        if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
             qp.tr = tr;
         }
     }
     qpns.clear();
-    if ctx.st.port.ack_pending.is_empty() {
-        ctx.st.port.ack_pending = qpns;
+    if ctx.state.port.ack_pending.is_empty() {
+        ctx.state.port.ack_pending = qpns;
     }
 }
 
 /// Sends one burst of READ responses of the next QP that has some; returns false when no
 /// QP has any.
 pub(crate) fn pump_reads(ctx: &mut Ctx<'_>) -> bool {
-    while let Some(qpn) = ctx.st.port.read_pending.pop_front() {
-        let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+    while let Some(qpn) = ctx.state.port.read_pending.pop_front() {
+        let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
             continue;
         };
         if qp.tr.resp.reads.is_empty() {
@@ -271,11 +269,11 @@ pub(crate) fn pump_reads(ctx: &mut Ctx<'_>) -> bool {
         let qpc = qp.ctx;
         let mut tr = std::mem::take(&mut qp.tr);
         let more = pump(ctx, qpn, &qpc, &mut tr, READ_BURST);
-        if let Some(qp) = ctx.st.res.qps.get_mut(qpn) {
+        if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
             qp.tr = tr;
         }
         if more {
-            ctx.st.port.read_pending.push_back(qpn);
+            ctx.state.port.read_pending.push_back(qpn);
         }
         return true;
     }
@@ -342,7 +340,7 @@ fn ud_receive(
         _ => {}
     }
     let dma = ctx.dma;
-    let mkeys = &ctx.st.res.mkeys;
+    let mkeys = &ctx.state.res.mkeys;
     let wrote = mkey::scatter(dma, mkeys, recv.dom, &recv.segs, 0, &grh)
         .and_then(|()| mkey::scatter(dma, mkeys, recv.dom, &recv.segs, GRH_LEN as u64, payload));
     if let Err(e) = wrote {
@@ -400,9 +398,9 @@ impl Responder<'_> {
         }
         if syndrome.is_ack() {
             if tr.resp.ack_pending.replace((psn, self.msn)).is_some() {
-                ctx.st.counters.transport.acks_coalesced += 1;
+                ctx.state.counters.transport.acks_coalesced += 1;
             } else {
-                ctx.st.port.ack_pending.push(self.qpn);
+                ctx.state.port.ack_pending.push(self.qpn);
             }
             return;
         }
@@ -495,18 +493,18 @@ impl Responder<'_> {
         let stale: Rule = |d| &mut d.stale_duplicate;
         match repr.bth.opcode.operation() {
             Operation::CompareSwap | Operation::FetchAdd => {
-                let orig = tr.resp.res.iter().find_map(|r| match r.kind {
+                let orig = tr.resp.rd_res.iter().find_map(|r| match r.kind {
                     ResKind::Atomic(v) if r.first_psn == psn => Some(v),
                     _ => None,
                 });
                 let orig = orig.ok_or(stale)?;
-                ctx.st.counters.transport.duplicates += 1;
+                ctx.state.counters.transport.duplicates += 1;
                 self.atomic_ack(ctx, tr, psn, orig);
                 Ok(())
             }
             Operation::RdmaReadRequest => {
                 let reth = repr.ext.reth.ok_or(stale)?;
-                let found = tr.resp.res.iter().find_map(|r| match r.kind {
+                let found = tr.resp.rd_res.iter().find_map(|r| match r.kind {
                     ResKind::Read { va, rkey, len }
                         if psn_cmp(psn, r.first_psn) >= 0 && psn_cmp(psn, r.last_psn) <= 0 =>
                     {
@@ -525,7 +523,7 @@ impl Responder<'_> {
                     return Err(stale);
                 }
                 let mtu = mtu_bytes(self.qpc.mtu()).map_or(256, u64::from);
-                ctx.st.counters.transport.duplicates += 1;
+                ctx.state.counters.transport.duplicates += 1;
                 // What is still being sent for the original goes first; then the replay.
                 drain(ctx, self.qpn, self.qpc, tr);
                 tr.resp.reads.push_back(ReadJob {
@@ -540,7 +538,7 @@ impl Responder<'_> {
                 Ok(())
             }
             _ => {
-                ctx.st.counters.transport.duplicates += 1;
+                ctx.state.counters.transport.duplicates += 1;
                 let last = psn_add(self.epsn, 0xFF_FFFF);
                 self.ack(ctx, tr, last, Syndrome::ACK_NO_CREDITS);
                 Ok(())
@@ -551,10 +549,10 @@ impl Responder<'_> {
     /// Saves a READ / atomic resource, forgetting the oldest beyond `2^log_rra_max`.
     fn save_res(&self, tr: &mut QpTransport, res: RdRes) {
         let max = 1usize << self.qpc.log_rra_max().min(16);
-        while tr.resp.res.len() >= max {
-            tr.resp.res.pop_front();
+        while tr.resp.rd_res.len() >= max {
+            tr.resp.rd_res.pop_front();
         }
-        tr.resp.res.push_back(res);
+        tr.resp.rd_res.push_back(res);
     }
 
     /// Sends an ATOMIC ACKNOWLEDGE (after what the QP owes).
@@ -655,7 +653,7 @@ impl Responder<'_> {
         let len = u64::from(reth.dma_len);
         if len > 0
             && mkey::check(
-                &ctx.st.res.mkeys,
+                &ctx.state.res.mkeys,
                 reth.rkey,
                 Domain::of_qp(self.qpc),
                 need,
@@ -704,7 +702,7 @@ impl Responder<'_> {
         }
         if let Err(e) = mkey::scatter(
             ctx.dma,
-            &ctx.st.res.mkeys,
+            &ctx.state.res.mkeys,
             recv.dom,
             &recv.segs,
             msg.off,
@@ -723,7 +721,7 @@ impl Responder<'_> {
             if let Some(i) = repr.ext.ieth {
                 // SEND_WITH_INVALIDATE: the named rkey stops working now; one that is not a
                 // key of the QP's PD is an invalid request.
-                if !mkey::invalidate(&mut ctx.st.res.mkeys, i.rkey, self.qpc.pd()) {
+                if !mkey::invalidate(&mut ctx.state.res.mkeys, i.rkey, self.qpc.pd()) {
                     tr.resp.msg = None;
                     return Err(Refuse::Nak(
                         NakCode::InvalidRequest,
@@ -792,7 +790,7 @@ impl Responder<'_> {
         if !payload.is_empty() {
             if let Err(e) = mkey::write(
                 ctx.dma,
-                &ctx.st.res.mkeys,
+                &ctx.state.res.mkeys,
                 rkey,
                 Domain::of_qp(self.qpc),
                 Need::RemoteWrite,
@@ -895,7 +893,7 @@ impl Responder<'_> {
         let dom = Domain::of_qp(self.qpc);
         let mut cur = [0u8; 8];
         let dma = ctx.dma;
-        let mkeys = &ctx.st.res.mkeys;
+        let mkeys = &ctx.state.res.mkeys;
         mkey::read(
             dma,
             mkeys,
@@ -922,7 +920,7 @@ impl Responder<'_> {
         } else {
             new.to_le_bytes()
         };
-        let mkeys = &ctx.st.res.mkeys;
+        let mkeys = &ctx.state.res.mkeys;
         if mkey::write(
             dma,
             mkeys,

@@ -11,8 +11,9 @@
 use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpSt, Qpc};
 
-use super::{QpTransport, completer, requester};
-use crate::device::Ctx;
+use super::{completer, requester};
+use crate::ctx::Ctx;
+use crate::resources::QpTransport;
 use crate::state::DeviceState;
 
 /// The local ACK timeout of a QP in ns (None: disabled).
@@ -61,7 +62,7 @@ pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
     let mut fired = 0;
     // QPNs are collected without allocating: the table is walked once per due timer.
     loop {
-        let due = ctx.st.res.qps.iter().find_map(|(n, qp)| {
+        let due = ctx.state.res.qps.iter().find_map(|(n, qp)| {
             let rnr = qp.tr.rnr_wait.is_some_and(|(at, _)| at <= now);
             let retx = qp.tr.retx_at.is_some_and(|at| at <= now);
             (rnr || retx).then_some((n, rnr))
@@ -70,7 +71,7 @@ pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
             return fired;
         };
         fired += 1;
-        let Some(qp) = ctx.st.res.qps.get_mut(qpn) else {
+        let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
             return fired;
         };
         let retry_count = qp.ctx.retry_count();
@@ -94,8 +95,8 @@ pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
                 *left -= 1;
                 tr.gap_retry = None;
                 completer::go_back(tr, una);
-                ctx.st.counters.transport.timeouts += 1;
-                ctx.st.counters.transport.retransmits += 1;
+                ctx.state.counters.transport.timeouts += 1;
+                ctx.state.counters.transport.retransmits += 1;
             }
             completer::complete_head(ctx, qpn);
         }

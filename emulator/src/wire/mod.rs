@@ -123,6 +123,7 @@ mod imm;
 mod ip;
 mod opcode;
 mod packet;
+pub(crate) mod psn;
 mod reth;
 mod udp;
 

@@ -1,31 +1,11 @@
-//! The device's one Ethernet port: where the transport's frames leave and arrive.
-//!
-//! A frame the transport emits whose destination IP is one of this device's own GIDs (GID
-//! table entries with RoCE v2) is looped back to the receive path inside the port, as a NIC's
-//! internal loopback does; any other frame goes to the port's [`Link`]. Received frames are
-//! queued and processed by the device's `step` until the port is idle: each is checked
-//! (structure, ICRC, destination QP, destination IP), then handed to the responder (requests)
-//! or the completer (ACKs and responses). Malformed or unroutable frames are dropped and
-//! counted in `rx_dropped` and, per rule, in [`crate::Counters::drops`]. ACKs the responder
-//! owes are coalesced: one ACK per QP for each burst of received frames, sent when the port
-//! runs out of frames (or before any other response of that QP, to keep the order). The
-//! port can also write everything it sends and receives to a pcap file
-//! ([`crate::Device::capture_to`]).
-//!
-//! The port takes at most a budget of frames before it sends what it owes (READ responses,
-//! coalesced ACKs) and hands back to the device, which runs its doorbells and timers: a
-//! link that never runs dry (a flood) does not starve a live connection.
-//!
-//! Frame buffers are pooled, so a steady flow of packets does not allocate.
+//! The port's receive side: takes frames from the loopback queue and the link, checks each
+//! (structure, ICRC, destination QP, destination IP) and hands it to the responder
+//! (requests) or the completer (ACKs and responses); when idle, or after its budget, it
+//! sends what the responder owes (READ responses, coalesced ACKs).
 
-use std::collections::VecDeque;
-use std::fmt;
-
-use crate::device::Ctx;
-use crate::link::LinkRxDrops;
-use crate::link::pcap::Capture;
-pub use crate::link::{Link, NullLink};
-use crate::state::RxDrops;
+use super::tx::{dest_gid, is_own_gid};
+use crate::ctx::{Ctx, count_drop};
+use crate::state::DeviceState;
 use crate::transport::poll_timers;
 use crate::wire::{Opcode, PacketRepr, RocePacket, WireError};
 
@@ -38,179 +18,46 @@ pub(crate) const MAX_FRAMES_PER_RUN: usize = 1 << 20;
 /// (a flood) must not starve the ACKs, the timers and the doorbells.
 const RX_BUDGET: usize = 256;
 
-/// Frame buffers kept for reuse.
-const POOL_MAX: usize = 256;
-
-// Every pooled buffer gets the capacity of the largest RoCE v2 frame: buffers swapped in
-// from a link may be smaller (an ACK); growing them once here keeps a later, larger packet
-// from reallocating on the data path.
-pub(crate) use crate::wire::FRAME_CAPACITY;
-
-/// The port: link, loopback queue, buffer pool.
-pub(crate) struct Port {
-    link: Box<dyn Link>,
-    rx: VecDeque<Vec<u8>>,
-    pool: Vec<Vec<u8>>,
-    /// A reusable payload buffer for the transport (gather / READ responses).
-    pub(crate) scratch: Vec<u8>,
-    /// QPs whose responder owes an ACK (coalesced, sent when the port is idle).
-    pub(crate) ack_pending: Vec<u32>,
-    /// QPs whose responder has READ responses left to send.
-    pub(crate) read_pending: VecDeque<u32>,
-    /// The capture file, when capturing.
-    pub(crate) capture: Option<Capture>,
-    /// The link's [`Link::rx_drops`] as last added to the counters.
-    link_drops_seen: LinkRxDrops,
-}
-
-impl fmt::Debug for Port {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Port")
-            .field("link", &self.link)
-            .field("rx_queued", &self.rx.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Port {
-    /// A port with a [`NullLink`].
-    pub(crate) fn new() -> Self {
-        Port {
-            link: Box::new(NullLink::default()),
-            rx: VecDeque::new(),
-            pool: Vec::new(),
-            scratch: Vec::new(),
-            ack_pending: Vec::new(),
-            read_pending: VecDeque::new(),
-            capture: None,
-            link_drops_seen: LinkRxDrops::default(),
-        }
-    }
-
-    /// Replaces the port's link.
-    pub(crate) fn set_link(&mut self, link: Box<dyn Link>) {
-        self.link_drops_seen = link.rx_drops();
-        self.link = link;
-    }
-
-    /// Adds the frames the link dropped since the last call to `counters` (full ring:
-    /// `ring_full`; oversize: `malformed`; overflow: `link_overflow`; all to `rx_dropped`).
-    pub(crate) fn sync_link_drops(&mut self, counters: &mut crate::Counters) {
-        let now = self.link.rx_drops();
-        let seen = std::mem::replace(&mut self.link_drops_seen, now);
-        let full = now.ring_full.saturating_sub(seen.ring_full);
-        let oversize = now.oversize.saturating_sub(seen.oversize);
-        let overflow = now.overflow.saturating_sub(seen.overflow);
-        counters.drops.ring_full += full;
-        counters.drops.malformed += oversize;
-        counters.drops.link_overflow += overflow;
-        counters.rx_dropped += full + oversize + overflow;
-    }
-
-    /// The link's own next deadline (delayed frames).
-    pub(crate) fn link_deadline(&self) -> Option<u64> {
-        self.link.next_deadline_ns()
-    }
-
-    /// An empty frame buffer.
-    pub(crate) fn buffer(&mut self) -> Vec<u8> {
-        let mut b = self.pool.pop().unwrap_or_default();
-        b.clear();
-        b.reserve(FRAME_CAPACITY);
-        b
-    }
-
-    /// Gives a frame buffer back to the pool.
-    pub(crate) fn recycle(&mut self, b: Vec<u8>) {
-        if self.pool.len() < POOL_MAX {
-            self.pool.push(b);
-        }
-    }
-
-    /// Frames waiting to be processed.
-    #[cfg(test)]
-    pub(crate) fn queued(&self) -> usize {
-        self.rx.len()
-    }
-}
-
-/// The destination IP of an Ethernet frame carrying IPv4 or IPv6, as a GID.
-fn dest_gid(frame: &[u8]) -> Option<[u8; 16]> {
-    let mut off = 12;
-    let mut ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-    if ethertype == 0x8100 {
-        off += 4;
-        ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-    }
-    let ip = off + 2;
-    let mut gid = [0u8; 16];
-    match ethertype {
-        0x0800 => {
-            gid[10] = 0xFF;
-            gid[11] = 0xFF;
-            gid[12..].copy_from_slice(frame.get(ip + 16..ip + 20)?);
-        }
-        0x86DD => gid.copy_from_slice(frame.get(ip + 24..ip + 40)?),
-        _ => return None,
-    }
-    Some(gid)
-}
-
-/// Whether `gid` is one of the device's RoCE v2 GIDs.
-fn is_own_gid(ctx: &Ctx<'_>, gid: &[u8; 16]) -> bool {
-    ctx.st.res.own_v2_gids.contains(gid)
-}
-
-/// Sends a frame: looped back when it is for this device, else onto the link.
-pub(crate) fn transmit(ctx: &mut Ctx<'_>, frame: Vec<u8>) {
-    ctx.st.counters.frames_tx += 1;
-    if let Some(c) = ctx.st.port.capture.as_mut() {
-        c.write(ctx.clock.now_ns(), &frame);
-    }
-    if dest_gid(&frame).is_some_and(|g| is_own_gid(ctx, &g)) {
-        ctx.st.port.rx.push_back(frame);
-    } else {
-        let spare = ctx.st.port.link.transmit_owned(frame);
-        ctx.st.port.recycle(spare);
-    }
-}
-
-/// Counts a dropped frame under rule `rule`.
-pub(crate) fn count_drop(ctx: &mut Ctx<'_>, rule: impl FnOnce(&mut RxDrops) -> &mut u64) {
-    ctx.st.counters.rx_dropped += 1;
-    *rule(&mut ctx.st.counters.drops) += 1;
+/// Adds the frames the link dropped since the last call to the counters (full ring:
+/// `ring_full`; oversize: `malformed`; overflow: `link_overflow`; all to `rx_dropped`).
+pub(crate) fn sync_link_drops(st: &mut DeviceState) {
+    let d = st.port.take_link_drops();
+    let counters = &mut st.counters;
+    counters.drops.ring_full += d.ring_full;
+    counters.drops.malformed += d.oversize;
+    counters.drops.link_overflow += d.overflow;
+    counters.rx_dropped += d.ring_full + d.oversize + d.overflow;
 }
 
 /// Processes received frames and due timers until the port is idle or [`RX_BUDGET`] frames
 /// were taken; returns how many frames and timers there were, and whether it stopped for
 /// the budget (frames may be waiting).
 pub(crate) fn run(ctx: &mut Ctx<'_>) -> (usize, bool) {
-    let st = &mut *ctx.st;
-    st.port.sync_link_drops(&mut st.counters);
+    sync_link_drops(ctx.state);
     let mut n = poll_timers(ctx);
     let mut frames = 0;
     loop {
         if frames == RX_BUDGET {
             // Not idle, but the transport must go on as if: READ responses, then ACKs.
             crate::transport::responder::pump_reads(ctx);
-            if !ctx.st.port.ack_pending.is_empty() {
+            if !ctx.state.port.ack_pending.is_empty() {
                 crate::transport::responder::flush_acks(ctx);
             }
             return (n, true);
         }
-        let (mut frame, from_link) = match ctx.st.port.rx.pop_front() {
+        let (mut frame, from_link) = match ctx.state.port.rx.pop_front() {
             Some(f) => (f, false),
             None => {
-                let mut b = ctx.st.port.buffer();
-                if ctx.st.port.link.receive(&mut b) {
+                let mut b = ctx.state.port.buffer();
+                if ctx.state.port.link.receive(&mut b) {
                     (b, true)
                 } else {
-                    ctx.st.port.recycle(b);
+                    ctx.state.port.recycle(b);
                     // Idle: READ responses left to send, then the coalesced ACKs.
                     if crate::transport::responder::pump_reads(ctx) {
                         continue;
                     }
-                    if ctx.st.port.ack_pending.is_empty() {
+                    if ctx.state.port.ack_pending.is_empty() {
                         break;
                     }
                     crate::transport::responder::flush_acks(ctx);
@@ -221,15 +68,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> (usize, bool) {
         n += 1;
         frames += 1;
         let exact = if from_link {
-            if let Some(c) = ctx.st.port.capture.as_mut() {
+            if let Some(c) = ctx.state.port.capture.as_mut() {
                 c.write(ctx.clock.now_ns(), &frame);
             }
-            ctx.st.port.link.rx_ip_header_exact()
+            ctx.state.port.link.rx_ip_header_exact()
         } else {
             true
         };
         receive(ctx, &mut frame, exact);
-        ctx.st.port.recycle(frame);
+        ctx.state.port.recycle(frame);
     }
     (n, false)
 }
@@ -258,7 +105,7 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
             count_drop(ctx, |d| &mut d.bad_icrc);
             return;
         }
-        ctx.st.counters.transport.icrc_ip_id_solved += 1;
+        ctx.state.counters.transport.icrc_ip_id_solved += 1;
         // The IP ID and header checksum changed: check the frame again.
         let Ok(p) = RocePacket::new_checked(&*frame) else {
             count_drop(ctx, |d| &mut d.malformed);
@@ -285,15 +132,15 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
         count_drop(ctx, |d| &mut d.dest_qp_zero);
         return;
     }
-    if !ctx.st.res.vport.roce_en {
+    if !ctx.state.res.vport.roce_en {
         count_drop(ctx, |d| &mut d.roce_disabled);
         return;
     }
-    if ctx.st.res.qps.get(qpn).is_none() {
+    if ctx.state.res.qps.get(qpn).is_none() {
         count_drop(ctx, |d| &mut d.unknown_qp);
         return;
     }
-    ctx.st.counters.frames_rx += 1;
+    ctx.state.counters.frames_rx += 1;
     if repr.bth.opcode.is_response() {
         crate::transport::completer::handle(ctx, qpn, &repr, payload);
     } else {
@@ -308,8 +155,11 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::{Link, LinkRxDrops};
+    use crate::port::tx::transmit;
     use crate::{Device, Profile, RunMode};
     use rnic_hw_regs::ctx::{ROCE_VERSION_2, RoceAddrLayout};
+    use std::collections::VecDeque;
 
     use crate::wire::{BthRepr, EthRepr, EthernetAddress, IpRepr, Ipv4Repr, UdpRepr};
     use std::net::Ipv4Addr;
@@ -344,7 +194,7 @@ mod tests {
     fn a_frame_that_cannot_be_emitted_is_a_transmit_drop() {
         let dev = Device::new(Profile::default(), RunMode::Deterministic);
         dev.with_ctx(|ctx| {
-            ctx.st.port.link = Box::new(Recorder::default());
+            ctx.state.port.link = Box::new(Recorder::default());
             let repr = PacketRepr::new(
                 EthRepr::new(EthernetAddress([2; 6]), EthernetAddress([4; 6])),
                 IpRepr::V4(Ipv4Repr::new(
@@ -356,11 +206,14 @@ mod tests {
             );
             // More than the 16-bit IP and UDP lengths can carry.
             crate::transport::send_frame(ctx, &repr, &[0u8; 70_000]);
-            assert_eq!(ctx.st.counters.tx_dropped, 1);
-            assert_eq!(ctx.st.counters.frames_tx, 0);
+            assert_eq!(ctx.state.counters.tx_dropped, 1);
+            assert_eq!(ctx.state.counters.frames_tx, 0);
             // Received-frame accounting is untouched: rx_dropped is still the sum of the rules.
-            assert_eq!(ctx.st.counters.rx_dropped, 0);
-            assert_eq!(ctx.st.counters.rx_dropped, ctx.st.counters.drops.total());
+            assert_eq!(ctx.state.counters.rx_dropped, 0);
+            assert_eq!(
+                ctx.state.counters.rx_dropped,
+                ctx.state.counters.drops.total()
+            );
         });
     }
 
@@ -371,25 +224,25 @@ mod tests {
             let mut gid = RoceAddrLayout::default();
             gid.set_source_l3_address(crate::transport::tests_gid([10, 0, 0, 1]));
             gid.set_roce_version(ROCE_VERSION_2);
-            ctx.st.res.set_gid(0, Some(gid));
-            ctx.st.port.link = Box::new(Recorder::default());
+            ctx.state.res.set_gid(0, Some(gid));
+            ctx.state.port.link = Box::new(Recorder::default());
             transmit(ctx, frame(Ipv4Addr::new(10, 0, 0, 1)));
             transmit(ctx, frame(Ipv4Addr::new(10, 0, 0, 2)));
-            assert_eq!(ctx.st.port.queued(), 1, "looped back");
-            assert!(format!("{:?}", ctx.st.port).contains("Recorder"));
+            assert_eq!(ctx.state.port.queued(), 1, "looped back");
+            assert!(format!("{:?}", ctx.state.port).contains("Recorder"));
             // The looped-back frame names an unknown QP: dropped and counted.
             assert_eq!(run(ctx), (1, false));
-            assert_eq!(ctx.st.counters.rx_dropped, 1);
-            assert_eq!(ctx.st.counters.frames_tx, 2);
+            assert_eq!(ctx.state.counters.rx_dropped, 1);
+            assert_eq!(ctx.state.counters.frames_tx, 2);
             // Garbage and a corrupted ICRC are dropped too.
             let mut bad = frame(Ipv4Addr::new(10, 0, 0, 1));
             let last = bad.len() - 1;
             bad[last] ^= 1;
-            ctx.st.port.rx.push_back(bad);
-            ctx.st.port.rx.push_back(vec![0xFF; 7]);
+            ctx.state.port.rx.push_back(bad);
+            ctx.state.port.rx.push_back(vec![0xFF; 7]);
             assert_eq!(run(ctx), (2, false));
-            assert_eq!(ctx.st.counters.rx_dropped, 3);
-            assert_eq!(ctx.st.counters.frames_rx, 0);
+            assert_eq!(ctx.state.counters.rx_dropped, 3);
+            assert_eq!(ctx.state.counters.frames_rx, 0);
         });
     }
 
@@ -436,15 +289,15 @@ mod tests {
             ip.set_ident(0);
             ip.fill_checksum();
             link.0.push_back(good);
-            ctx.st.port.link = Box::new(link);
+            ctx.state.port.link = Box::new(link);
             let before = PASSES.with(std::cell::Cell::get);
             assert_eq!(run(ctx), (101, false));
             let passes = PASSES.with(std::cell::Cell::get) - before;
-            assert_eq!(ctx.st.counters.drops.bad_icrc, 100);
-            assert_eq!(ctx.st.counters.transport.icrc_ip_id_solved, 1);
+            assert_eq!(ctx.state.counters.drops.bad_icrc, 100);
+            assert_eq!(ctx.state.counters.transport.icrc_ip_id_solved, 1);
             // The good frame is for an IP the device does not have: dropped after its ICRC
             // verified.
-            assert_eq!(ctx.st.counters.drops.not_our_ip, 1);
+            assert_eq!(ctx.state.counters.drops.not_our_ip, 1);
             assert_eq!(passes, 101, "one ICRC pass per frame");
         });
     }
@@ -480,7 +333,7 @@ mod tests {
             "what the link had before it was attached"
         );
         dev.with_ctx(|ctx| {
-            ctx.st.port.link = Box::new(Dropping(LinkRxDrops {
+            ctx.state.port.link = Box::new(Dropping(LinkRxDrops {
                 ring_full: 5,
                 oversize: 2,
                 overflow: 8,

@@ -1,0 +1,45 @@
+//! The port's transmit side: a frame for one of the device's own GIDs loops back to the
+//! port's receive queue, any other goes to the link; both are captured when capturing.
+
+use crate::ctx::Ctx;
+
+/// Sends a frame: looped back when it is for this device, else onto the link.
+pub(crate) fn transmit(ctx: &mut Ctx<'_>, frame: Vec<u8>) {
+    ctx.state.counters.frames_tx += 1;
+    if let Some(c) = ctx.state.port.capture.as_mut() {
+        c.write(ctx.clock.now_ns(), &frame);
+    }
+    if dest_gid(&frame).is_some_and(|g| is_own_gid(ctx, &g)) {
+        ctx.state.port.rx.push_back(frame);
+    } else {
+        let spare = ctx.state.port.link.transmit_owned(frame);
+        ctx.state.port.recycle(spare);
+    }
+}
+
+/// The destination IP of an Ethernet frame carrying IPv4 or IPv6, as a GID.
+pub(super) fn dest_gid(frame: &[u8]) -> Option<[u8; 16]> {
+    let mut off = 12;
+    let mut ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
+    if ethertype == 0x8100 {
+        off += 4;
+        ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
+    }
+    let ip = off + 2;
+    let mut gid = [0u8; 16];
+    match ethertype {
+        0x0800 => {
+            gid[10] = 0xFF;
+            gid[11] = 0xFF;
+            gid[12..].copy_from_slice(frame.get(ip + 16..ip + 20)?);
+        }
+        0x86DD => gid.copy_from_slice(frame.get(ip + 24..ip + 40)?),
+        _ => return None,
+    }
+    Some(gid)
+}
+
+/// Whether `gid` is one of the device's RoCE v2 GIDs.
+pub(super) fn is_own_gid(ctx: &Ctx<'_>, gid: &[u8; 16]) -> bool {
+    ctx.state.res.own_v2_gids.contains(gid)
+}
