@@ -5,6 +5,7 @@
 use crate::clock::Clock;
 use crate::iommu::Iommu;
 use crate::irq::Irqs;
+use crate::resources::QpTransport;
 use crate::state::{DeviceState, RxDrops};
 
 /// The context command handlers and queue engines work in: the device state (locked) and
@@ -20,4 +21,27 @@ pub(crate) struct Ctx<'a> {
 pub(crate) fn count_drop(ctx: &mut Ctx<'_>, rule: impl FnOnce(&mut RxDrops) -> &mut u64) {
     ctx.state.counters.rx_dropped += 1;
     *rule(&mut ctx.state.counters.drops) += 1;
+}
+
+impl Ctx<'_> {
+    /// Lends `f` QP `qpn`'s transport state and always puts it back; `None` (and `f` not
+    /// called) when there is no such QP.
+    ///
+    /// An engine needs the QP's transport state and the rest of the context at once (to
+    /// read WQEs, write CQEs, send frames), so the state is moved out of the QP table for
+    /// the call. Taking and restoring it in one place means no early return between the
+    /// two can lose a QP's state. A QP destroyed during `f` simply drops it.
+    pub(crate) fn with_transport<R>(
+        &mut self,
+        qpn: u32,
+        f: impl FnOnce(&mut Ctx<'_>, &mut QpTransport) -> R,
+    ) -> Option<R> {
+        let qp = self.state.res.qps.get_mut(qpn)?;
+        let mut tr = std::mem::take(&mut qp.tr);
+        let r = f(self, &mut tr);
+        if let Some(qp) = self.state.res.qps.get_mut(qpn) {
+            qp.tr = tr;
+        }
+        Some(r)
+    }
 }

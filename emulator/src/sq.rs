@@ -51,11 +51,7 @@ pub(crate) fn doorbell(ctx: &mut Ctx<'_>, uar: u32, value: u64) -> bool {
         }
         Ok(QpState::Sqer) => {
             // So are those posted to a send queue in error; the receive side works on.
-            let mut tr = std::mem::take(&mut qp.tr);
-            flush_send(ctx, qpn, &mut tr);
-            if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-                qp.tr = tr;
-            }
+            ctx.with_transport(qpn, |ctx, tr| flush_send(ctx, qpn, tr));
             return true;
         }
         Ok(QpState::Rts | QpState::Sqd) => {}
@@ -97,32 +93,27 @@ fn read_wqebb(ctx: &Ctx<'_>, qp: &Qp, index: u16, out: &mut [u8]) -> bool {
 /// Parses WQEs from `sq_ci` up to `counter` into the QP's transport queue; stops after a
 /// WQE that fails.
 fn consume(ctx: &mut Ctx<'_>, qpn: u32, counter: u16) {
-    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
-        return;
-    };
-    let mut tr = std::mem::take(&mut qp.tr);
-    let mut raw = [0u8; MAX_WQE];
-    while let Some(qp) = ctx.state.res.qps.get(qpn) {
-        let ci = qp.sq_ci;
-        if ci == counter {
-            break;
+    ctx.with_transport(qpn, |ctx, tr| {
+        let mut raw = [0u8; MAX_WQE];
+        while let Some(qp) = ctx.state.res.qps.get(qpn) {
+            let ci = qp.sq_ci;
+            if ci == counter {
+                break;
+            }
+            let avail = counter.wrapping_sub(ci);
+            let spare = tr.spare.pop();
+            let (wqe, nbb) = parse(ctx, qp, qpn, ci, avail, &mut raw, spare);
+            let failed = wqe.error.is_some();
+            tr.sq.push_back(wqe);
+            if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
+                qp.sq_ci = ci.wrapping_add(nbb);
+                qp.ctx.set_hw_sq_wqebb_counter(qp.sq_ci);
+            }
+            if failed {
+                break;
+            }
         }
-        let avail = counter.wrapping_sub(ci);
-        let spare = tr.spare.pop();
-        let (wqe, nbb) = parse(ctx, qp, qpn, ci, avail, &mut raw, spare);
-        let failed = wqe.error.is_some();
-        tr.sq.push_back(wqe);
-        if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-            qp.sq_ci = ci.wrapping_add(nbb);
-            qp.ctx.set_hw_sq_wqebb_counter(qp.sq_ci);
-        }
-        if failed {
-            break;
-        }
-    }
-    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-        qp.tr = tr;
-    }
+    });
 }
 
 /// A WQE that failed to parse: it completes with a local QP operation error.
@@ -309,14 +300,7 @@ fn parse(
 /// record's send counter) and every posted receive WQE of QP `qpn` with WR_FLUSH_ERR. The
 /// command interface's 2ERR handler calls it after moving the QP to ERR.
 pub(crate) fn flush_qp(ctx: &mut Ctx<'_>, qpn: u32) {
-    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
-        return;
-    };
-    let mut tr = std::mem::take(&mut qp.tr);
-    flush_with(ctx, qpn, &mut tr);
-    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-        qp.tr = tr;
-    }
+    ctx.with_transport(qpn, |ctx, tr| flush_with(ctx, qpn, tr));
 }
 
 /// [`flush_qp`] with the QP's transport state taken out by the caller.

@@ -55,36 +55,32 @@ pub(crate) fn handle(ctx: &mut Ctx<'_>, qpn: u32, repr: &PacketRepr, payload: &[
         count_drop(ctx, |d| &mut d.peer_mismatch);
         return;
     }
-    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
-        return;
-    };
     let dom = Domain::of_qp(&qpc);
     let mtu = mtu_bytes(qpc.mtu()).unwrap_or(256);
     let retry_count = qpc.retry_count();
     let rnr_retry = qpc.rnr_retry();
-    let mut tr = std::mem::take(&mut qp.tr);
-    let una_before = tr.una;
-    let done_before = tr.sq.iter().filter(|w| w.done).count();
-    let accepted = match repr.bth.opcode.operation() {
-        Operation::Acknowledge => acknowledge(ctx, qpn, &mut tr, repr, retry_count, rnr_retry),
-        Operation::RdmaReadResponse => read_response(ctx, dom, mtu, &mut tr, repr, payload),
-        Operation::AtomicAcknowledge => atomic_ack(ctx, dom, &mut tr, repr),
-        _ => false,
-    };
-    if !accepted {
-        count_drop(ctx, |d| &mut d.stale_response);
-    }
-    let progress = tr.una != una_before || tr.sq.iter().filter(|w| w.done).count() != done_before;
-    if progress {
-        // Retries count consecutive failures: progress gives them back.
-        tr.retry_left = None;
-        tr.rnr_left = None;
-        tr.gap_retry = None;
-    }
-    rearm(ctx, &qpc, &mut tr, progress);
-    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-        qp.tr = tr;
-    }
+    ctx.with_transport(qpn, |ctx, tr| {
+        let una_before = tr.una;
+        let done_before = tr.sq.iter().filter(|w| w.done).count();
+        let accepted = match repr.bth.opcode.operation() {
+            Operation::Acknowledge => acknowledge(ctx, qpn, tr, repr, retry_count, rnr_retry),
+            Operation::RdmaReadResponse => read_response(ctx, dom, mtu, tr, repr, payload),
+            Operation::AtomicAcknowledge => atomic_ack(ctx, dom, tr, repr),
+            _ => false,
+        };
+        if !accepted {
+            count_drop(ctx, |d| &mut d.stale_response);
+        }
+        let progress =
+            tr.una != una_before || tr.sq.iter().filter(|w| w.done).count() != done_before;
+        if progress {
+            // Retries count consecutive failures: progress gives them back.
+            tr.retry_left = None;
+            tr.rnr_left = None;
+            tr.gap_retry = None;
+        }
+        rearm(ctx, &qpc, tr, progress);
+    });
     complete_head(ctx, qpn);
     super::requester::run(ctx, qpn);
 }
@@ -396,43 +392,41 @@ fn atomic_ack(ctx: &mut Ctx<'_>, dom: Domain, tr: &mut QpTransport, repr: &Packe
 /// the head gets its error CQE and moves the QP to ERR (RC) or SQE (UD, UC), flushing the
 /// rest.
 pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
-    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get(qpn) else {
         return;
     };
     let cqn = qp.ctx.cqn_snd();
     let qpc = qp.ctx;
-    let mut tr = std::mem::take(&mut qp.tr);
-    let uidx = crate::cq::srqn_uidx(ctx, &qpc, None);
-    while let Some(w) = tr.sq.front() {
-        if let Some(s) = w.error.filter(|_| w.fully_sent()) {
-            let mut c = crate::cq::err_cqe(true, qpn, w.wqe_index, w.opcode, s);
-            c.set_srqn_uidx(uidx);
-            tr.sq.pop_front();
-            crate::cq::push(ctx, cqn, &mut c);
-            if qpc.st() == u8::from(QpSt::Rc) {
-                enter_error(ctx, qpn, &mut tr);
-            } else {
-                super::enter_sq_error(ctx, qpn, &mut tr);
+    ctx.with_transport(qpn, |ctx, tr| {
+        let uidx = crate::cq::srqn_uidx(ctx, &qpc, None);
+        while let Some(w) = tr.sq.front() {
+            if let Some(s) = w.error.filter(|_| w.fully_sent()) {
+                let mut c = crate::cq::err_cqe(true, qpn, w.wqe_index, w.opcode, s);
+                c.set_srqn_uidx(uidx);
+                tr.sq.pop_front();
+                crate::cq::push(ctx, cqn, &mut c);
+                if qpc.st() == u8::from(QpSt::Rc) {
+                    enter_error(ctx, qpn, tr);
+                } else {
+                    super::enter_sq_error(ctx, qpn, tr);
+                }
+                break;
             }
-            break;
+            if !w.done {
+                break;
+            }
+            let Some(w) = tr.sq.pop_front() else {
+                break;
+            };
+            if w.signaled {
+                let byte_cnt = w.len.min(u64::from(u32::MAX)) as u32;
+                let mut c = crate::cq::req_cqe(qpn, w.wqe_index, w.opcode, byte_cnt);
+                c.set_srqn_uidx(uidx);
+                crate::cq::push(ctx, cqn, &mut c);
+            }
+            if tr.spare.len() < SPARE_WQES {
+                tr.spare.push(w);
+            }
         }
-        if !w.done {
-            break;
-        }
-        let Some(w) = tr.sq.pop_front() else {
-            break;
-        };
-        if w.signaled {
-            let byte_cnt = w.len.min(u64::from(u32::MAX)) as u32;
-            let mut c = crate::cq::req_cqe(qpn, w.wqe_index, w.opcode, byte_cnt);
-            c.set_srqn_uidx(uidx);
-            crate::cq::push(ctx, cqn, &mut c);
-        }
-        if tr.spare.len() < SPARE_WQES {
-            tr.spare.push(w);
-        }
-    }
-    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-        qp.tr = tr;
-    }
+    });
 }

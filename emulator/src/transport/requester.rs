@@ -21,67 +21,65 @@ use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, PacketRe
 
 /// Sends what QP `qpn` may send now, then completes what finished.
 pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
-    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get(qpn) else {
         return;
     };
     if qp.ctx.state() != u8::from(QpState::Rts) {
         return;
     }
     let qpc = qp.ctx;
-    let mut tr = std::mem::take(&mut qp.tr);
-    let rc = qpc.st() == u8::from(QpSt::Rc);
-    let una = *tr.una.get_or_insert(qpc.next_send_psn());
-    // RC: no packet at or beyond `una + WINDOW` goes out until ACKs move `una`.
-    let limit = rc.then(|| psn_add(una, WINDOW));
-    let max_rd = 1usize << qpc.log_sra_max();
-    let mut rd_outstanding = 0usize;
-    let mut sent_any = false;
-    for i in 0..tr.sq.len() {
-        let w = &tr.sq[i];
-        if w.error.is_some() && w.started {
-            // Nothing after a failed WQE is sent.
-            break;
-        }
-        if w.fully_sent() {
-            // A READ / atomic holds its credit until it leaves the queue (completions are in
-            // order, as rxe returns `rd_atomic` credits): the responder's resource ring only
-            // keeps the last `max_dest_rd_atomic`, and an earlier one may still be retried.
-            if w.is_rd_atomic() {
-                rd_outstanding += 1;
-            }
-            continue;
-        }
-        if w.fence && tr.sq.iter().take(i).any(|e| e.is_rd_atomic() && !e.done) {
-            break;
-        }
-        if w.is_rd_atomic() && rd_outstanding >= max_rd {
-            break;
-        }
-        let w = &mut tr.sq[i];
-        if !w.started {
-            start(ctx, &qpc, qpn, w);
-            if w.error.is_some() {
+    ctx.with_transport(qpn, |ctx, tr| {
+        let rc = qpc.st() == u8::from(QpSt::Rc);
+        let una = *tr.una.get_or_insert(qpc.next_send_psn());
+        // RC: no packet at or beyond `una + WINDOW` goes out until ACKs move `una`.
+        let limit = rc.then(|| psn_add(una, WINDOW));
+        let max_rd = 1usize << qpc.log_sra_max();
+        let mut rd_outstanding = 0usize;
+        let mut sent_any = false;
+        for i in 0..tr.sq.len() {
+            let w = &tr.sq[i];
+            if w.error.is_some() && w.started {
+                // Nothing after a failed WQE is sent.
                 break;
             }
+            if w.fully_sent() {
+                // A READ / atomic holds its credit until it leaves the queue (completions are in
+                // order, as rxe returns `rd_atomic` credits): the responder's resource ring only
+                // keeps the last `max_dest_rd_atomic`, and an earlier one may still be retried.
+                if w.is_rd_atomic() {
+                    rd_outstanding += 1;
+                }
+                continue;
+            }
+            if w.fence && tr.sq.iter().take(i).any(|e| e.is_rd_atomic() && !e.done) {
+                break;
+            }
+            if w.is_rd_atomic() && rd_outstanding >= max_rd {
+                break;
+            }
+            let w = &mut tr.sq[i];
+            if !w.started {
+                start(ctx, &qpc, qpn, w);
+                if w.error.is_some() {
+                    break;
+                }
+            }
+            let before = w.next_pkt;
+            send_packets(ctx, &qpc, qpn, w, limit);
+            sent_any |= w.next_pkt != before && w.error.is_none();
+            if w.error.is_some() || !w.fully_sent() {
+                break;
+            }
+            if !rc || w.npkts == 0 {
+                w.done = true;
+            } else if w.is_rd_atomic() {
+                rd_outstanding += 1;
+            }
         }
-        let before = w.next_pkt;
-        send_packets(ctx, &qpc, qpn, w, limit);
-        sent_any |= w.next_pkt != before && w.error.is_none();
-        if w.error.is_some() || !w.fully_sent() {
-            break;
+        if rc {
+            super::rearm(ctx, &qpc, tr, sent_any);
         }
-        if !rc || w.npkts == 0 {
-            w.done = true;
-        } else if w.is_rd_atomic() {
-            rd_outstanding += 1;
-        }
-    }
-    if rc {
-        super::rearm(ctx, &qpc, &mut tr, sent_any);
-    }
-    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-        qp.tr = tr;
-    }
+    });
     super::completer::complete_head(ctx, qpn);
 }
 

@@ -77,47 +77,42 @@ pub(crate) fn handle(
         count_drop(ctx, rule);
         return;
     }
-    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
-        return;
-    };
-    let mut tr = std::mem::take(&mut qp.tr);
-    if qpc.state() == u8::from(QpState::Rtr) && !tr.resp.comm_est {
-        // The first packet in RTR: communication established.
-        tr.resp.comm_est = true;
-        super::qp_event(ctx, EventType::CommEst, qpn);
-    }
-    let ok = match st {
-        Some(QpSt::Ud) => ud_receive(ctx, qpn, &qpc, &mut tr, repr, payload, ip_header),
-        _ => {
-            // Requests execute in order: READ responses still owed go out before the next
-            // request touches memory.
-            if !tr.resp.reads.is_empty() {
-                pump(ctx, qpn, &qpc, &mut tr, u32::MAX);
-            }
-            let mut r = Responder {
-                qpn,
-                qpc: &qpc,
-                rc: st == Some(QpSt::Rc),
-                epsn: qpc.next_rcv_psn(),
-                msn: qpc.rmsn(),
-            };
-            let ok = r.receive(ctx, &mut tr, repr, payload);
-            if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-                qp.ctx.set_next_rcv_psn(r.epsn);
-                qp.ctx.set_rmsn(r.msn & 0xFF_FFFF);
-            }
-            if !tr.resp.reads.is_empty() && !ctx.state.port.read_pending.contains(&qpn) {
-                ctx.state.port.read_pending.push_back(qpn);
-            }
-            ok
+    ctx.with_transport(qpn, |ctx, tr| {
+        if qpc.state() == u8::from(QpState::Rtr) && !tr.resp.comm_est {
+            // The first packet in RTR: communication established.
+            tr.resp.comm_est = true;
+            super::qp_event(ctx, EventType::CommEst, qpn);
         }
-    };
-    if let Err(rule) = ok {
-        count_drop(ctx, rule);
-    }
-    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-        qp.tr = tr;
-    }
+        let ok = match st {
+            Some(QpSt::Ud) => ud_receive(ctx, qpn, &qpc, tr, repr, payload, ip_header),
+            _ => {
+                // Requests execute in order: READ responses still owed go out before the next
+                // request touches memory.
+                if !tr.resp.reads.is_empty() {
+                    pump(ctx, qpn, &qpc, tr, u32::MAX);
+                }
+                let mut r = Responder {
+                    qpn,
+                    qpc: &qpc,
+                    rc: st == Some(QpSt::Rc),
+                    epsn: qpc.next_rcv_psn(),
+                    msn: qpc.rmsn(),
+                };
+                let ok = r.receive(ctx, tr, repr, payload);
+                if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
+                    qp.ctx.set_next_rcv_psn(r.epsn);
+                    qp.ctx.set_rmsn(r.msn & 0xFF_FFFF);
+                }
+                if !tr.resp.reads.is_empty() && !ctx.state.port.read_pending.contains(&qpn) {
+                    ctx.state.port.read_pending.push_back(qpn);
+                }
+                ok
+            }
+        };
+        if let Err(rule) = ok {
+            count_drop(ctx, rule);
+        }
+    });
 }
 
 /// A drop rule: which [`RxDrops`] counter a dropped frame goes to.
@@ -244,11 +239,7 @@ pub(crate) fn flush_acks(ctx: &mut Ctx<'_>) {
             continue;
         };
         let qpc = qp.ctx;
-        let mut tr = std::mem::take(&mut qp.tr);
-        drain(ctx, qpn, &qpc, &mut tr);
-        if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-            qp.tr = tr;
-        }
+        ctx.with_transport(qpn, |ctx, tr| drain(ctx, qpn, &qpc, tr));
     }
     qpns.clear();
     if ctx.state.port.ack_pending.is_empty() {
@@ -267,12 +258,8 @@ pub(crate) fn pump_reads(ctx: &mut Ctx<'_>) -> bool {
             continue;
         }
         let qpc = qp.ctx;
-        let mut tr = std::mem::take(&mut qp.tr);
-        let more = pump(ctx, qpn, &qpc, &mut tr, READ_BURST);
-        if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-            qp.tr = tr;
-        }
-        if more {
+        let more = ctx.with_transport(qpn, |ctx, tr| pump(ctx, qpn, &qpc, tr, READ_BURST));
+        if more == Some(true) {
             ctx.state.port.read_pending.push_back(qpn);
         }
         return true;
