@@ -119,11 +119,7 @@ impl AddressHandle {
     /// ```
     pub fn new(pd: &Arc<Pd>, av: &AddressVector) -> Result<AddressHandle, DriverError> {
         let hca = pd.hca();
-        if !hca
-            .gids()
-            .iter()
-            .any(|g| g.index == u16::from(av.sgid_index))
-        {
+        if hca.gid(av.sgid_index).is_none() {
             return Err(DriverError::InvalidArgument(format!(
                 "address handle: GID index {} is not programmed",
                 av.sgid_index

@@ -880,6 +880,21 @@ impl Hca {
         &self.gids
     }
 
+    /// The programmed GID at table index `index`, if any: the one check every address
+    /// (a QP's path, an address handle, the verbs layer's) makes of its source GID index.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// assert_eq!(hca.gid(0).map(|g| g.index), Some(0)); // the link-local GID
+    /// assert!(hca.gid(9).is_none());
+    /// # Ok(()) }
+    /// ```
+    pub fn gid(&self, index: u8) -> Option<&GidEntry> {
+        self.gids.iter().find(|g| g.index == u16::from(index))
+    }
+
     /// The default protection domain.
     ///
     /// ```

@@ -105,7 +105,7 @@ impl QpType {
 /// assert!(q.caps().max_send_wr >= 100); // the driver may round up
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct QpCaps {
     /// Send work requests outstanding at once.
     pub max_send_wr: u32,
@@ -120,6 +120,7 @@ pub struct QpCaps {
 }
 
 impl Default for QpCaps {
+    /// 64 send and receive WRs, 4 SGEs each way, 64 inline bytes.
     fn default() -> Self {
         QpCaps {
             max_send_wr: 64,
@@ -972,13 +973,20 @@ impl Qp {
                 .ok_or_else(|| attr_err(self.qpn, T, "qkey", "required on UD QPs".into()))?;
             q.set_q_key(qkey);
         } else {
-            if a.access.contains(Access::REMOTE_ATOMIC) && self.qp_type == QpType::Uc {
-                return Err(attr_err(
-                    self.qpn,
-                    T,
-                    "qp_access_flags",
-                    "remote atomic on a UC QP".into(),
-                ));
+            // UC has no READ or atomic packets: a responder cannot allow them. The one
+            // place this is checked (the verbs layer relies on it).
+            for (flag, name) in [
+                (Access::REMOTE_READ, "REMOTE_READ"),
+                (Access::REMOTE_ATOMIC, "REMOTE_ATOMIC"),
+            ] {
+                if a.access.contains(flag) && self.qp_type == QpType::Uc {
+                    return Err(attr_err(
+                        self.qpn,
+                        T,
+                        "qp_access_flags",
+                        format!("{name} on a UC QP"),
+                    ));
+                }
             }
             set_remote_access(q, a.access);
         }
@@ -995,11 +1003,7 @@ impl Qp {
         dest_qpn: u32,
     ) -> Result<(), DriverError> {
         let hca = self.pd.hca();
-        if !hca
-            .gids()
-            .iter()
-            .any(|g| g.index == u16::from(av.sgid_index))
-        {
+        if hca.gid(av.sgid_index).is_none() {
             return Err(attr_err(
                 self.qpn,
                 t,

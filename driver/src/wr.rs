@@ -738,6 +738,29 @@ pub enum WcOpcode {
     RecvRdmaWithImm = 129,
 }
 
+impl WcOpcode {
+    /// The C name (`IBV_WC_SEND`, ...), as ibverbs tools print it.
+    ///
+    /// ```
+    /// use rnic_driver::wr::WcOpcode;
+    ///
+    /// assert_eq!(WcOpcode::Recv as u32, 128); // the ibverbs value
+    /// assert_eq!(WcOpcode::RecvRdmaWithImm.name(), "IBV_WC_RECV_RDMA_WITH_IMM");
+    /// assert_eq!(WcOpcode::FetchAdd.name(), "IBV_WC_FETCH_ADD");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            WcOpcode::Send => "IBV_WC_SEND",
+            WcOpcode::RdmaWrite => "IBV_WC_RDMA_WRITE",
+            WcOpcode::RdmaRead => "IBV_WC_RDMA_READ",
+            WcOpcode::CompSwap => "IBV_WC_COMP_SWAP",
+            WcOpcode::FetchAdd => "IBV_WC_FETCH_ADD",
+            WcOpcode::Recv => "IBV_WC_RECV",
+            WcOpcode::RecvRdmaWithImm => "IBV_WC_RECV_RDMA_WITH_IMM",
+        }
+    }
+}
+
 /// Work completion flags (`IBV_WC_*` flag values).
 ///
 /// ```

@@ -577,3 +577,37 @@ fn regions_beyond_max_mr_size_are_refused_up_front() {
     // Up to the limit registration goes on as before.
     assert!(Mr::alloc(&fx.pd, 1 << 20, Access::LOCAL_WRITE).is_ok());
 }
+
+#[test]
+fn uc_refuses_remote_read_and_atomic() {
+    // The driver is the one layer that checks QP attributes: UC has no READ or atomic
+    // packets, so RST2INIT refuses either access right and leaves the QP in RST.
+    let fx = open(RunMode::Deterministic);
+    let cq = fx.cq(16);
+    let qp = Qp::create(&fx.pd, &QpConfig::new(QpType::Uc, cq.clone(), cq.clone())).unwrap();
+    for access in [Access::REMOTE_READ, Access::REMOTE_ATOMIC] {
+        let e = qp
+            .to_init(&InitAttr {
+                access: access | Access::REMOTE_WRITE,
+                ..InitAttr::default()
+            })
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DriverError::QpAttr {
+                    transition: "RST2INIT",
+                    attr: "qp_access_flags",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(qp.query().unwrap().state, QpState::Rst);
+    }
+    qp.to_init(&InitAttr {
+        access: Access::REMOTE_WRITE,
+        ..InitAttr::default()
+    })
+    .unwrap();
+}

@@ -70,11 +70,9 @@ impl AhAttr {
 
     pub(crate) fn to_av(self, pd: &ProtectionDomain, verb: &'static str) -> Result<AddressVector> {
         let ctx = pd.context();
-        if !ctx
-            .gid_table()
-            .iter()
-            .any(|g| g.index == u32::from(self.sgid_index))
-        {
+        // Checked before the MAC is resolved (the driver checks it again as it builds the
+        // address, through the same `Hca::gid`).
+        if ctx.hca().gid(self.sgid_index).is_none() {
             return Err(Error::invalid(
                 verb,
                 format!(

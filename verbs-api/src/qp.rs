@@ -52,7 +52,8 @@ pub use rnic_driver::qp::QpType;
 /// ```
 pub use rnic_driver::qp::Mtu;
 
-/// Queue sizes (`struct ibv_qp_cap`).
+/// Queue sizes (`struct ibv_qp_cap`): the driver's `QpCaps` under ibverbs' name, one
+/// definition for both layers.
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
@@ -64,56 +65,7 @@ pub use rnic_driver::qp::Mtu;
 /// assert!(got.max_send_wr >= 16 && got.max_recv_wr >= 64 && got.max_send_sge >= 4);
 /// # Ok(()) }
 /// ```
-// The driver's `QpCaps` has the same fields and defaults but does not derive `Hash`, which
-// this public type has always had; `to_driver` / `from_driver` are the conversions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct QpCap {
-    /// Outstanding send work requests.
-    pub max_send_wr: u32,
-    /// Outstanding receive work requests (0 with an SRQ).
-    pub max_recv_wr: u32,
-    /// SGEs per send work request.
-    pub max_send_sge: u32,
-    /// SGEs per receive work request.
-    pub max_recv_sge: u32,
-    /// Inline bytes per send work request.
-    pub max_inline_data: u32,
-}
-
-impl QpCap {
-    fn to_driver(self) -> dqp::QpCaps {
-        dqp::QpCaps {
-            max_send_wr: self.max_send_wr,
-            max_recv_wr: self.max_recv_wr,
-            max_send_sge: self.max_send_sge,
-            max_recv_sge: self.max_recv_sge,
-            max_inline_data: self.max_inline_data,
-        }
-    }
-
-    fn from_driver(c: dqp::QpCaps) -> QpCap {
-        QpCap {
-            max_send_wr: c.max_send_wr,
-            max_recv_wr: c.max_recv_wr,
-            max_send_sge: c.max_send_sge,
-            max_recv_sge: c.max_recv_sge,
-            max_inline_data: c.max_inline_data,
-        }
-    }
-}
-
-impl Default for QpCap {
-    /// 64 send and receive WRs, 4 SGEs each way, 64 inline bytes.
-    fn default() -> Self {
-        QpCap {
-            max_send_wr: 64,
-            max_recv_wr: 64,
-            max_send_sge: 4,
-            max_recv_sge: 4,
-            max_inline_data: 64,
-        }
-    }
-}
+pub use rnic_driver::qp::QpCaps as QpCap;
 
 /// Builds a QP (`struct ibv_qp_init_attr`); from [`ProtectionDomain::create_qp`].
 ///
@@ -354,7 +306,7 @@ impl QueuePairBuilder {
         }
         let cfg = dqp::QpConfig {
             qp_type: self.qp_type,
-            caps: c.to_driver(),
+            caps: c,
             send_cq: self.send_cq.inner.cq.clone(),
             recv_cq: self.recv_cq.inner.cq.clone(),
             srq: self.srq.as_ref().map(|s| s.inner.srq.clone()),
@@ -755,7 +707,7 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn cap(&self) -> QpCap {
-        QpCap::from_driver(self.qp.caps())
+        self.qp.caps()
     }
 
     /// The PD.
@@ -856,15 +808,6 @@ impl QueuePair {
     /// ```
     pub fn to_init(&self, a: &InitAttr) -> Result<()> {
         self.modify(Transition::RstToInit, || {
-            // UC has neither READ nor atomics; the driver refuses only the atomic, so the
-            // read is refused here.
-            if self.qp_type == QpType::Uc && a.access.contains(AccessFlags::REMOTE_READ) {
-                return Err(self.attr_err(
-                    "RST2INIT",
-                    "qp_access_flags",
-                    "REMOTE_READ on a UC QP".into(),
-                ));
-            }
             self.qp
                 .to_init(&a.to_driver())
                 .map_err(Error::driver("ibv_modify_qp"))

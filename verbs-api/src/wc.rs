@@ -17,67 +17,16 @@ use std::fmt;
 /// ```
 pub use rnic_driver::wr::WcStatus;
 
-/// Work completion opcode: `enum ibv_wc_opcode` values.
+/// Work completion opcode (`enum ibv_wc_opcode`, same values, with the C name): the
+/// driver's type, one definition for both layers.
 ///
 /// ```
 /// use rnic_verbs::WcOpcode;
 ///
-/// assert_eq!(WcOpcode::Recv as u32, 128);
-/// assert_eq!(WcOpcode::RecvRdmaWithImm.name(), "IBV_WC_RECV_RDMA_WITH_IMM");
 /// assert_ne!(WcOpcode::Send, WcOpcode::Recv);
+/// assert_eq!(WcOpcode::Send.name(), "IBV_WC_SEND");
 /// ```
-// The driver's `WcOpcode` has these variants and values, but not `name()` (the C name, which
-// this public type has always had) nor `repr(u32)` (ibverbs' enum width); `from_driver` is
-// the one conversion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u32)]
-pub enum WcOpcode {
-    /// IBV_WC_SEND (SEND, SEND with immediate, SEND with invalidate).
-    Send = 0,
-    /// IBV_WC_RDMA_WRITE (with or without immediate).
-    RdmaWrite = 1,
-    /// IBV_WC_RDMA_READ.
-    RdmaRead = 2,
-    /// IBV_WC_COMP_SWAP.
-    CompSwap = 3,
-    /// IBV_WC_FETCH_ADD.
-    FetchAdd = 4,
-    /// IBV_WC_RECV: a SEND arrived.
-    Recv = 128,
-    /// IBV_WC_RECV_RDMA_WITH_IMM: an RDMA WRITE with immediate consumed a receive.
-    RecvRdmaWithImm = 129,
-}
-
-impl WcOpcode {
-    fn from_driver(o: dwr::WcOpcode) -> WcOpcode {
-        match o {
-            dwr::WcOpcode::Send => WcOpcode::Send,
-            dwr::WcOpcode::RdmaWrite => WcOpcode::RdmaWrite,
-            dwr::WcOpcode::RdmaRead => WcOpcode::RdmaRead,
-            dwr::WcOpcode::CompSwap => WcOpcode::CompSwap,
-            dwr::WcOpcode::FetchAdd => WcOpcode::FetchAdd,
-            dwr::WcOpcode::Recv => WcOpcode::Recv,
-            dwr::WcOpcode::RecvRdmaWithImm => WcOpcode::RecvRdmaWithImm,
-        }
-    }
-
-    /// The C name (`IBV_WC_SEND`, ...).
-    ///
-    /// ```
-    /// assert_eq!(rnic_verbs::WcOpcode::FetchAdd.name(), "IBV_WC_FETCH_ADD");
-    /// ```
-    pub const fn name(self) -> &'static str {
-        match self {
-            WcOpcode::Send => "IBV_WC_SEND",
-            WcOpcode::RdmaWrite => "IBV_WC_RDMA_WRITE",
-            WcOpcode::RdmaRead => "IBV_WC_RDMA_READ",
-            WcOpcode::CompSwap => "IBV_WC_COMP_SWAP",
-            WcOpcode::FetchAdd => "IBV_WC_FETCH_ADD",
-            WcOpcode::Recv => "IBV_WC_RECV",
-            WcOpcode::RecvRdmaWithImm => "IBV_WC_RECV_RDMA_WITH_IMM",
-        }
-    }
-}
+pub use rnic_driver::wr::WcOpcode;
 
 bitflags::bitflags! {
     /// Work completion flags (`enum ibv_wc_flags` values).
@@ -196,7 +145,7 @@ impl WorkCompletion {
     /// ```
     #[inline]
     pub fn opcode(&self) -> WcOpcode {
-        WcOpcode::from_driver(self.0.opcode)
+        self.0.opcode
     }
 
     /// `vendor_err`: the device's syndrome of an error completion.
