@@ -37,114 +37,77 @@ pub struct Sge {
     pub lkey: u32,
 }
 
-/// Memory access rights of a memory region or a QP (ibverbs `IBV_ACCESS_*` values).
-///
-/// ```
-/// use rnic_driver::wr::Access;
-///
-/// let a = Access::LOCAL_WRITE | Access::REMOTE_READ;
-/// assert!(a.contains(Access::REMOTE_READ));
-/// assert!(!a.contains(Access::REMOTE_ATOMIC));
-/// assert_eq!(a.bits(), 0b101);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Access(u32);
+bitflags::bitflags! {
+    /// Memory access rights of a memory region or a QP (ibverbs `IBV_ACCESS_*` values); the
+    /// verbs layer's `AccessFlags` is this type.
+    ///
+    /// ```
+    /// use rnic_driver::wr::Access;
+    ///
+    /// let a = Access::LOCAL_WRITE | Access::REMOTE_READ;
+    /// assert!(a.contains(Access::REMOTE_READ));
+    /// assert!(!a.contains(Access::REMOTE_ATOMIC));
+    /// assert_eq!(a.bits(), 0b101);
+    /// assert_eq!(Access::REMOTE_WRITE.bits(), 2); // IBV_ACCESS_REMOTE_WRITE
+    /// assert_eq!(Access::from_bits_truncate(0x100 | 2), Access::REMOTE_WRITE); // 0x100 is dropped
+    /// assert!(Access::ALL.contains(Access::REMOTE_ATOMIC | Access::LOCAL_WRITE));
+    /// ```
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct Access: u32 {
+        /// IBV_ACCESS_LOCAL_WRITE: the device may write it (receives, READ and atomic
+        /// results). Required with REMOTE_WRITE and REMOTE_ATOMIC.
+        const LOCAL_WRITE = 1;
+        /// IBV_ACCESS_REMOTE_WRITE: peers may RDMA WRITE it.
+        const REMOTE_WRITE = 2;
+        /// IBV_ACCESS_REMOTE_READ: peers may RDMA READ it.
+        const REMOTE_READ = 4;
+        /// IBV_ACCESS_REMOTE_ATOMIC: peers may run atomics (CMP_SWAP / FETCH_ADD) on it.
+        const REMOTE_ATOMIC = 8;
+        /// Remote invalidation (mkc `en_rinval`): a SEND_WITH_INVALIDATE naming the
+        /// region's rkey invalidates it. An rnic extension, not an `IBV_ACCESS_*` bit:
+        /// ibverbs' user MRs cannot be invalidated remotely (ConnectX under the kernel
+        /// driver, and rxe, refuse it; without this flag so does rnic: such a request
+        /// completes with `RemInvReqErr`), but rnic runs CREATE_MKEY itself and may allow
+        /// it. Meaningless for a QP.
+        const REMOTE_INVALIDATE = 1 << 31;
+    }
+}
 
 impl Access {
     /// No access beyond local read.
-    pub const NONE: Access = Access(0);
-    /// Local write (receive buffers, READ and atomic results).
-    pub const LOCAL_WRITE: Access = Access(1);
-    /// Remote write (RDMA WRITE target).
-    pub const REMOTE_WRITE: Access = Access(2);
-    /// Remote read (RDMA READ target).
-    pub const REMOTE_READ: Access = Access(4);
-    /// Remote atomic (CMP_SWAP / FETCH_ADD target).
-    pub const REMOTE_ATOMIC: Access = Access(8);
-    /// Remote invalidation (mkc `en_rinval`): a SEND_WITH_INVALIDATE naming the region's rkey
-    /// invalidates it. An rnic extension, not an `IBV_ACCESS_*` bit: ibverbs' user MRs cannot
-    /// be invalidated remotely (ConnectX under the kernel driver, and rxe, refuse it), but
-    /// rnic runs CREATE_MKEY itself and may allow it. Meaningless for a QP.
-    pub const REMOTE_INVALIDATE: Access = Access(1 << 31);
+    pub const NONE: Access = Access::empty();
     /// Every right above.
-    pub const ALL: Access = Access(15 | 1 << 31);
-
-    /// The raw bits (`IBV_ACCESS_*`).
-    ///
-    /// ```
-    /// use rnic_driver::wr::Access;
-    /// assert_eq!(Access::REMOTE_WRITE.bits(), 2); // IBV_ACCESS_REMOTE_WRITE
-    /// ```
-    pub const fn bits(self) -> u32 {
-        self.0
-    }
-
-    /// From raw `IBV_ACCESS_*` bits (and [`Access::REMOTE_INVALIDATE`]); unknown bits are
-    /// dropped.
-    ///
-    /// ```
-    /// use rnic_driver::wr::Access;
-    /// assert_eq!(Access::from_bits_truncate(0x100 | 2), Access::REMOTE_WRITE); // 0x100 is dropped
-    /// ```
-    pub const fn from_bits_truncate(bits: u32) -> Access {
-        Access(bits & Access::ALL.0)
-    }
-
-    /// Whether every right of `other` is in `self`.
-    ///
-    /// ```
-    /// use rnic_driver::wr::Access;
-    /// assert!(Access::ALL.contains(Access::REMOTE_ATOMIC | Access::LOCAL_WRITE));
-    /// ```
-    pub const fn contains(self, other: Access) -> bool {
-        self.0 & other.0 == other.0
-    }
+    pub const ALL: Access = Access::all();
 }
 
-impl core::ops::BitOr for Access {
-    type Output = Access;
-    fn bitor(self, rhs: Access) -> Access {
-        Access(self.0 | rhs.0)
-    }
-}
-
-/// Flags of a send work request.
-///
-/// ```
-/// use rnic_driver::wr::SendFlags;
-///
-/// let f = SendFlags::SIGNALED | SendFlags::FENCE;
-/// assert!(f.contains(SendFlags::FENCE) && !f.contains(SendFlags::SOLICITED));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct SendFlags(u8);
-
-impl SendFlags {
-    /// No flag: unsignaled (no completion unless it fails, or the QP signals every WQE).
-    pub const NONE: SendFlags = SendFlags(0);
-    /// Generate a completion (CQ_UPDATE).
-    pub const SIGNALED: SendFlags = SendFlags(1);
-    /// Wait for earlier RDMA READs and atomics before starting (fence mode 0x80).
-    pub const FENCE: SendFlags = SendFlags(2);
-    /// Solicited event at the responder.
-    pub const SOLICITED: SendFlags = SendFlags(4);
-
-    /// Whether every flag of `other` is set.
+bitflags::bitflags! {
+    /// Flags of a send work request (`enum ibv_send_flags` values; inline data is
+    /// [`Payload::Inline`] instead of `IBV_SEND_INLINE`); the verbs layer's `SendFlags` is
+    /// this type.
     ///
     /// ```
     /// use rnic_driver::wr::SendFlags;
+    ///
+    /// let f = SendFlags::SIGNALED | SendFlags::FENCE;
+    /// assert!(f.contains(SendFlags::FENCE) && !f.contains(SendFlags::SOLICITED));
     /// assert!(!SendFlags::NONE.contains(SendFlags::SIGNALED));
+    /// assert_eq!((SendFlags::SIGNALED | SendFlags::SOLICITED).bits(), 6); // the C values
     /// ```
-    pub const fn contains(self, other: SendFlags) -> bool {
-        self.0 & other.0 == other.0
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct SendFlags: u32 {
+        /// IBV_SEND_FENCE: wait for earlier RDMA READs and atomics before starting (fence
+        /// mode 0x80).
+        const FENCE = 1;
+        /// IBV_SEND_SIGNALED: generate a completion (CQ_UPDATE).
+        const SIGNALED = 2;
+        /// IBV_SEND_SOLICITED: a solicited event at the responder.
+        const SOLICITED = 4;
     }
 }
 
-impl core::ops::BitOr for SendFlags {
-    type Output = SendFlags;
-    fn bitor(self, rhs: SendFlags) -> SendFlags {
-        SendFlags(self.0 | rhs.0)
-    }
+impl SendFlags {
+    /// No flag: unsignaled (no completion unless it fails, or the QP signals every WQE).
+    pub const NONE: SendFlags = SendFlags::empty();
 }
 
 /// What a send work request does.
@@ -761,48 +724,34 @@ impl WcOpcode {
     }
 }
 
-/// Work completion flags (`IBV_WC_*` flag values).
-///
-/// ```
-/// use rnic_driver::wr::WcFlags;
-///
-/// let f = WcFlags::default();
-/// assert!(!f.contains(WcFlags::GRH) && f.contains(WcFlags::default()));
-/// assert_eq!(WcFlags::WITH_INV.bits(), 8); // IBV_WC_WITH_INV
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct WcFlags(u8);
+bitflags::bitflags! {
+    /// Work completion flags (`enum ibv_wc_flags` values, in a byte to keep
+    /// [`WorkCompletion`] at 32 bytes); the verbs layer's `WcFlags` is this type.
+    ///
+    /// ```
+    /// use rnic_driver::wr::WcFlags;
+    ///
+    /// let f = WcFlags::GRH | WcFlags::WITH_IMM;
+    /// assert_eq!(f.bits(), 3); // the C values
+    /// assert!(!f.contains(WcFlags::WITH_INV));
+    /// assert!(WcFlags::default().is_empty());
+    /// assert_eq!(WcFlags::WITH_INV.bits(), 8); // IBV_WC_WITH_INV
+    /// ```
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct WcFlags: u8 {
+        /// IBV_WC_GRH: the first 40 bytes of the receive buffer hold the GRH area (UD).
+        const GRH = 1;
+        /// IBV_WC_WITH_IMM: `imm` is valid.
+        const WITH_IMM = 2;
+        /// IBV_WC_WITH_INV: `invalidated_rkey` is valid.
+        const WITH_INV = 8;
+    }
+}
 
 impl WcFlags {
-    /// IBV_WC_GRH: the receive buffer starts with the 40-byte GRH area.
-    pub const GRH: WcFlags = WcFlags(1);
-    /// IBV_WC_WITH_IMM: `imm` is valid.
-    pub const WITH_IMM: WcFlags = WcFlags(2);
-    /// IBV_WC_WITH_INV: `invalidated_rkey` is valid.
-    pub const WITH_INV: WcFlags = WcFlags(8);
-
-    /// Raw bits.
-    ///
-    /// ```
-    /// use rnic_driver::wr::WcFlags;
-    /// assert_eq!(WcFlags::WITH_IMM.bits(), 2);
-    /// ```
-    pub const fn bits(self) -> u8 {
-        self.0
-    }
-
-    /// Whether every flag of `other` is set.
-    ///
-    /// ```
-    /// use rnic_driver::wr::WcFlags;
-    /// assert!(WcFlags::GRH.contains(WcFlags::GRH));
-    /// ```
-    pub const fn contains(self, other: WcFlags) -> bool {
-        self.0 & other.0 == other.0
-    }
-
+    /// `self` with `other` set too (a `const` `|`, for the CQE parse).
     pub(crate) const fn with(self, other: WcFlags) -> WcFlags {
-        WcFlags(self.0 | other.0)
+        self.union(other)
     }
 }
 

@@ -14,42 +14,17 @@
 use crate::error::{Error, Result};
 use crate::{ProtectionDomain, RemoteAddr, Sge};
 use rnic_driver::mr::Mr;
-use rnic_driver::wr::Access;
 
-bitflags::bitflags! {
-    /// Access rights of a memory region or QP (`enum ibv_access_flags` values).
-    ///
-    /// ```
-    /// use rnic_verbs::AccessFlags;
-    ///
-    /// let a = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
-    /// assert_eq!(a.bits(), 3);
-    /// assert!(a.contains(AccessFlags::REMOTE_WRITE));
-    /// ```
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct AccessFlags: u32 {
-        /// IBV_ACCESS_LOCAL_WRITE: the device may write it (receives, READ and atomic
-        /// results). Required with REMOTE_WRITE and REMOTE_ATOMIC.
-        const LOCAL_WRITE = 1;
-        /// IBV_ACCESS_REMOTE_WRITE: peers may RDMA WRITE it.
-        const REMOTE_WRITE = 2;
-        /// IBV_ACCESS_REMOTE_READ: peers may RDMA READ it.
-        const REMOTE_READ = 4;
-        /// IBV_ACCESS_REMOTE_ATOMIC: peers may run atomics on it.
-        const REMOTE_ATOMIC = 8;
-        /// rnic's extension (not an `IBV_ACCESS_*` flag): a peer's SEND_WITH_INVALIDATE
-        /// naming this region's rkey invalidates it (mlx5 `en_rinval`). ibverbs user MRs
-        /// cannot be invalidated remotely, and without this flag neither can rnic's: such a
-        /// request completes with `RemInvReqErr`.
-        const REMOTE_INVALIDATE = 1 << 31;
-    }
-}
-
-impl AccessFlags {
-    pub(crate) fn to_driver(self) -> Access {
-        Access::from_bits_truncate(self.bits())
-    }
-}
+/// Access rights of a memory region or QP (`enum ibv_access_flags` values).
+///
+/// ```
+/// use rnic_verbs::AccessFlags;
+///
+/// let a = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+/// assert_eq!(a.bits(), 3);
+/// assert!(a.contains(AccessFlags::REMOTE_WRITE));
+/// ```
+pub use rnic_driver::wr::Access as AccessFlags;
 
 /// A buffer the region owns (from a `Vec`), freed after deregistration.
 #[derive(Debug)]
@@ -112,8 +87,7 @@ fn check_access(access: AccessFlags) -> Result<()> {
 impl MemoryRegion {
     pub(crate) fn alloc(pd: &ProtectionDomain, len: usize, access: AccessFlags) -> Result<Self> {
         check_access(access)?;
-        let mr =
-            Mr::alloc(pd.driver(), len, access.to_driver()).map_err(Error::driver("ibv_reg_mr"))?;
+        let mr = Mr::alloc(pd.driver(), len, access).map_err(Error::driver("ibv_reg_mr"))?;
         Ok(MemoryRegion {
             mr: Some(mr),
             owned: None,
@@ -135,7 +109,7 @@ impl MemoryRegion {
         let ptr = Box::into_raw(buf.into_boxed_slice()).cast::<u8>();
         // SAFETY: the allocation is owned by the region from here on and freed only after
         // deregistration succeeded (leaked otherwise); nothing else references it.
-        match unsafe { Mr::register_raw(pd.driver(), ptr, len, access.to_driver()) } {
+        match unsafe { Mr::register_raw(pd.driver(), ptr, len, access) } {
             Ok(mr) => Ok(MemoryRegion {
                 mr: Some(mr),
                 owned: Some(OwnedBuf { ptr, len }),
@@ -187,7 +161,7 @@ impl MemoryRegion {
     ) -> Result<Self> {
         check_access(access)?;
         // SAFETY: the caller's contract is the driver's.
-        let mr = unsafe { Mr::register_raw(pd.driver(), addr, len, access.to_driver()) }
+        let mr = unsafe { Mr::register_raw(pd.driver(), addr, len, access) }
             .map_err(Error::driver("ibv_reg_mr"))?;
         Ok(MemoryRegion {
             mr: Some(mr),

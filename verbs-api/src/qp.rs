@@ -337,8 +337,8 @@ impl QueuePairBuilder {
 /// assert_eq!(ud.query()?.qkey, DEFAULT_QKEY);
 /// # Ok(()) }
 /// ```
-// Not the driver's `InitAttr`: ibverbs' field name `port_num` and the verbs `AccessFlags`
-// (bitflags, with ibverbs' operations); `to_driver` is the one conversion.
+// Not the driver's `InitAttr`: ibverbs' field name `port_num`; `to_driver` is the one
+// conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InitAttr {
     /// `port_num` (1).
@@ -357,7 +357,7 @@ impl InitAttr {
         dqp::InitAttr {
             port: self.port_num,
             pkey_index: self.pkey_index,
-            access: self.access.to_driver(),
+            access: self.access,
             qkey: self.qkey,
         }
     }
@@ -490,7 +490,8 @@ impl Default for RtsAttr {
     }
 }
 
-/// RTS -> RTS attributes: each `Some` is changed.
+/// RTS -> RTS attributes: each `Some` is changed (the driver's `Rts2RtsAttr`, one definition
+/// for both layers).
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
@@ -503,35 +504,7 @@ impl Default for RtsAttr {
 /// assert_eq!((attr.timeout, attr.rnr_retry), (18, 3));
 /// # Ok(()) }
 /// ```
-// The driver's `Rts2RtsAttr` with the verbs `AccessFlags`; `to_driver` is the one conversion.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RtsModifyAttr {
-    /// `qp_access_flags`.
-    pub access: Option<AccessFlags>,
-    /// `min_rnr_timer`.
-    pub min_rnr_timer: Option<u8>,
-    /// `timeout`.
-    pub timeout: Option<u8>,
-    /// `retry_cnt`.
-    pub retry_cnt: Option<u8>,
-    /// `rnr_retry`.
-    pub rnr_retry: Option<u8>,
-    /// `qkey` (UD).
-    pub qkey: Option<u32>,
-}
-
-impl RtsModifyAttr {
-    fn to_driver(self) -> dqp::Rts2RtsAttr {
-        dqp::Rts2RtsAttr {
-            access: self.access.map(AccessFlags::to_driver),
-            min_rnr_timer: self.min_rnr_timer,
-            timeout: self.timeout,
-            retry_cnt: self.retry_cnt,
-            rnr_retry: self.rnr_retry,
-            qkey: self.qkey,
-        }
-    }
-}
+pub use rnic_driver::qp::Rts2RtsAttr as RtsModifyAttr;
 
 /// One `ibv_modify_qp` call: the target state with its attributes.
 ///
@@ -887,7 +860,7 @@ impl QueuePair {
     pub fn modify_rts(&self, a: &RtsModifyAttr) -> Result<()> {
         self.modify(Transition::RtsToRts, || {
             self.qp
-                .modify_rts(&a.to_driver())
+                .modify_rts(a)
                 .map_err(Error::driver("ibv_modify_qp"))
         })
     }

@@ -28,26 +28,17 @@ pub use rnic_driver::wr::WcStatus;
 /// ```
 pub use rnic_driver::wr::WcOpcode;
 
-bitflags::bitflags! {
-    /// Work completion flags (`enum ibv_wc_flags` values).
-    ///
-    /// ```
-    /// use rnic_verbs::WcFlags;
-    ///
-    /// let f = WcFlags::GRH | WcFlags::WITH_IMM;
-    /// assert_eq!(f.bits(), 3); // the C values
-    /// assert!(!f.contains(WcFlags::WITH_INV));
-    /// ```
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct WcFlags: u32 {
-        /// IBV_WC_GRH: the first 40 bytes of the receive buffer hold the GRH area (UD).
-        const GRH = 1;
-        /// IBV_WC_WITH_IMM: [`WorkCompletion::imm_data`] is valid.
-        const WITH_IMM = 2;
-        /// IBV_WC_WITH_INV: [`WorkCompletion::invalidated_rkey`] is valid.
-        const WITH_INV = 8;
-    }
-}
+/// Work completion flags (`enum ibv_wc_flags` values): the driver's type, one definition
+/// for both layers.
+///
+/// ```
+/// use rnic_verbs::WcFlags;
+///
+/// let f = WcFlags::GRH | WcFlags::WITH_IMM;
+/// assert_eq!(f.bits(), 3); // the C values
+/// assert!(!f.contains(WcFlags::WITH_INV));
+/// ```
+pub use rnic_driver::wr::WcFlags;
 
 /// A work completion (`struct ibv_wc`), filled by [`crate::CompletionQueue::poll`].
 ///
@@ -299,7 +290,7 @@ impl WorkCompletion {
     /// ```
     #[inline]
     pub fn wc_flags(&self) -> WcFlags {
-        WcFlags::from_bits_truncate(u32::from(self.0.flags.bits()))
+        self.0.flags
     }
 }
 

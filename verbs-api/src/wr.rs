@@ -57,57 +57,18 @@ use rnic_driver::wr as dwr;
 
 pub use rnic_driver::wr::Sge;
 
-bitflags::bitflags! {
-    /// Send work request flags (`enum ibv_send_flags` values; inline data is
-    /// [`SendWr::inline`] instead of `IBV_SEND_INLINE`).
-    ///
-    /// ```
-    /// use rnic_verbs::SendFlags;
-    ///
-    /// let f = SendFlags::SIGNALED | SendFlags::SOLICITED;
-    /// assert_eq!(f.bits(), 6); // IBV_SEND_SIGNALED | IBV_SEND_SOLICITED
-    /// assert!(!f.contains(SendFlags::FENCE));
-    /// ```
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct SendFlags: u32 {
-        /// IBV_SEND_FENCE: wait for earlier RDMA READs and atomics first.
-        const FENCE = 1;
-        /// IBV_SEND_SIGNALED: generate a completion.
-        const SIGNALED = 2;
-        /// IBV_SEND_SOLICITED: raise a solicited event at the responder.
-        const SOLICITED = 4;
-    }
-}
-
-impl SendFlags {
-    fn to_driver(self) -> dwr::SendFlags {
-        let mut f = dwr::SendFlags::NONE;
-        if self.contains(SendFlags::FENCE) {
-            f = f | dwr::SendFlags::FENCE;
-        }
-        if self.contains(SendFlags::SIGNALED) {
-            f = f | dwr::SendFlags::SIGNALED;
-        }
-        if self.contains(SendFlags::SOLICITED) {
-            f = f | dwr::SendFlags::SOLICITED;
-        }
-        f
-    }
-
-    fn from_driver(f: dwr::SendFlags) -> SendFlags {
-        let mut s = SendFlags::empty();
-        if f.contains(dwr::SendFlags::FENCE) {
-            s |= SendFlags::FENCE;
-        }
-        if f.contains(dwr::SendFlags::SIGNALED) {
-            s |= SendFlags::SIGNALED;
-        }
-        if f.contains(dwr::SendFlags::SOLICITED) {
-            s |= SendFlags::SOLICITED;
-        }
-        s
-    }
-}
+/// Send work request flags (`enum ibv_send_flags` values; inline data is
+/// [`SendWr::inline`] instead of `IBV_SEND_INLINE`): the driver's type, one definition for
+/// both layers.
+///
+/// ```
+/// use rnic_verbs::SendFlags;
+///
+/// let f = SendFlags::SIGNALED | SendFlags::SOLICITED;
+/// assert_eq!(f.bits(), 6); // IBV_SEND_SIGNALED | IBV_SEND_SOLICITED
+/// assert!(!f.contains(SendFlags::FENCE));
+/// ```
+pub use rnic_driver::wr::SendFlags;
 
 /// A remote buffer: its address in the peer's region and the region's rkey
 /// (`wr.rdma.remote_addr` / `rkey`, `wr.atomic.remote_addr` / `rkey`).
@@ -419,7 +380,7 @@ impl<'a> SendWr<'a> {
     /// assert_eq!(wr.send_flags(), SendFlags::FENCE); // replaced, not added
     /// ```
     pub fn flags(mut self, flags: SendFlags) -> SendWr<'a> {
-        self.0.flags = flags.to_driver();
+        self.0.flags = flags;
         self
     }
 
@@ -431,7 +392,7 @@ impl<'a> SendWr<'a> {
     /// assert!(SendWr::send(1, &[]).signaled().send_flags().contains(SendFlags::SIGNALED));
     /// ```
     pub fn signaled(mut self) -> SendWr<'a> {
-        self.0.flags = self.0.flags | dwr::SendFlags::SIGNALED;
+        self.0.flags |= dwr::SendFlags::SIGNALED;
         self
     }
 
@@ -445,7 +406,7 @@ impl<'a> SendWr<'a> {
     /// assert_eq!(wr.send_flags(), SendFlags::FENCE | SendFlags::SIGNALED);
     /// ```
     pub fn fence(mut self) -> SendWr<'a> {
-        self.0.flags = self.0.flags | dwr::SendFlags::FENCE;
+        self.0.flags |= dwr::SendFlags::FENCE;
         self
     }
 
@@ -457,7 +418,7 @@ impl<'a> SendWr<'a> {
     /// assert_eq!(SendWr::send(1, &[]).solicited().send_flags(), SendFlags::SOLICITED);
     /// ```
     pub fn solicited(mut self) -> SendWr<'a> {
-        self.0.flags = self.0.flags | dwr::SendFlags::SOLICITED;
+        self.0.flags |= dwr::SendFlags::SOLICITED;
         self
     }
 
@@ -513,7 +474,7 @@ impl<'a> SendWr<'a> {
     /// assert_eq!(SendWr::send(1, &[]).send_flags(), SendFlags::empty()); // unsignaled by default
     /// ```
     pub fn send_flags(&self) -> SendFlags {
-        SendFlags::from_driver(self.0.flags)
+        self.0.flags
     }
 
     /// Bytes of local data (gather list or inline).
