@@ -82,7 +82,8 @@ const POLLING: u8 = 1;
 const CONTROL: u8 = 2;
 
 /// A completion channel: an EQ that receives the completion events of the CQs created on it
-/// and raises interrupt vector `vector` ([`Bus::wait_irq`], [`Bus::irq_fd`]).
+/// and raises interrupt vector `vector` ([`rnic_hw_regs::Bus::wait_irq`],
+/// [`rnic_hw_regs::Bus::irq_fd`]).
 ///
 /// ```
 /// use rnic_driver::cq::CompChannel;

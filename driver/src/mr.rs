@@ -1,16 +1,17 @@
 //! Memory regions as MKeys: MTT mode over registered user memory (CREATE_MKEY / DESTROY_MKEY).
 //!
-//! Registration maps the memory for DMA ([`Bus::map_dma`]), builds the MTT (one BE64
-//! `page_iova | write | read` per 4 KiB page, the first being the page that holds the start),
-//! and creates an MTT-mode MKey whose `start_addr` is the host virtual address: the address
-//! work requests and remote peers use. `lkey = rkey = mkey_index << 8 | variant`. The PRM
-//! leaves the variant byte (`mkey_7_0`) to software: each device draws a random start and a
-//! random odd step at open ([`HcaConfig::mkey_seed`](crate::HcaConfig::mkey_seed) fixes them),
-//! so keys cannot be guessed from the order of registration (a peer that can inject packets
-//! needs an rkey), and 255 keys in a row differ, so that a stale key of a destroyed region
-//! does not match a new one at the same index. No key can equal a special one: the device
-//! never gives out MKey index 0 (the reserved lkey's), and variant 0 is never used (index 1
-//! with it would be the invalid lkey 0x100).
+//! Registration maps the memory for DMA ([`rnic_hw_regs::Bus::map_dma`]), builds the MTT
+//! (one BE64 `page_iova | write | read` per 4 KiB page, the first being the page that holds
+//! the start), and creates an MTT-mode MKey whose `start_addr` is the host virtual address:
+//! the address work requests and remote peers use. `lkey = rkey = mkey_index << 8 |
+//! variant`. The PRM leaves the variant byte (`mkey_7_0`) to software: each device draws a
+//! random start and a random odd step at open
+//! ([`HcaConfig::mkey_seed`](crate::HcaConfig::mkey_seed) fixes them), so keys cannot be
+//! guessed from the order of registration (a peer that can inject packets needs an rkey),
+//! and 255 keys in a row differ, so that a stale key of a destroyed region does not match a
+//! new one at the same index. No key can equal a special one: the device never gives out
+//! MKey index 0 (the reserved lkey's), and variant 0 is never used (index 1 with it would
+//! be the invalid lkey 0x100).
 //!
 //! Memory the device (or a remote peer) may write is not Rust memory: an owned region
 //! ([`Mr::alloc`]) is only touched through [`Mr::write`] / [`Mr::read`] (volatile copies);

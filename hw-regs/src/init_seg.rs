@@ -21,9 +21,9 @@ use crate::status::{UnknownCode, code_enum};
 
 /// Size of the initialization segment.
 pub const INIT_SEG_SIZE: usize = 0x2010;
-/// Firmware revision: [31:16] minor, [15:0] major.
+/// Firmware revision: bits 31:16 minor, 15:0 major.
 pub const FW_REV: usize = 0x000;
-/// [31:16] command interface revision, [15:0] firmware sub-minor.
+/// Bits 31:16 command interface revision, 15:0 firmware sub-minor.
 pub const CMDIF_REV_FW_SUB: usize = 0x004;
 /// High 32 bits of the command queue bus address.
 pub const CMDQ_ADDR_H: usize = 0x010;
