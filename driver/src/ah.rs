@@ -30,7 +30,7 @@ pub use rnic_hw_regs::roce::{
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
 /// // This QP's own RoCE v2 address (GID 1, the configured IPv4) and MAC: loopback.
 /// let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
@@ -68,7 +68,7 @@ pub struct AddressVector {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # drop(qp);
 /// let qp = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
 /// qp.to_init(&InitAttr { qkey: Some(0x1234), ..InitAttr::default() })?;

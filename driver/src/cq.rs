@@ -89,7 +89,7 @@ const CONTROL: u8 = 2;
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # drop((qp, mr));
 ///
 /// let chan = Arc::new(CompChannel::create(&hca, 1)?);
@@ -189,7 +189,8 @@ impl CompChannel {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let av = loopback_av(&hca);
     /// # drop(cq);
     /// let chan = Arc::new(CompChannel::create(&hca, 1)?);
     /// let cq = Arc::new(Cq::create(&hca, 16, Some(&chan))?);
@@ -282,7 +283,7 @@ struct PollState {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// let data = mr.sge(0, 5);
 /// mr.write(0, b"hello");
 /// let wr = SendWr {
@@ -523,7 +524,7 @@ impl Cq {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// cq.req_notify(false);
     /// let wr = SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None };
     /// qp.post_send(&[wr])?;
@@ -556,7 +557,7 @@ impl Cq {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// # let wr = SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None };
     /// for _ in 0..2 {
     ///     cq.req_notify(false);
@@ -686,7 +687,7 @@ impl Cq {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// qp.post_send(&[SendWr { wr_id: 3, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"abc"), flags: SendFlags::SIGNALED, ud: None }])?;
     /// let mut wc = [WorkCompletion::default(); 16];
     /// let deadline = Instant::now() + Duration::from_secs(10);

@@ -9,7 +9,7 @@
 //! # use rnic_driver::doc_fixture::prelude::*;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-//! let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+//! let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 //! assert_eq!(qp.query()?.state, QpState::Rst);
 //! # Ok(()) }
 //! ```
@@ -40,7 +40,7 @@ use std::{
 };
 
 /// Everything an example's hidden prologue imports: the object modules' items, `Arc`,
-/// `Duration`, `Instant`, [`Fixture`] and [`wait`].
+/// `Duration`, `Instant`, [`Fixture`], [`loopback_av`] and [`wait`].
 ///
 /// ```
 /// use rnic_driver::doc_fixture::prelude::*;
@@ -48,7 +48,7 @@ use std::{
 /// assert_eq!(Duration::from_secs(1).as_millis(), 1000);
 /// ```
 pub mod prelude {
-    pub use super::{Fixture, wait};
+    pub use super::{Fixture, loopback_av, wait};
     pub use crate::{Hca, HcaConfig, cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*};
     pub use std::{
         sync::Arc,
@@ -63,8 +63,9 @@ pub mod prelude {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// let Fixture { hca, qp, mr, av, .. } = Fixture::loopback(Arc::new(dev.bus()))?;
-/// assert_eq!((qp.query()?.state, mr.len(), av.dgid), (QpState::Rts, 4096, hca.gids()[1].gid));
+/// let Fixture { hca, qp, mr, .. } = Fixture::loopback(Arc::new(dev.bus()))?;
+/// assert_eq!((qp.query()?.state, mr.len()), (QpState::Rts, 4096));
+/// assert_eq!(hca.gids()[1].gid, rnic_driver::hca::gid_ipv4([192, 0, 2, 1].into()));
 /// # Ok(()) }
 /// ```
 pub struct Fixture {
@@ -78,8 +79,6 @@ pub struct Fixture {
     pub qp: Qp,
     /// A 4096-byte MR on `pd` with [`Access::ALL`].
     pub mr: Mr,
-    /// The path from `hca` back to itself: source GID index 1, its own GID and MAC.
-    pub av: AddressVector,
 }
 
 impl Fixture {
@@ -99,31 +98,22 @@ impl Fixture {
             ..HcaConfig::default()
         };
         let hca = Arc::new(Hca::open(bus, config)?);
-        let (pd, cq) = (
-            Arc::new(Pd::alloc(&hca)?),
-            Arc::new(Cq::create(&hca, 64, None)?),
-        );
+        let pd = Arc::new(Pd::alloc(&hca)?);
+        let cq = Arc::new(Cq::create(&hca, 64, None)?);
         let qp = Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?;
         let mr = Mr::alloc(&pd, 4096, Access::ALL)?;
-        let av = AddressVector {
-            sgid_index: 1,
-            dgid: hca.gids()[1].gid,
-            dmac: hca.mac(),
-            ..AddressVector::default()
-        };
         Ok(Self {
             hca,
             pd,
             cq,
             qp,
             mr,
-            av,
         })
     }
 
     /// [`Fixture::new`], then the QP taken through INIT (remote read, write and atomic
-    /// allowed) and RTR (connected to itself over `av`, MTU 1024) to RTS, with four reads or
-    /// atomics outstanding each way.
+    /// allowed) and RTR (connected to itself over [`loopback_av`], MTU 1024) to RTS, with
+    /// four reads or atomics outstanding each way.
     ///
     /// ```
     /// # use rnic_driver::doc_fixture::prelude::*;
@@ -145,7 +135,7 @@ impl Fixture {
         f.qp.to_rtr(&RtrAttr {
             path_mtu: Some(Mtu::Mtu1024),
             dest_qpn: Some(f.qp.qpn()),
-            av: Some(f.av),
+            av: Some(loopback_av(&f.hca)),
             max_dest_rd_atomic: 4,
             ..RtrAttr::default()
         })?;
@@ -157,6 +147,27 @@ impl Fixture {
             ..RtsAttr::default()
         })?;
         Ok(f)
+    }
+}
+
+/// The path from `hca` back to itself: source GID index 1 (the IPv4 GID [`Fixture`] gives
+/// it), its own GID and MAC.
+///
+/// ```
+/// # use rnic_driver::doc_fixture::prelude::*;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+/// let Fixture { hca, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// let av = loopback_av(&hca);
+/// assert_eq!((av.sgid_index, av.dgid, av.dmac), (1, hca.gids()[1].gid, hca.mac()));
+/// # Ok(()) }
+/// ```
+pub fn loopback_av(hca: &Hca) -> AddressVector {
+    AddressVector {
+        sgid_index: 1,
+        dgid: hca.gids()[1].gid,
+        dmac: hca.mac(),
+        ..AddressVector::default()
     }
 }
 

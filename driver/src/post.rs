@@ -315,7 +315,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// let sgl = [mr.sge(0, 16), mr.sge(64, 16)];
     /// qp.post_recv(&[RecvWr { wr_id: 5, sgl: &sgl }])?;
     /// qp.post_send(&[SendWr { wr_id: 6, op: SendOp::Send, payload: Payload::Inline(b"0123456789abcdefXY"), flags: SendFlags::NONE, ud: None }])?;

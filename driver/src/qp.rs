@@ -56,7 +56,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// let ud = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
 /// assert_eq!(ud.qp_type(), QpType::Ud);
 /// assert_eq!(ud.query()?.qpc.st(), 0x03); // QPC st: UD
@@ -88,7 +88,7 @@ impl QpType {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// let mut cfg = QpConfig::new(QpType::Rc, cq.clone(), cq.clone());
 /// cfg.caps = QpCaps { max_send_wr: 100, max_inline_data: 0, ..QpCaps::default() };
 /// let q = Qp::create(&pd, &cfg)?;
@@ -127,7 +127,7 @@ impl Default for QpCaps {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// let cfg = QpConfig { sq_sig_all: true, ..QpConfig::new(QpType::Uc, cq.clone(), cq.clone()) };
 /// let q = Qp::create(&pd, &cfg)?;
 /// assert_eq!((q.qp_type(), q.send_cq().cqn()), (QpType::Uc, cq.cqn()));
@@ -156,7 +156,7 @@ impl QpConfig {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// let cfg = QpConfig::new(QpType::Rc, cq.clone(), cq.clone());
     /// assert_eq!((cfg.caps, cfg.sq_sig_all, cfg.srq.is_none()), (QpCaps::default(), false, true));
     /// # Ok(()) }
@@ -276,7 +276,7 @@ pub const PKEY_TABLE_LEN: u16 = 1;
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// qp.to_init(&InitAttr { access: Access::REMOTE_READ, ..InitAttr::default() })?;
 /// let qpc = qp.query()?.qpc;
 /// assert!(qpc.rre() && !qpc.rwe());
@@ -312,7 +312,7 @@ impl Default for InitAttr {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
 /// // RC needs a path MTU, a destination QP and an address vector.
 /// let err = qp.to_rtr(&RtrAttr::default()).unwrap_err();
@@ -341,9 +341,9 @@ pub struct RtrAttr {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # let av = loopback_av(&hca);
 /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
 /// qp.to_rts(&RtsAttr { sq_psn: 0x42, timeout: 14, retry_cnt: 6, rnr_retry: 7, max_rd_atomic: 4 })?;
 /// let qpc = qp.query()?.qpc;
@@ -370,7 +370,7 @@ pub struct RtsAttr {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// qp.modify_rts(&Rts2RtsAttr { retry_cnt: Some(3), ..Rts2RtsAttr::default() })?;
 /// assert_eq!(qp.query()?.qpc.retry_count(), 3);
 /// # Ok(()) }
@@ -397,7 +397,7 @@ pub struct Rts2RtsAttr {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// let info = qp.query()?;
 /// assert_eq!(info.state, QpState::Rst); // as created
 /// assert_eq!((info.qpc.cqn_snd(), info.qpc.cqn_rcv()), (cq.cqn(), cq.cqn()));
@@ -530,7 +530,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// let cfg = QpConfig { caps: QpCaps { max_send_wr: 0, ..QpCaps::default() }, ..QpConfig::new(QpType::Rc, cq.clone(), cq.clone()) };
     /// assert!(matches!(Qp::create(&pd, &cfg), Err(DriverError::InvalidArgument(_))));
     /// let q = Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?;
@@ -708,7 +708,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// qp.post_send(&[SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None }])?;
     /// assert_eq!(wait(&cq).qp_num, qp.qpn());
     /// # Ok(()) }
@@ -723,7 +723,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// assert_eq!(qp.qp_type(), QpType::Rc);
     /// # Ok(()) }
     /// ```
@@ -739,7 +739,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// assert!(qp.caps().max_inline_data >= QpCaps::default().max_inline_data);
     /// # Ok(()) }
     /// ```
@@ -753,7 +753,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// assert_eq!(qp.pd().pdn(), qp.query()?.qpc.pd());
     /// # Ok(()) }
     /// ```
@@ -767,7 +767,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// assert_eq!(qp.send_cq().cqn(), qp.query()?.qpc.cqn_snd());
     /// # Ok(()) }
     /// ```
@@ -781,7 +781,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// assert_eq!(qp.recv_cq().cqn(), qp.query()?.qpc.cqn_rcv());
     /// # Ok(()) }
     /// ```
@@ -797,7 +797,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// let (_sq, bytes, dbrec) = qp.sq_ring();
     /// assert!(bytes.is_power_of_two() && bytes >= 64 * qp.caps().max_send_wr as usize);
     /// // SAFETY: the doorbell record is live while the QP exists; volatile, aligned.
@@ -814,7 +814,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// assert!(qp.srq().is_none()); // it has its own receive queue
     /// # Ok(()) }
     /// ```
@@ -828,7 +828,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// qp.to_init(&InitAttr { access: Access::REMOTE_WRITE, ..InitAttr::default() })?;
     /// assert_eq!(qp.query()?.state, QpState::Init);
     /// # Ok(()) }
@@ -933,9 +933,9 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # let av = loopback_av(&hca);
     /// let rtr = RtrAttr { path_mtu: Some(Mtu::Mtu2048), dest_qpn: Some(qp.qpn()), rq_psn: 7, av: Some(av), ..RtrAttr::default() };
     /// qp.to_rtr(&rtr)?;
     /// let info = qp.query()?;
@@ -1008,9 +1008,9 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+    /// # let av = loopback_av(&hca);
     /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
     /// qp.to_rts(&RtsAttr { sq_psn: 100, timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4 })?;
     /// assert_eq!(qp.query()?.state, QpState::Rts);
@@ -1057,7 +1057,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// qp.modify_rts(&Rts2RtsAttr { min_rnr_timer: Some(12), ..Rts2RtsAttr::default() })?;
     /// let info = qp.query()?;
     /// assert_eq!((info.state, info.qpc.min_rnr_nak()), (QpState::Rts, 12));
@@ -1144,7 +1144,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// qp.post_recv(&[RecvWr { wr_id: 9, sgl: &[mr.sge(0, 64)] }])?;
     /// qp.to_err()?;
     /// let wc = wait(&cq);
@@ -1166,7 +1166,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// qp.post_send(&[SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None }])?;
     /// qp.to_reset()?;
     /// assert_eq!(qp.query()?.state, QpState::Rst);
@@ -1218,7 +1218,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// let info = qp.query()?;
     /// assert_eq!((info.state, info.qpc.remote_qpn()), (QpState::Rts, qp.qpn()));
     /// # Ok(()) }
@@ -1258,7 +1258,7 @@ impl Qp {
     /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
     /// assert!(qp.destroy().is_ok()); // DESTROY_QP, buffer freed
     /// # Ok(()) }
     /// ```

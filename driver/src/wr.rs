@@ -155,7 +155,7 @@ impl core::ops::BitOr for SendFlags {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// mr.write(0, b"remote data");
 /// let wr = SendWr {
 ///     wr_id: 1,
@@ -279,14 +279,14 @@ impl Payload<'_> {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, .. } = Fixture::new(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # drop(qp);
 /// # let qp = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
 /// # qp.to_init(&InitAttr { qkey: Some(7), ..InitAttr::default() })?;
 /// # qp.to_rtr(&RtrAttr::default())?;
 /// # qp.to_rts(&RtsAttr::default())?;
 /// # qp.post_recv(&[RecvWr { wr_id: 1, sgl: &[mr.sge(0, 256)] }])?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # let av = loopback_av(&hca);
 /// let ah = rnic_driver::ah::AddressHandle::new(&pd, &av)?;
 /// let ud = UdDest { ah: &ah, remote_qpn: qp.qpn(), remote_qkey: 7 };
 /// let mut wr = SendWr { wr_id: 2, op: SendOp::Send, payload: Payload::Inline(b"dgram"), flags: SendFlags::NONE, ud: None };
@@ -312,7 +312,7 @@ pub struct UdDest<'a> {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// qp.post_recv(&[RecvWr { wr_id: 1, sgl: &[mr.sge(0, 64)] }])?;
 /// let wr = SendWr {
 ///     wr_id: 2,
@@ -347,7 +347,7 @@ pub struct SendWr<'a> {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// let recv = RecvWr { wr_id: 1, sgl: &[mr.sge(0, 4)] }; // room for 4 bytes
 /// qp.post_recv(&[recv])?;
 /// qp.post_send(&[SendWr { wr_id: 2, op: SendOp::Send, payload: Payload::Inline(b"too long"), flags: SendFlags::NONE, ud: None }])?;
@@ -370,7 +370,7 @@ pub struct RecvWr<'a> {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// let ok = SendWr { wr_id: 1, op: SendOp::Send, payload: Payload::Inline(b"ok"), flags: SendFlags::NONE, ud: None };
 /// let big = SendWr { payload: Payload::Inline(&[0; 4096]), ..ok };
 /// let err = qp.post_send(&[ok, big]).unwrap_err();
@@ -392,7 +392,7 @@ pub struct PostError {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// let sgl = [mr.sge(0, 4)]; // an atomic needs one 8-byte SGE
 /// let wr = SendWr { wr_id: 1, op: SendOp::FetchAdd { raddr: mr.addr(), rkey: mr.rkey(), add: 1 }, payload: Payload::Sgl(&sgl), flags: SendFlags::SIGNALED, ud: None };
 /// assert_eq!(qp.post_send(&[wr]).unwrap_err().kind, PostErrorKind::AtomicNeeds8Bytes);
@@ -647,7 +647,7 @@ impl fmt::Display for WcStatus {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// // Host byte order: bring-up sets atomic_req_8B_endianness_mode 1 where the device has it.
 /// mr.write(0, &40u64.to_ne_bytes());
 /// let op = SendOp::FetchAdd { raddr: mr.addr(), rkey: mr.rkey(), add: 2 };
@@ -732,7 +732,7 @@ impl WcFlags {
 /// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let Fixture { hca, pd, cq, qp, mr, av } = Fixture::loopback(Arc::new(dev.bus()))?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// qp.post_recv(&[RecvWr { wr_id: 10, sgl: &[] }])?; // consumed by the immediate
 /// let op = SendOp::WriteImm { raddr: mr.addr() + 512, rkey: mr.rkey(), imm: 99 };
 /// qp.post_send(&[SendWr { wr_id: 11, op, payload: Payload::Inline(b"data"), flags: SendFlags::SIGNALED, ud: None }])?;
