@@ -17,6 +17,8 @@
 //! The page and command examples start lower, from a device that is only enabled: they take
 //! [`enabled_cmdq`] instead.
 //!
+//! The VFIO discovery examples read a fake sysfs tree that [`fake_sysfs_function`] writes.
+//!
 //! Hidden from the documentation: it is scaffolding for examples, not an API; nothing in the
 //! library uses it.
 
@@ -35,6 +37,7 @@ use rnic_hw_regs::{
     init_seg::{self, CmdqAddrLSz, NicInterface},
 };
 use std::{
+    path::{Path, PathBuf},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -224,4 +227,26 @@ pub fn enabled_cmdq(bus: &Arc<dyn Bus>) -> Result<CmdQueue, Box<dyn std::error::
     }
     q.exec(&EnableHcaIn::new_cmd(), &[], &mut [])?;
     Ok(q)
+}
+
+/// Writes a fake sysfs directory `root/0000:3b:00.0` and returns it: a ConnectX-5 (vendor
+/// 0x15b3, device 0x1017) whose `driver` link names vfio-pci and whose `iommu_group` link
+/// names group 12, as `/sys/bus/pci/devices/<address>` has them.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let tmp = tempfile::tempdir()?;
+/// let dir = rnic_driver::doc_fixture::fake_sysfs_function(tmp.path())?;
+/// assert_eq!(std::fs::read_to_string(dir.join("vendor"))?, "0x15b3\n");
+/// assert!(std::fs::read_link(dir.join("driver"))?.ends_with("vfio-pci"));
+/// # Ok(()) }
+/// ```
+pub fn fake_sysfs_function(root: &Path) -> std::io::Result<PathBuf> {
+    let dir = root.join("0000:3b:00.0");
+    std::fs::create_dir(&dir)?;
+    std::fs::write(dir.join("vendor"), "0x15b3\n")?;
+    std::fs::write(dir.join("device"), "0x1017\n")?;
+    std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
+    std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+    Ok(dir)
 }
