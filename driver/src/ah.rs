@@ -27,15 +27,10 @@ pub use rnic_hw_regs::roce::{
 /// A RoCE v2 address vector: where a connected QP's packets (or a UD datagram) go.
 ///
 /// ```
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
 /// // This QP's own RoCE v2 address (GID 1, the configured IPv4) and MAC: loopback.
 /// let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
@@ -70,15 +65,10 @@ pub struct AddressVector {
 ///
 /// ```
 /// use rnic_driver::ah::AddressHandle;
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # drop(qp);
 /// let qp = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
 /// qp.to_init(&InitAttr { qkey: Some(0x1234), ..InitAttr::default() })?;

@@ -87,15 +87,10 @@ const CONTROL: u8 = 2;
 ///
 /// ```
 /// use rnic_driver::cq::CompChannel;
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # drop((qp, mr));
 ///
 /// let chan = Arc::new(CompChannel::create(&hca, 1)?);
@@ -192,19 +187,11 @@ impl CompChannel {
     ///
     /// ```
     /// use rnic_driver::cq::CompChannel;
-    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-    /// # use std::{sync::Arc, time::{Duration, Instant}};
-    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
+    /// # let av = loopback_av(&hca);
     /// # drop(cq);
     /// let chan = Arc::new(CompChannel::create(&hca, 1)?);
     /// let cq = Arc::new(Cq::create(&hca, 16, Some(&chan))?);
@@ -294,19 +281,10 @@ struct PollState {
 ///
 /// ```
 ///
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// let data = mr.sge(0, 5);
 /// mr.write(0, b"hello");
 /// let wr = SendWr {
@@ -544,19 +522,10 @@ impl Cq {
     ///
     /// ```
     ///
-    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-    /// # use std::{sync::Arc, time::{Duration, Instant}};
-    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// cq.req_notify(false);
     /// let wr = SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None };
     /// qp.post_send(&[wr])?;
@@ -586,19 +555,10 @@ impl Cq {
     /// as `ibv_get_cq_event` does through the provider).
     ///
     /// ```
-    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-    /// # use std::{sync::Arc, time::{Duration, Instant}};
-    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// # let wr = SendWr { wr_id: 1, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"x"), flags: SendFlags::SIGNALED, ud: None };
     /// for _ in 0..2 {
     ///     cq.req_notify(false);
@@ -725,19 +685,10 @@ impl Cq {
     /// good completions before it were returned by an earlier call.
     ///
     /// ```
-    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-    /// # use std::{sync::Arc, time::{Duration, Instant}};
-    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// qp.post_send(&[SendWr { wr_id: 3, op: SendOp::Write { raddr: mr.addr(), rkey: mr.rkey() }, payload: Payload::Inline(b"abc"), flags: SendFlags::SIGNALED, ud: None }])?;
     /// let mut wc = [WorkCompletion::default(); 16];
     /// let deadline = Instant::now() + Duration::from_secs(10);

@@ -47,6 +47,8 @@ pub mod ah;
 pub mod cmdq;
 pub mod cq;
 mod dma;
+#[doc(hidden)]
+pub mod doc_fixture;
 pub mod eq;
 pub mod error;
 pub mod hca;

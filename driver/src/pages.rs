@@ -27,15 +27,7 @@ pub const PAGES_PER_COMMAND: usize = 512;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
 /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
-/// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
-/// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
-/// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
-/// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
-/// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
-/// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
-/// # let t = std::time::Instant::now();
-/// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
-/// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+/// # let q = rnic_driver::doc_fixture::enabled_cmdq(&bus)?;
 /// let mut fp = FirmwarePages::new();
 /// let boot = fp.query(&q, PagePhase::Boot)?;
 /// assert!(boot > 0); // firmware wants pages before INIT_HCA
@@ -71,15 +63,7 @@ impl PagePhase {
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
 /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
-/// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
-/// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
-/// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
-/// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
-/// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
-/// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
-/// # let t = std::time::Instant::now();
-/// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
-/// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+/// # let q = rnic_driver::doc_fixture::enabled_cmdq(&bus)?;
 /// let mut fp = FirmwarePages::new();
 /// let n = fp.query(&q, PagePhase::Boot)? as usize;
 /// fp.give(&q, &*bus, n)?;
@@ -109,15 +93,7 @@ impl FirmwarePages {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
     /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
-    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
-    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
-    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
-    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
-    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
-    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
-    /// # let t = std::time::Instant::now();
-    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
-    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// # let q = rnic_driver::doc_fixture::enabled_cmdq(&bus)?;
     /// let mut fp = rnic_driver::pages::FirmwarePages::new();
     /// fp.give(&q, &*bus, 2)?;
     /// assert_eq!(fp.held(), 2);
@@ -134,15 +110,7 @@ impl FirmwarePages {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
     /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
-    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
-    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
-    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
-    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
-    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
-    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
-    /// # let t = std::time::Instant::now();
-    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
-    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// # let q = rnic_driver::doc_fixture::enabled_cmdq(&bus)?;
     /// let mut fp = FirmwarePages::new();
     /// let boot = fp.query(&q, PagePhase::Boot)?;
     /// fp.give(&q, &*bus, boot as usize)?;
@@ -164,15 +132,7 @@ impl FirmwarePages {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
     /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
-    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
-    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
-    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
-    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
-    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
-    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
-    /// # let t = std::time::Instant::now();
-    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
-    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// # let q = rnic_driver::doc_fixture::enabled_cmdq(&bus)?;
     /// let mut fp = rnic_driver::pages::FirmwarePages::new();
     /// fp.give(&q, &*bus, 600)?; // two MANAGE_PAGES: 512 + 88
     /// assert_eq!(dev.pages_held(), 600);
@@ -246,15 +206,7 @@ impl FirmwarePages {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
     /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
-    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
-    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
-    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
-    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
-    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
-    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
-    /// # let t = std::time::Instant::now();
-    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
-    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// # let q = rnic_driver::doc_fixture::enabled_cmdq(&bus)?;
     /// let mut fp = rnic_driver::pages::FirmwarePages::new();
     /// let n = fp.query(&q, rnic_driver::pages::PagePhase::Boot)? as usize;
     /// fp.give(&q, &*bus, n)?;
@@ -317,15 +269,7 @@ impl FirmwarePages {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
     /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
-    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
-    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
-    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
-    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
-    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
-    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
-    /// # let t = std::time::Instant::now();
-    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
-    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// # let q = rnic_driver::doc_fixture::enabled_cmdq(&bus)?;
     /// let mut fp = rnic_driver::pages::FirmwarePages::new();
     /// let n = fp.query(&q, rnic_driver::pages::PagePhase::Boot)? as usize;
     /// fp.give(&q, &*bus, n)?;
@@ -355,15 +299,7 @@ impl FirmwarePages {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
     /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
-    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
-    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
-    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
-    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
-    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
-    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
-    /// # let t = std::time::Instant::now();
-    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
-    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// # let q = rnic_driver::doc_fixture::enabled_cmdq(&bus)?;
     /// let mut fp = rnic_driver::pages::FirmwarePages::new();
     /// fp.give(&q, &*bus, 2)?;
     /// dev.hang_firmware(); // no MANAGE_PAGES can take them back: the device may still use them
@@ -383,15 +319,7 @@ impl FirmwarePages {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
     /// # let bus: std::sync::Arc<dyn rnic_hw_regs::Bus> = std::sync::Arc::new(dev.bus());
-    /// # let reg = bus.read32(rnic_hw_regs::init_seg::CMDQ_ADDR_L_SZ);
-    /// # let mut q = rnic_driver::cmdq::CmdQueue::new(bus.clone(), reg, std::time::Duration::from_secs(1), None)?;
-    /// # use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, NicInterface};
-    /// # let (hi, lo) = init_seg::cmdq_addr_words(q.iova()).map_err(|_| "address")?;
-    /// # bus.write32(init_seg::CMDQ_ADDR_H, hi);
-    /// # bus.write32(init_seg::CMDQ_ADDR_L_SZ, CmdqAddrLSz::for_write(lo, NicInterface::FullDriver).0);
-    /// # let t = std::time::Instant::now();
-    /// # while init_seg::is_initializing(bus.read32(init_seg::INITIALIZING)) { assert!(t.elapsed().as_secs() < 10); std::thread::yield_now(); }
-    /// # q.exec(&rnic_hw_regs::cmd::EnableHcaIn::new_cmd(), &[], &mut [])?;
+    /// # let q = rnic_driver::doc_fixture::enabled_cmdq(&bus)?;
     /// let mut fp = rnic_driver::pages::FirmwarePages::new();
     /// fp.give(&q, &*bus, 2)?;
     /// dev.kill_pci_link(); // the device is gone: its pages can be freed without a command

@@ -312,19 +312,10 @@ impl Qp {
     /// (no MMIO). Not for QPs on an SRQ ([`PostErrorKind::OpNotSupported`]).
     ///
     /// ```
-    /// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-    /// # use std::{sync::Arc, time::{Duration, Instant}};
-    /// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-    /// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+    /// # use rnic_driver::doc_fixture::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-    /// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-    /// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-    /// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-    /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-    /// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-    /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-    /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
     /// let sgl = [mr.sge(0, 16), mr.sge(64, 16)];
     /// qp.post_recv(&[RecvWr { wr_id: 5, sgl: &sgl }])?;
     /// qp.post_send(&[SendWr { wr_id: 6, op: SendOp::Send, payload: Payload::Inline(b"0123456789abcdefXY"), flags: SendFlags::NONE, ud: None }])?;

@@ -40,21 +40,16 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering, fe
 ///
 /// ```
 /// use rnic_driver::srq::Srq;
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # drop(qp);
 /// let srq = Arc::new(Srq::create(&pd, 16, 1)?);
 /// let cfg = QpConfig { srq: Some(srq.clone()), ..QpConfig::new(QpType::Rc, cq.clone(), cq.clone()) };
 /// let qp = Qp::create(&pd, &cfg)?;
 /// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # let av = loopback_av(&hca);
 /// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
 /// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
 /// srq.post_recv(&[RecvWr { wr_id: 1, sgl: &[mr.sge(0, 64)] }, RecvWr { wr_id: 2, sgl: &[mr.sge(64, 64)] }])?;

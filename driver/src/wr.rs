@@ -115,19 +115,10 @@ impl SendFlags {
 /// An RDMA READ of the QP's own memory (loopback):
 ///
 /// ```
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// mr.write(0, b"remote data");
 /// let wr = SendWr {
 ///     wr_id: 1,
@@ -248,22 +239,17 @@ impl Payload<'_> {
 /// The destination of a UD send.
 ///
 /// ```
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// # drop(qp);
 /// # let qp = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
 /// # qp.to_init(&InitAttr { qkey: Some(7), ..InitAttr::default() })?;
 /// # qp.to_rtr(&RtrAttr::default())?;
 /// # qp.to_rts(&RtsAttr::default())?;
 /// # qp.post_recv(&[RecvWr { wr_id: 1, sgl: &[mr.sge(0, 256)] }])?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
+/// # let av = loopback_av(&hca);
 /// let ah = rnic_driver::ah::AddressHandle::new(&pd, &av)?;
 /// let ud = UdDest { ah: &ah, remote_qpn: qp.qpn(), remote_qkey: 7 };
 /// let mut wr = SendWr { wr_id: 2, op: SendOp::Send, payload: Payload::Inline(b"dgram"), flags: SendFlags::NONE, ud: None };
@@ -286,19 +272,10 @@ pub struct UdDest<'a> {
 /// A send work request.
 ///
 /// ```
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// qp.post_recv(&[RecvWr { wr_id: 1, sgl: &[mr.sge(0, 64)] }])?;
 /// let wr = SendWr {
 ///     wr_id: 2,
@@ -330,19 +307,10 @@ pub struct SendWr<'a> {
 /// A receive work request.
 ///
 /// ```
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// let recv = RecvWr { wr_id: 1, sgl: &[mr.sge(0, 4)] }; // room for 4 bytes
 /// qp.post_recv(&[recv])?;
 /// qp.post_send(&[SendWr { wr_id: 2, op: SendOp::Send, payload: Payload::Inline(b"too long"), flags: SendFlags::NONE, ud: None }])?;
@@ -362,19 +330,10 @@ pub struct RecvWr<'a> {
 /// their doorbell rung); the one at `index` and the rest were not.
 ///
 /// ```
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// let ok = SendWr { wr_id: 1, op: SendOp::Send, payload: Payload::Inline(b"ok"), flags: SendFlags::NONE, ud: None };
 /// let big = SendWr { payload: Payload::Inline(&[0; 4096]), ..ok };
 /// let err = qp.post_send(&[ok, big]).unwrap_err();
@@ -393,19 +352,10 @@ pub struct PostError {
 /// What is wrong with a work request.
 ///
 /// ```
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// let sgl = [mr.sge(0, 4)]; // an atomic needs one 8-byte SGE
 /// let wr = SendWr { wr_id: 1, op: SendOp::FetchAdd { raddr: mr.addr(), rkey: mr.rkey(), add: 1 }, payload: Payload::Sgl(&sgl), flags: SendFlags::SIGNALED, ud: None };
 /// assert_eq!(qp.post_send(&[wr]).unwrap_err().kind, PostErrorKind::AtomicNeeds8Bytes);
@@ -657,19 +607,10 @@ impl fmt::Display for WcStatus {
 /// value in the local buffer:
 ///
 /// ```
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// // Host byte order: bring-up sets atomic_req_8B_endianness_mode 1 where the device has it.
 /// mr.write(0, &40u64.to_ne_bytes());
 /// let op = SendOp::FetchAdd { raddr: mr.addr(), rkey: mr.rkey(), add: 2 };
@@ -760,19 +701,10 @@ impl WcFlags {
 /// An RDMA WRITE with immediate data: the requester's completion, then the responder's:
 ///
 /// ```
-/// # use rnic_driver::{cq::Cq, mr::Mr, pd::Pd, qp::*, wr::*, Hca, HcaConfig};
-/// # use std::{sync::Arc, time::{Duration, Instant}};
-/// # fn wait(cq: &Cq) -> WorkCompletion { let t = Instant::now(); let mut wc = [WorkCompletion::default()];
-/// #     while cq.poll(&mut wc) != Ok(1) { assert!(t.elapsed() < Duration::from_secs(10)); std::thread::yield_now(); } wc[0] }
+/// # use rnic_driver::doc_fixture::prelude::*;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
-/// # let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig { ipv4: Some([192, 0, 2, 1].into()), ..HcaConfig::default() })?);
-/// # let (pd, cq) = (Arc::new(Pd::alloc(&hca)?), Arc::new(Cq::create(&hca, 64, None)?));
-/// # let (qp, mr) = (Qp::create(&pd, &QpConfig::new(QpType::Rc, cq.clone(), cq.clone()))?, Mr::alloc(&pd, 4096, Access::ALL)?);
-/// # qp.to_init(&InitAttr { access: Access::REMOTE_READ | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC, ..InitAttr::default() })?;
-/// # let av = AddressVector { sgid_index: 1, dgid: hca.gids()[1].gid, dmac: hca.mac(), ..AddressVector::default() };
-/// # qp.to_rtr(&RtrAttr { path_mtu: Some(Mtu::Mtu1024), dest_qpn: Some(qp.qpn()), av: Some(av), max_dest_rd_atomic: 4, ..RtrAttr::default() })?;
-/// # qp.to_rts(&RtsAttr { timeout: 14, retry_cnt: 7, rnr_retry: 7, max_rd_atomic: 4, ..RtsAttr::default() })?;
+/// # let Fixture { hca, pd, cq, qp, mr } = Fixture::loopback(Arc::new(dev.bus()))?;
 /// qp.post_recv(&[RecvWr { wr_id: 10, sgl: &[] }])?; // consumed by the immediate
 /// let op = SendOp::WriteImm { raddr: mr.addr() + 512, rkey: mr.rkey(), imm: 99 };
 /// qp.post_send(&[SendWr { wr_id: 11, op, payload: Payload::Inline(b"data"), flags: SendFlags::SIGNALED, ud: None }])?;

@@ -31,10 +31,7 @@ pub const DEFAULT_QKEY: u32 = 0x1111_1111;
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
 /// # let (ua, ub) = (pa.create_qp(QpType::Uc, &ca, &ca).build()?, pb.create_qp(QpType::Uc, &cb, &cb).build()?);
 /// let opts = ConnectOptions { path_mtu: Some(Mtu::Mtu4096), psn: Some(100), ..ConnectOptions::default() };
 /// connect_pair(&ua, &ub, &opts)?;
@@ -102,10 +99,7 @@ impl Default for ConnectOptions {
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
 /// let mr = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
 /// // What emu1 tells its peer: QPN, PSN, GID and a region to WRITE to.
 /// let e = Endpoint::local(&qb, Some(&mr), &ConnectOptions::default())?;
@@ -464,10 +458,7 @@ pub fn tcp_server(
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
 /// # let (sa, sb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
 /// let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
 /// let port = listener.local_addr().expect("bound").port(); // tell the client
@@ -530,10 +521,7 @@ pub fn tcp_server_on(
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
 /// # let (sa, sb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
 /// # let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
 /// # let port = listener.local_addr().unwrap().port();

@@ -457,10 +457,7 @@ impl Context {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let before = a.emulator_counters().expect("emulated").frames_tx;
     /// qb.post_recv(&[RecvWr::new(1, &[])])?;
     /// qa.post_send(&[SendWr::send(1, &[]).signaled()])?;
@@ -480,10 +477,7 @@ impl Context {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// // A WRITE to an rkey emu1 never gave out: emu1's QP reports the access violation.
     /// qa.post_send(&[SendWr::write(1, &[], RemoteAddr { addr: 0, rkey: 0x99 }).inline(b"x")])?;
     /// let ev = b.get_async_event(t)?;
@@ -551,10 +545,7 @@ impl Context {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let pcap = std::env::temp_dir().join(format!("rnic-doc-{}.pcap", std::process::id()));
     /// a.start_capture(&pcap)?;
     /// qb.post_recv(&[RecvWr::new(1, &[])])?;

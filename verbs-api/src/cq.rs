@@ -173,10 +173,7 @@ impl CompletionChannel {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let chan = b.create_comp_channel()?;
     /// let cq = b.create_cq(8, Some(&chan))?;
     /// # let qr = pb.create_qp(QpType::Rc, &cq, &cq).build()?;
@@ -361,10 +358,7 @@ pub(crate) struct CqInner {
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
 /// let cq = a.create_cq(64, None)?;
 /// let qp = pa.create_qp(QpType::Rc, &cq, &cq).build()?;
 /// // The QP holds a handle: destroying the CQ under it is refused.
@@ -489,10 +483,7 @@ impl CompletionQueue {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qa.post_send(&[SendWr::write(1, &[], RemoteAddr::default()).signaled()])?; // 0 bytes: no buffer needed
     /// let mut wc = [WorkCompletion::default(); 8];
     /// let deadline = std::time::Instant::now() + t;
@@ -544,10 +535,7 @@ impl CompletionQueue {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qb.post_recv(&[RecvWr::new(1, &[]), RecvWr::new(2, &[])])?;
     /// qa.post_send(&[SendWr::send(1, &[]), SendWr::send(2, &[])])?;
     /// let mut wc = [WorkCompletion::default(); 2];

@@ -117,6 +117,8 @@ mod connect;
 mod context;
 mod cq;
 pub mod device;
+#[doc(hidden)]
+pub mod doc_fixture;
 mod error;
 mod event;
 mod mr;

@@ -215,10 +215,7 @@ impl QueuePairBuilder {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let qs = pa.create_qp(QpType::Rc, &ca, &ca).sq_sig_all(true).build()?;
     /// # let qr = pb.create_qp(QpType::Rc, &cb, &cb).build()?;
     /// # connect_pair(&qs, &qr, &ConnectOptions::default())?;
@@ -495,10 +492,7 @@ impl Default for RtsAttr {
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
 /// qa.modify_rts(&RtsModifyAttr { timeout: Some(18), rnr_retry: Some(3), ..Default::default() })?;
 /// let attr = qa.query()?;
 /// assert_eq!((attr.timeout, attr.rnr_retry), (18, 3));
@@ -543,10 +537,7 @@ pub enum ModifyQp {
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
 /// let attr: QpAttr = qa.query()?;
 /// assert_eq!((attr.qp_state, attr.qp_type), (QpState::Rts, QpType::Rc));
 /// assert_eq!(attr.dest_qp_num, qb.qp_num());
@@ -626,10 +617,7 @@ impl QueuePair {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// assert_ne!(qa.qp_num(), 0); // QP 0 and 1 are special
     /// assert_eq!(qb.query()?.dest_qp_num, qa.qp_num()); // what the peer sends to
     /// # Ok(()) }
@@ -849,10 +837,7 @@ impl QueuePair {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qa.modify_rts(&RtsModifyAttr { min_rnr_timer: Some(20), ..Default::default() })?;
     /// assert_eq!(qa.query()?.min_rnr_timer, 20);
     /// # Ok(()) }
@@ -905,10 +890,7 @@ impl QueuePair {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qb.post_recv(&[RecvWr::new(1, &[]), RecvWr::new(2, &[])])?;
     /// qb.to_error()?;
     /// let mut wc = [WorkCompletion::default(); 2];
@@ -928,10 +910,7 @@ impl QueuePair {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qa.to_error()?;
     /// qa.reset()?;
     /// qb.reset()?;
@@ -951,10 +930,7 @@ impl QueuePair {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qa.modify_qp(&ModifyQp::RtsToRts(RtsModifyAttr { retry_cnt: Some(2), ..Default::default() }))?;
     /// assert_eq!(qa.query()?.retry_cnt, 2);
     /// qa.modify_qp(&ModifyQp::Error)?;
@@ -976,10 +952,7 @@ impl QueuePair {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let q = qb.query()?;
     /// assert_eq!((q.qp_state, q.qp_num, q.dest_qp_num), (QpState::Rts, qb.qp_num(), qa.qp_num()));
     /// assert_eq!(q.rq_psn, qa.query()?.sq_psn); // b expects what a sends next
@@ -1024,10 +997,7 @@ impl QueuePair {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let dst = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
     /// let wrs = [
     ///     SendWr::write(1, &[], dst.remote(0)).inline(b"one"),

@@ -37,10 +37,7 @@ pub struct SrqAttr {
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
 /// // Two more QPs on emu1 that take their receives from one SRQ.
 /// let srq = pb.create_srq(16, 1)?;
 /// let q1 = pb.create_qp(QpType::Rc, &cb, &cb).srq(&srq).build()?;

@@ -59,10 +59,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// # qb.post_recv(&[RecvWr::new(9, &[])])?;
     /// qa.post_send(&[SendWr::send(0xfeed, &[]).signaled()])?;
     /// let mut wc = [WorkCompletion::default(); 1];
@@ -79,10 +76,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// // A WRITE to an rkey the peer never handed out.
     /// let bogus = RemoteAddr { addr: 0x1000, rkey: 0xdead };
     /// qa.post_send(&[SendWr::write(1, &[], bogus).inline(b"x").signaled()])?;
@@ -100,10 +94,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// # let mut wc = [WorkCompletion::default(); 1];
     /// # qb.post_recv(&[RecvWr::new(3, &[])])?;
     /// qa.post_send(&[SendWr::send(3, &[]).signaled()])?;
@@ -121,10 +112,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// # let mr = pb.reg_mr(8, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ)?;
     /// # let local = pa.reg_mr(8, AccessFlags::LOCAL_WRITE)?;
     /// qa.post_send(&[SendWr::read(4, &[local.sge(0, 8)?], mr.remote(0)).signaled()])?;
@@ -143,10 +131,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qb.post_recv(&[RecvWr::new(5, &[])])?;
     /// qb.to_error()?; // flushes the receive
     /// let mut wc = [WorkCompletion::default(); 1];
@@ -165,10 +150,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let buf = pb.reg_mr(64, AccessFlags::LOCAL_WRITE)?;
     /// qb.post_recv(&[RecvWr::new(1, &[buf.sge(0, 64)?])])?;
     /// qa.post_send(&[SendWr::send(1, &[]).inline(b"twelve bytes")])?;
@@ -187,10 +169,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qb.post_recv(&[RecvWr::new(1, &[])])?;
     /// qa.post_send(&[SendWr::send_with_imm(1, &[], 0x1234_5678)])?;
     /// let mut wc = [WorkCompletion::default(); 1];
@@ -210,10 +189,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let target = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_INVALIDATE)?;
     /// qb.post_recv(&[RecvWr::new(1, &[])])?;
     /// qa.post_send(&[SendWr::send_with_inv(1, &[], target.rkey())])?;
@@ -233,10 +209,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qb.post_recv(&[RecvWr::new(1, &[])])?;
     /// qa.post_send(&[SendWr::send(2, &[]).signaled()])?;
     /// let mut wc = [WorkCompletion::default(); 1];
@@ -253,10 +226,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// # let (ua, ub) = (pa.create_qp(QpType::Ud, &ca, &ca).build()?, pb.create_qp(QpType::Ud, &cb, &cb).build()?);
     /// # connect_pair(&ua, &ub, &ConnectOptions::default())?;
     /// let ah = pa.create_ah(&AhAttr::new(b.query_gid(1, 1)?, 1))?;
@@ -277,10 +247,7 @@ impl WorkCompletion {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qb.post_recv(&[RecvWr::new(1, &[])])?;
     /// qa.post_send(&[SendWr::send(1, &[])])?;
     /// let mut wc = [WorkCompletion::default(); 1];

@@ -138,10 +138,7 @@ impl<'a> SendWr<'a> {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// # let (src, dst) = (pa.reg_mr(64, AccessFlags::LOCAL_WRITE)?, pb.reg_mr(64, AccessFlags::LOCAL_WRITE)?);
     /// src.write(0, b"ping")?;
     /// qb.post_recv(&[RecvWr::new(1, &[dst.sge(0, 64)?])])?;
@@ -160,10 +157,7 @@ impl<'a> SendWr<'a> {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// qb.post_recv(&[RecvWr::new(1, &[])])?;
     /// qa.post_send(&[SendWr::send_with_imm(2, &[], 0xc0ffee)])?;
     /// let mut wc = [WorkCompletion::default(); 1];
@@ -179,10 +173,7 @@ impl<'a> SendWr<'a> {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// // The responder's region must allow remote invalidation (an rnic extension).
     /// let mr = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_INVALIDATE)?;
     /// qb.post_recv(&[RecvWr::new(1, &[])])?;
@@ -200,10 +191,7 @@ impl<'a> SendWr<'a> {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let dst = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
     /// qa.post_send(&[SendWr::write(1, &[], dst.remote(8)).inline(b"abc").signaled()])?;
     /// let mut wc = [WorkCompletion::default(); 1];
@@ -228,10 +216,7 @@ impl<'a> SendWr<'a> {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let dst = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
     /// qb.post_recv(&[RecvWr::new(9, &[])])?; // the immediate consumes a receive
     /// qa.post_send(&[SendWr::write_with_imm(1, &[], dst.remote(0), 77).inline(b"data")])?;
@@ -262,10 +247,7 @@ impl<'a> SendWr<'a> {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let remote = pb.reg_mr(64, AccessFlags::REMOTE_READ)?;
     /// remote.write(0, b"far away")?;
     /// let local = pa.reg_mr(64, AccessFlags::LOCAL_WRITE)?;
@@ -291,10 +273,7 @@ impl<'a> SendWr<'a> {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let target = pb.reg_mr(8, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC)?;
     /// target.write_u64(0, 5)?;
     /// let old = pa.reg_mr(8, AccessFlags::LOCAL_WRITE)?;
@@ -329,10 +308,7 @@ impl<'a> SendWr<'a> {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// let counter = pb.reg_mr(8, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_ATOMIC)?;
     /// counter.write_u64(0, 40)?;
     /// let old = pa.reg_mr(8, AccessFlags::LOCAL_WRITE)?;
@@ -427,10 +403,7 @@ impl<'a> SendWr<'a> {
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-    /// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-    /// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-    /// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-    /// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
     /// # let (ua, ub) = (pa.create_qp(QpType::Ud, &ca, &ca).build()?, pb.create_qp(QpType::Ud, &cb, &cb).build()?);
     /// # connect_pair(&ua, &ub, &ConnectOptions::default())?;
     /// let ah = pa.create_ah(&AhAttr::new(b.query_gid(1, 1)?, 1))?;
@@ -507,10 +480,7 @@ impl<'a> SendWr<'a> {
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
-/// # let (a, b) = (Context::open("emu0")?, Context::open("emu1")?); let (pa, pb) = (a.alloc_pd()?, b.alloc_pd()?);
-/// # let (ca, cb) = (a.create_cq(8, None)?, b.create_cq(8, None)?);
-/// # let (qa, qb) = (pa.create_qp(QpType::Rc, &ca, &ca).build()?, pb.create_qp(QpType::Rc, &cb, &cb).build()?);
-/// # connect_pair(&qa, &qb, &ConnectOptions::default())?;
+/// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
 /// let buf = pb.reg_mr(256, AccessFlags::LOCAL_WRITE)?;
 /// // Two receives, one doorbell; each SEND consumes the next.
 /// let (lo, hi) = (buf.sge(0, 128)?, buf.sge(128, 128)?);

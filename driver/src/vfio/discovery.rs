@@ -61,12 +61,7 @@ pub fn connectx_model(vendor: u16, device: u16) -> Option<&'static str> {
 /// use rnic_driver::vfio::discovery::read_function;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let tmp = tempfile::tempdir()?;
-/// # let (root, dir) = (tmp.path(), tmp.path().join("0000:3b:00.0"));
-/// # std::fs::create_dir(&dir)?;
-/// # std::fs::write(dir.join("vendor"), "0x15b3\n")?;
-/// # std::fs::write(dir.join("device"), "0x1017\n")?;
-/// # std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
-/// # std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+/// # let (root, dir) = (tmp.path(), rnic_driver::doc_fixture::fake_sysfs_function(tmp.path())?);
 ///
 /// // A fake sysfs tree: vendor, device, and the `driver` and `iommu_group` links.
 /// let f = read_function(root, "0000:3b:00.0").ok_or("not found")?;
@@ -147,12 +142,7 @@ fn link_name(path: &Path) -> Option<String> {
 /// use rnic_driver::vfio::discovery::read_function;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let tmp = tempfile::tempdir()?;
-/// # let (root, dir) = (tmp.path(), tmp.path().join("0000:3b:00.0"));
-/// # std::fs::create_dir(&dir)?;
-/// # std::fs::write(dir.join("vendor"), "0x15b3\n")?;
-/// # std::fs::write(dir.join("device"), "0x1017\n")?;
-/// # std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
-/// # std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+/// # let (root, dir) = (tmp.path(), rnic_driver::doc_fixture::fake_sysfs_function(tmp.path())?);
 /// assert_eq!(read_function(root, "0000:3b:00.0").and_then(|f| f.iommu_group), Some(12));
 /// assert_eq!(read_function(root, "0000:3b:00.1"), None);
 /// # Ok(()) }
@@ -174,12 +164,7 @@ pub fn read_function(root: &Path, address: &str) -> Option<PciFunction> {
 /// use rnic_driver::vfio::discovery::scan;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let tmp = tempfile::tempdir()?;
-/// # let (root, dir) = (tmp.path(), tmp.path().join("0000:3b:00.0"));
-/// # std::fs::create_dir(&dir)?;
-/// # std::fs::write(dir.join("vendor"), "0x15b3\n")?;
-/// # std::fs::write(dir.join("device"), "0x1017\n")?;
-/// # std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
-/// # std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+/// # let (root, dir) = (tmp.path(), rnic_driver::doc_fixture::fake_sysfs_function(tmp.path())?);
 /// # std::fs::create_dir(root.join("not-a-function"))?;
 /// let all = scan(root);
 /// assert_eq!(all.len(), 1); // entries that are not PCI addresses are skipped
@@ -210,12 +195,7 @@ pub fn scan(root: &Path) -> Vec<PciFunction> {
 /// use rnic_driver::vfio::discovery::connectx_vfio_functions;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let tmp = tempfile::tempdir()?;
-/// # let (root, dir) = (tmp.path(), tmp.path().join("0000:3b:00.0"));
-/// # std::fs::create_dir(&dir)?;
-/// # std::fs::write(dir.join("vendor"), "0x15b3\n")?;
-/// # std::fs::write(dir.join("device"), "0x1017\n")?;
-/// # std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
-/// # std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+/// # let (root, dir) = (tmp.path(), rnic_driver::doc_fixture::fake_sysfs_function(tmp.path())?);
 /// let found = connectx_vfio_functions(root);
 /// assert_eq!(found[0].connectx_model(), Some("ConnectX-5"));
 /// # Ok(()) }

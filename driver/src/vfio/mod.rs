@@ -180,12 +180,7 @@ impl VfioBus {
     /// use rnic_driver::vfio::{VfioBus, VfioBusError, VfioOptions};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let tmp = tempfile::tempdir()?;
-    /// # let (root, dir) = (tmp.path(), tmp.path().join("0000:3b:00.0"));
-    /// # std::fs::create_dir(&dir)?;
-    /// # std::fs::write(dir.join("vendor"), "0x15b3\n")?;
-    /// # std::fs::write(dir.join("device"), "0x1017\n")?;
-    /// # std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver"))?;
-    /// # std::os::unix::fs::symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group"))?;
+    /// # let (root, dir) = (tmp.path(), rnic_driver::doc_fixture::fake_sysfs_function(tmp.path())?);
     /// # std::fs::remove_file(dir.join("driver"))?;
     /// # std::os::unix::fs::symlink("../../../bus/pci/drivers/mlx5_core", dir.join("driver"))?;
     /// let opts = VfioOptions { sysfs_root: root.to_path_buf(), ..VfioOptions::default() };
