@@ -285,8 +285,8 @@ pub const PKEY_TABLE_LEN: u16 = 1;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InitAttr {
-    /// Port (1).
-    pub port: u8,
+    /// `port_num` (1).
+    pub port_num: u8,
     /// P_Key index (below [`PKEY_TABLE_LEN`]).
     pub pkey_index: u16,
     /// Remote access the QP allows as a responder (REMOTE_READ / WRITE / ATOMIC).
@@ -298,7 +298,7 @@ pub struct InitAttr {
 impl Default for InitAttr {
     fn default() -> Self {
         InitAttr {
-            port: 1,
+            port_num: 1,
             pkey_index: 0,
             access: Access::NONE,
             qkey: None,
@@ -836,12 +836,12 @@ impl Qp {
     /// ```
     pub fn to_init(&self, a: &InitAttr) -> Result<(), DriverError> {
         const T: &str = "RST2INIT";
-        if a.port != 1 {
+        if a.port_num != 1 {
             return Err(attr_err(
                 self.qpn,
                 T,
                 "port_num",
-                format!("port {} (the device has port 1)", a.port),
+                format!("port {} (the device has port 1)", a.port_num),
             ));
         }
         if a.pkey_index >= PKEY_TABLE_LEN {
@@ -1271,10 +1271,4 @@ impl Qp {
     }
 }
 
-impl Drop for Qp {
-    fn drop(&mut self) {
-        if let Err(e) = self.teardown() {
-            log::warn!("destroying QP {:#x} on drop: {e}", self.qpn);
-        }
-    }
-}
+drop_by_teardown!(Qp, "QP", qpn);

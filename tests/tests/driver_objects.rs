@@ -131,7 +131,7 @@ fn transitions_carry_attributes_and_name_the_wrong_one() {
     assert_eq!(
         attr_of(
             qp.to_init(&InitAttr {
-                port: 2,
+                port_num: 2,
                 ..InitAttr::default()
             })
             .unwrap_err()

@@ -22,9 +22,7 @@ use crate::error::{Error, Result};
 pub use crate::qp_state::QpState;
 use crate::qp_state::{StateCell, Transition};
 use crate::wr::{recv_as_driver, send_as_driver};
-use crate::{
-    AccessFlags, AhAttr, CompletionQueue, ProtectionDomain, RecvWr, SendWr, SharedReceiveQueue,
-};
+use crate::{AhAttr, CompletionQueue, ProtectionDomain, RecvWr, SendWr, SharedReceiveQueue};
 use rnic_driver::qp as dqp;
 use rnic_driver::qp::Qp;
 
@@ -323,7 +321,7 @@ impl QueuePairBuilder {
     }
 }
 
-/// RESET -> INIT attributes.
+/// RESET -> INIT attributes (the driver's `InitAttr`, one definition for both layers).
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
@@ -334,42 +332,7 @@ impl QueuePairBuilder {
 /// assert_eq!(ud.query()?.qkey, DEFAULT_QKEY);
 /// # Ok(()) }
 /// ```
-// Not the driver's `InitAttr`: ibverbs' field name `port_num`; `to_driver` is the one
-// conversion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InitAttr {
-    /// `port_num` (1).
-    pub port_num: u8,
-    /// `pkey_index` (0).
-    pub pkey_index: u16,
-    /// `qp_access_flags`: what remote peers may do through this QP (RC: REMOTE_WRITE,
-    /// REMOTE_READ, REMOTE_ATOMIC; UC: REMOTE_WRITE; ignored on UD).
-    pub access: AccessFlags,
-    /// `qkey`: required on UD QPs.
-    pub qkey: Option<u32>,
-}
-
-impl InitAttr {
-    fn to_driver(self) -> dqp::InitAttr {
-        dqp::InitAttr {
-            port: self.port_num,
-            pkey_index: self.pkey_index,
-            access: self.access,
-            qkey: self.qkey,
-        }
-    }
-}
-
-impl Default for InitAttr {
-    fn default() -> Self {
-        InitAttr {
-            port_num: 1,
-            pkey_index: 0,
-            access: AccessFlags::empty(),
-            qkey: None,
-        }
-    }
-}
+pub use rnic_driver::qp::InitAttr;
 
 /// INIT -> RTR attributes. [`Default`] has rc_pingpong's `max_dest_rd_atomic` 1 and
 /// `min_rnr_timer` 12, and no path: RC and UC need `path_mtu`, `dest_qp_num` and `ah_attr`.
@@ -769,9 +732,7 @@ impl QueuePair {
     /// ```
     pub fn to_init(&self, a: &InitAttr) -> Result<()> {
         self.modify(Transition::RstToInit, || {
-            self.qp
-                .to_init(&a.to_driver())
-                .map_err(Error::driver("ibv_modify_qp"))
+            self.qp.to_init(a).map_err(Error::driver("ibv_modify_qp"))
         })
     }
 
