@@ -791,13 +791,7 @@ impl Cq {
     }
 }
 
-impl Drop for Cq {
-    fn drop(&mut self) {
-        if let Err(e) = self.teardown() {
-            log::warn!("destroying CQ {:#x} on drop: {e}", self.cqn);
-        }
-    }
-}
+drop_by_teardown!(Cq, "CQ", cqn);
 
 // CQE opcodes (`op_own` 7:4) as raw nibbles: the poll path matches the nibble directly (a
 // jump table), which measured faster than decoding it into `Option<CqeOpcode>` first.

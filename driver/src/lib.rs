@@ -43,6 +43,9 @@
 //! # }
 //! ```
 
+#[macro_use]
+mod teardown;
+
 pub mod ah;
 pub mod cmdq;
 pub mod cq;

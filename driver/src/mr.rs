@@ -508,13 +508,7 @@ impl Mr {
     }
 }
 
-impl Drop for Mr {
-    fn drop(&mut self) {
-        if let Err(e) = self.teardown() {
-            log::warn!("destroying memory region {:#x} on drop: {e}", self.key);
-        }
-    }
-}
+drop_by_teardown!(Mr, "memory region", key);
 
 #[cfg(test)]
 mod tests {

@@ -400,10 +400,4 @@ impl Srq {
     }
 }
 
-impl Drop for Srq {
-    fn drop(&mut self) {
-        if let Err(e) = self.teardown() {
-            log::warn!("destroying SRQ {:#x} on drop: {e}", self.srqn);
-        }
-    }
-}
+drop_by_teardown!(Srq, "SRQ", srqn);
