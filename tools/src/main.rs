@@ -4,6 +4,10 @@
 //!
 //! Every error is one line on stderr (`rnic: ...`) and a non-zero exit: 1 for a failed run, 2
 //! for bad arguments.
+//!
+//! Logs go to stderr through `env_logger`, filtered by `RUST_LOG` (errors only when it is
+//! unset): `RUST_LOG=rnic_driver::cmd=trace rnic devinfo` shows every firmware command in the
+//! kernel's `dump_command` format, `RUST_LOG=debug` what each layer does.
 
 use clap::{Parser, Subcommand};
 use rnic_tools::ToolError;
@@ -113,6 +117,7 @@ fn run(cli: Cli) -> Result<(), ToolError> {
 }
 
 fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default()).init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

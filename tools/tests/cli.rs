@@ -23,6 +23,7 @@ fn heavy() -> std::sync::MutexGuard<'static, ()> {
 fn rnic(args: &[&str]) -> Output {
     Command::new(RNIC)
         .args(args)
+        .env_remove("RUST_LOG") // logs on stderr only where a test asks for them
         .stdin(Stdio::null())
         .output()
         .expect("run rnic")
@@ -412,6 +413,30 @@ fn devinfo_fields() {
         "{out}"
     );
     assert!(out.contains("    emu0            \t"), "{out}");
+}
+
+#[test]
+fn rust_log_shows_the_command_dumps() {
+    // The binary installs a logger: the driver's command dumps (target rnic_driver::cmd, the
+    // kernel's dump_command format) reach stderr when RUST_LOG asks, stdout is unchanged,
+    // and nothing is logged when it does not.
+    let o = Command::new(RNIC)
+        .args(["devinfo", "-d", "emu0"])
+        .env("RUST_LOG", "rnic_driver::cmd=trace")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rnic");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("hca_id:\temu0\n"), "{out}");
+    assert!(
+        err.contains("dump command MLX5_CMD_OP_ENABLE_HCA(0x104) INPUT"),
+        "no command dump on stderr:\n{err}"
+    );
+    assert!(err.contains("rnic_driver::cmd"), "{err}");
+    let o = rnic(&["devinfo", "-d", "emu0"]);
+    assert!(o.status.success());
+    assert_eq!(text(&o).1, "", "stderr without RUST_LOG");
 }
 
 fn one_line_error(o: &Output) -> String {
