@@ -184,6 +184,58 @@ fn bidirectional_bw_in_loopback() {
     }
 }
 
+/// The emulated port's active MTU in bytes, as devinfo prints it.
+fn active_mtu_bytes() -> u32 {
+    let (out, _) = text(&rnic(&["devinfo", "-d", "emu0"]));
+    let line = out
+        .lines()
+        .find(|l| l.contains("active_mtu:"))
+        .expect("devinfo prints active_mtu");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn ud_without_a_size_and_an_mtu_above_the_port_fall_back_as_perftest() {
+    let _g = heavy();
+    let active = active_mtu_bytes();
+    // UD without -s: perftest's size (65536) is cut to one packet, the path MTU's.
+    let o = rnic(&[
+        "send-bw",
+        "-c",
+        "UD",
+        "--loopback",
+        "-n",
+        "100",
+        "--timeout",
+        "20",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let r = rows(&out);
+    assert_eq!(r.len(), 1, "{out}");
+    assert_eq!(r[0][0], f64::from(active), "{out}");
+    // -m 4096 above a smaller active MTU: lowered to it, with perftest's two lines.
+    let o = rnic(&[
+        "write-bw",
+        "-m",
+        "4096",
+        "-s",
+        "8192",
+        "--loopback",
+        "-n",
+        "100",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let lowered =
+        out.contains("Requested mtu is higher than active mtu \nChanging to active mtu - ");
+    assert_eq!(lowered, active < 4096, "{out}");
+    assert!(
+        out.contains(&format!("Mtu             : {active}[B]")),
+        "{out}"
+    );
+}
+
 #[test]
 fn bidirectional_send_bw_two_processes() {
     let _g = heavy();

@@ -94,7 +94,14 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
     let dev_reads = ctx.query_device().max_qp_rd_atom;
     let gid_index = rdma::pick_gid_index(&ctx, p.gid_index)?;
     let port_mtu = rdma::active_mtu(&ctx)?;
-    let want_mtu = cfg.mtu.and_then(mtu_enum).unwrap_or(port_mtu);
+    let mut want_mtu = cfg.mtu.and_then(mtu_enum).unwrap_or(port_mtu);
+    if want_mtu > port_mtu {
+        // perftest's check_link: a path MTU above the port's active MTU is lowered to it.
+        p.out.put(&format!(
+            "Requested mtu is higher than active mtu \nChanging to active mtu - {port_mtu}\n"
+        ));
+        want_mtu = port_mtu;
+    }
     if !client {
         p.out.put("\n************************************\n* Waiting for client to connect... *\n************************************\n");
     }
@@ -107,14 +114,14 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
     comm.check_sys_data(4096, 64)?;
     let mtu = comm.exchange_mtu(want_mtu)?;
     let mtu_b = mtu_bytes(mtu);
+    let mut cfg = cfg.clone();
+    if cfg.conn == Conn::Ud && cfg.size > u64::from(mtu_b) {
+        // perftest: a UD message is one packet, so the size (65536 unless -s says) is the
+        // MTU's.
+        cfg.size = u64::from(mtu_b);
+    }
     let sizes = cfg.sizes(mtu_b);
     let max_size = sizes.iter().copied().max().unwrap_or(cfg.size);
-    if cfg.conn == Conn::Ud && max_size > u64::from(mtu_b) {
-        return Err(ToolError::Usage(format!(
-            "max message size in UD cannot be greater than the MTU ({mtu_b})"
-        )));
-    }
-    let mut cfg = cfg.clone();
     cfg.gid_index = gid_index;
     // perftest's ctx_set_out_reads: at most what the device serves as responder.
     cfg.out_reads = cfg.out_reads.min(dev_reads).max(1);
