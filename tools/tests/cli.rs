@@ -198,35 +198,19 @@ fn active_mtu_bytes() -> u32 {
 fn ud_without_a_size_and_an_mtu_above_the_port_fall_back_as_perftest() {
     let _g = heavy();
     let active = active_mtu_bytes();
+    let ok = |args: &str| {
+        let o = rnic(&args.split(' ').collect::<Vec<_>>());
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{args}: {out}\n{err}");
+        out
+    };
     // UD without -s: perftest's size (65536) is cut to one packet, the path MTU's.
-    let o = rnic(&[
-        "send-bw",
-        "-c",
-        "UD",
-        "--loopback",
-        "-n",
-        "100",
-        "--timeout",
-        "20",
-    ]);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    let out = ok("send-bw -c UD --loopback -n 100 --timeout 20");
     let r = rows(&out);
     assert_eq!(r.len(), 1, "{out}");
     assert_eq!(r[0][0], f64::from(active), "{out}");
     // -m 4096 above a smaller active MTU: lowered to it, with perftest's two lines.
-    let o = rnic(&[
-        "write-bw",
-        "-m",
-        "4096",
-        "-s",
-        "8192",
-        "--loopback",
-        "-n",
-        "100",
-    ]);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    let out = ok("write-bw -m 4096 -s 8192 --loopback -n 100");
     let lowered =
         out.contains("Requested mtu is higher than active mtu \nChanging to active mtu - ");
     assert_eq!(lowered, active < 4096, "{out}");
