@@ -79,6 +79,9 @@ impl Conn {
     }
 }
 
+/// The most QPs a bandwidth run takes (`-q`): perftest's `MAX_QP_NUM`.
+pub const MAX_QPS: u32 = 16384;
+
 /// perftest's command-line flags (the subset rnic implements, with perftest's names).
 #[derive(Debug, Clone, Args)]
 pub struct PerfArgs {
@@ -310,8 +313,15 @@ impl PerfConfig {
                 a.timeout
             ));
         }
-        if a.qps == 0 || a.qps > 64 {
-            return usage(format!("number of QPs must be 1 .. 64 (got {})", a.qps));
+        // perftest's MIN_QP_NUM .. MAX_QP_NUM, and its rule that latency runs use one QP.
+        if a.qps == 0 || a.qps > MAX_QPS {
+            return usage(format!(
+                "number of QPs must be 1 .. {MAX_QPS} (got {})",
+                a.qps
+            ));
+        }
+        if a.qps > 1 && kind == TestKind::Lat {
+            return usage("multiple QPs (-q) are only available on BW tests".into());
         }
         if a.post_list == 0 || a.post_list > 64 {
             return usage(format!("post list must be 1 .. 64 (got {})", a.post_list));
@@ -469,6 +479,15 @@ mod tests {
         let c = cfg(Verb::Write, TestKind::Bw, &["-a"]).unwrap();
         assert_eq!(c.sizes(1024).len(), 23);
         assert_eq!(c.sizes(1024)[22], MAX_SIZE);
+    }
+
+    #[test]
+    fn qp_counts_as_perftest() {
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-q", "16384"]).is_ok());
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-q", "16385"]).is_err());
+        assert!(cfg(Verb::Write, TestKind::Bw, &["-q", "0"]).is_err());
+        assert!(cfg(Verb::Send, TestKind::Lat, &["-q", "2"]).is_err());
+        assert!(cfg(Verb::Send, TestKind::Lat, &["-q", "1"]).is_ok());
     }
 
     #[test]
