@@ -48,7 +48,7 @@ use rnic_hw_regs::ctx::{Ads, QpSt, Qpc, opt_param};
 use rnic_hw_regs::wqe::{DS_SIZE, WQEBB, inline_seg_ds};
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// QP transport service type.
 ///
@@ -467,6 +467,8 @@ pub struct Qp {
     pub(crate) recv_claim: AtomicBool,
     /// Send doorbells rung (0x800 / 0x900 alternate).
     pub(crate) db_count: AtomicU32,
+    /// The state this handle last moved the QP to or found it in (`QpState as u8`).
+    state: AtomicU8,
     done: bool,
 }
 
@@ -699,6 +701,7 @@ impl Qp {
             send_claim: AtomicBool::new(false),
             recv_claim: AtomicBool::new(false),
             db_count: AtomicU32::new(0),
+            state: AtomicU8::new(QpState::Rst as u8),
             done: false,
         })
     }
@@ -885,6 +888,7 @@ impl Qp {
             set_remote_access(q, a.access);
         }
         self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
+        self.set_state(QpState::Init);
         Ok(())
     }
 
@@ -1003,6 +1007,7 @@ impl Qp {
             self.fill_ads(T, q.primary_address_path_mut(), &av, dest)?;
         }
         hca.cmdq().exec(&i, &[], &mut [])?;
+        self.set_state(QpState::Rtr);
         Ok(())
     }
 
@@ -1052,6 +1057,7 @@ impl Qp {
             q.primary_address_path_mut().set_ack_timeout(a.timeout);
         }
         hca.cmdq().exec(&i, &[], &mut [])?;
+        self.set_state(QpState::Rts);
         Ok(())
     }
 
@@ -1138,6 +1144,7 @@ impl Qp {
         let mut i = Sqerr2RtsQpIn::new_cmd();
         i.set_qpn(self.qpn);
         self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
+        self.set_state(QpState::Rts);
         Ok(())
     }
 
@@ -1159,6 +1166,7 @@ impl Qp {
         let mut i = Qp2ErrIn::new_cmd();
         i.set_qpn(self.qpn);
         self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
+        self.set_state(QpState::Err);
         Ok(())
     }
 
@@ -1193,6 +1201,7 @@ impl Qp {
         i.set_qpn(self.qpn);
         let r = self.pd.hca().cmdq().exec(&i, &[], &mut []);
         if r.is_ok() {
+            self.set_state(QpState::Rst);
             self.send_cq.clean(self.qpn, false);
             self.recv_cq.clean(self.qpn, false);
             let s = &self.shared;
@@ -1236,7 +1245,34 @@ impl Qp {
             opcode: rnic_hw_regs::cmd::CmdOpcode::QueryQp,
             what: format!("QP state: {e}"),
         })?;
+        self.set_state(state);
         Ok(QpInfo { state, qpc })
+    }
+
+    /// The state this handle last moved the QP to, or found it in with [`Qp::query`]: no
+    /// command is sent, so the post path may ask. The device can have moved on since (to
+    /// ERR or SQER after a failed work request, as it reports with an event); `query` asks
+    /// it.
+    ///
+    /// ```
+    /// # use rnic_driver::doc_fixture::prelude::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
+    /// assert_eq!(qp.state(), QpState::Rst); // as created
+    /// qp.to_init(&InitAttr::default())?;
+    /// assert_eq!(qp.state(), QpState::Init);
+    /// qp.to_err()?;
+    /// assert_eq!((qp.state(), qp.query()?.state), (QpState::Err, QpState::Err));
+    /// # Ok(()) }
+    /// ```
+    #[inline]
+    pub fn state(&self) -> QpState {
+        QpState::try_from(self.state.load(Ordering::Acquire)).unwrap_or(QpState::Err)
+    }
+
+    fn set_state(&self, s: QpState) {
+        self.state.store(u8::from(s), Ordering::Release);
     }
 
     fn teardown(&mut self) -> Result<(), DriverError> {

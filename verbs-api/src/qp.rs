@@ -20,7 +20,7 @@
 
 use crate::error::{Error, Result};
 pub use crate::qp_state::QpState;
-use crate::qp_state::{StateCell, Transition};
+use crate::qp_state::Transition;
 use crate::wr::{recv_as_driver, send_as_driver};
 use crate::{AhAttr, CompletionQueue, ProtectionDomain, RecvWr, SendWr, SharedReceiveQueue};
 use rnic_driver::qp as dqp;
@@ -310,7 +310,6 @@ impl QueuePairBuilder {
         let qp = Qp::create(self.pd.driver(), &cfg).map_err(Error::driver(V))?;
         Ok(QueuePair {
             qp,
-            state: StateCell::new(),
             qp_type: self.qp_type,
             sq_sig_all: self.sq_sig_all,
             send_cq: self.send_cq,
@@ -566,7 +565,6 @@ pub struct QpAttr {
 pub struct QueuePair {
     // Field order: the driver QP is destroyed first.
     qp: Qp,
-    state: StateCell,
     qp_type: QpType,
     sq_sig_all: bool,
     send_cq: CompletionQueue,
@@ -616,7 +614,8 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn state(&self) -> QpState {
-        self.state.get()
+        // The driver's record (one state machine, the driver's), in ibverbs' terms.
+        QpState::from_driver(self.qp.state())
     }
 
     /// Queue sizes as created (at least what was asked for).
@@ -689,8 +688,8 @@ impl QueuePair {
         self.srq.as_ref()
     }
 
-    /// Runs transition `t` (`run` asks the device): refused unless the QP is in the state
-    /// `t` starts from, and recorded once the device made it.
+    /// Runs transition `t` (`run` asks the device, and the driver records the new state):
+    /// refused unless the QP is in the state `t` starts from.
     fn modify(&self, t: Transition, run: impl FnOnce() -> Result<()>) -> Result<()> {
         let cur = self.state();
         if cur != t.from() {
@@ -700,11 +699,7 @@ impl QueuePair {
                 to: t.to(),
             });
         }
-        run()?;
-        if t.to() != t.from() {
-            self.state.set(t.to());
-        }
-        Ok(())
+        run()
     }
 
     fn attr_err(&self, transition: &'static str, attr: &'static str, why: String) -> Error {
@@ -861,9 +856,7 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn to_error(&self) -> Result<()> {
-        self.qp.to_err().map_err(Error::driver("ibv_modify_qp"))?;
-        self.state.set(QpState::Err);
-        Ok(())
+        self.qp.to_err().map_err(Error::driver("ibv_modify_qp"))
     }
 
     /// `ibv_modify_qp` to RESET: queues emptied (their completions still in the CQs are
@@ -882,9 +875,7 @@ impl QueuePair {
     /// # Ok(()) }
     /// ```
     pub fn reset(&self) -> Result<()> {
-        self.qp.to_reset().map_err(Error::driver("ibv_modify_qp"))?;
-        self.state.set(QpState::Reset);
-        Ok(())
+        self.qp.to_reset().map_err(Error::driver("ibv_modify_qp"))
     }
 
     /// `ibv_modify_qp` with the transition as a value.
@@ -923,7 +914,6 @@ impl QueuePair {
         let info = self.qp.query().map_err(Error::driver("ibv_query_qp"))?;
         let q = &info.qpc;
         let state = QpState::from_driver(info.state);
-        self.state.set(state);
         let ads = q.primary_address_path();
         let log = |l: u8| if l == 0 { 1 } else { 1u8 << l.min(7) };
         Ok(QpAttr {

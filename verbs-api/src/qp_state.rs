@@ -7,13 +7,13 @@
 //! SQER 4) and names them `RESET` / `SQE`, and verbs users compare with and print the ibverbs
 //! values. `QpState::from_driver` is the one conversion.
 //!
-//! The rules this API checks a QP's state against before it asks the device (the one
-//! software copy of the QP state machine; the device keeps the real one) are here too: which
-//! state each [`Transition`] starts from, and which states accept posts.
+//! The rules this API checks a QP's state against before it asks the device are here too:
+//! which state each [`Transition`] starts from, and which states accept posts. The state they
+//! are checked against is the driver's record (`rnic_driver::qp::Qp::state`), the one
+//! software copy; the device keeps the real one.
 
 use rnic_driver::qp as dqp;
 use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 /// QP state (`enum ibv_qp_state`, same values).
 ///
@@ -42,19 +42,6 @@ pub enum QpState {
 }
 
 impl QpState {
-    /// From the value stored by `as u8` ([`StateCell`]).
-    fn from_u8(v: u8) -> QpState {
-        match v {
-            0 => QpState::Reset,
-            1 => QpState::Init,
-            2 => QpState::Rtr,
-            3 => QpState::Rts,
-            4 => QpState::Sqd,
-            5 => QpState::Sqe,
-            _ => QpState::Err,
-        }
-    }
-
     /// The device's state (QUERY_QP) in ibverbs' terms.
     pub(crate) fn from_driver(s: dqp::QpState) -> QpState {
         match s {
@@ -130,30 +117,6 @@ impl Transition {
     }
 }
 
-/// A QP's state as last set or queried through its handle (`QpState as u8`). An atomic, so
-/// the post path reads it without a lock; the driver's `Qp` keeps no state (it leaves it to
-/// the device, QUERY_QP), and posting may not send a command to ask.
-#[derive(Debug)]
-pub(crate) struct StateCell(AtomicU8);
-
-impl StateCell {
-    /// A new QP's: RESET.
-    pub(crate) const fn new() -> StateCell {
-        StateCell(AtomicU8::new(QpState::Reset as u8))
-    }
-
-    /// The state.
-    #[inline]
-    pub(crate) fn get(&self) -> QpState {
-        QpState::from_u8(self.0.load(Ordering::Acquire))
-    }
-
-    /// Records a state the QP was moved to or found in.
-    pub(crate) fn set(&self, s: QpState) {
-        self.0.store(s as u8, Ordering::Release);
-    }
-}
-
 impl fmt::Display for QpState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -189,15 +152,5 @@ mod tests {
         use QpState::*;
         assert_eq!(sends, [Rts, Sqd, Sqe, Err]);
         assert_eq!(recvs, [Init, Rtr, Rts, Sqd, Sqe, Err]);
-    }
-
-    #[test]
-    fn the_cell_keeps_every_state() {
-        let c = StateCell::new();
-        assert_eq!(c.get(), QpState::Reset);
-        for s in ALL {
-            c.set(s);
-            assert_eq!(c.get(), s);
-        }
     }
 }
