@@ -914,11 +914,11 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
                 return Err((qpn, BadCqe::WqeCounterOutOfRange(counter)));
             }
             let slot = &sq.slots[usize::from(counter & sq.mask)];
-            let meta = slot.meta.load(Ordering::Relaxed);
-            if meta as u16 != counter {
+            let w = slot.sent();
+            if w.index() != counter {
                 return Err((qpn, BadCqe::WqeCounterOutOfRange(counter)));
             }
-            let posted = (meta >> 32) as u8;
+            let posted = w.opcode();
             let len = slot.len.load(Ordering::Relaxed);
             let send_op = (w38 >> 24) as u8;
             if opcode == OP_REQ && send_op != posted {
@@ -930,17 +930,9 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
                     },
                 ));
             }
-            let wop = match (meta >> 40) as u8 {
-                1 => WcOpcode::RdmaWrite,
-                2 => WcOpcode::RdmaRead,
-                3 => WcOpcode::CompSwap,
-                4 => WcOpcode::FetchAdd,
-                _ => WcOpcode::Send,
-            };
-            let reads = (meta >> 48) & 1 == 1;
-            wc.opcode = wop;
+            wc.opcode = w.wc_opcode();
             wc.byte_len = len;
-            if reads && !error {
+            if w.reads() && !error {
                 if byte_cnt > len {
                     return Err((
                         qpn,
@@ -955,8 +947,7 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             wc.wr_id = slot.wr_id.load(Ordering::Relaxed);
             sq.wr_ci
                 .store(slot.wr_seq.load(Ordering::Relaxed), Ordering::Release);
-            sq.ci
-                .store(u32::from((meta >> 16) as u16), Ordering::Release);
+            sq.ci.store(u32::from(w.next()), Ordering::Release);
             Ok(wc)
         }
         OP_RESP_WR_IMM | OP_RESP_SEND | OP_RESP_SEND_IMM | OP_RESP_SEND_INV | OP_RESP_ERR => {
