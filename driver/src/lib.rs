@@ -14,7 +14,7 @@
 //!   depends on and is destroyed on drop (or with `destroy()`, which returns errors);
 //! - the data path ([`post`], [`cq::Cq::poll`], [`wr`]): posting and polling without
 //!   allocation, locks or system calls, over the work-queue bookkeeping (`wq`) the QP, SRQ
-//!   and CQ share.
+//!   and CQ share and the CQE field reads (`cqe`) the CQ polls with.
 //!
 //! Nothing here knows whether the bus is a real ConnectX or the emulator.
 //!
@@ -46,6 +46,7 @@
 pub mod ah;
 pub mod cmdq;
 pub mod cq;
+mod cqe;
 mod dma;
 pub mod eq;
 pub mod error;
