@@ -34,11 +34,15 @@
 //! # Ok(()) }
 //! ```
 
-use crate::dma::{read_be32, read_byte, write_be32};
+use crate::cqe::{
+    BYTE_CNT, Cqe, GRH, IMM_INVAL_PKEY, OP_OWN, QPN, RQPN, SEND_OPCODE, SYNDROME, VENDOR_ERR_SYND,
+    WQE_COUNTER, format_of, opcode_of,
+};
+use crate::dma::write_be32;
 use crate::eq::EventQueue;
 use crate::error::DriverError;
 use crate::hca::Hca;
-use crate::wq::{QpShared, log2_ceil};
+use crate::wq::{QpShared, SentWqe, SqSlot, SqTrack, log2_ceil};
 use crate::wr::{BadCqe, PollError, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use rnic_hw_regs::DmaRegion;
 use rnic_hw_regs::cmd::{CreateCqIn, DestroyCqIn, QueryCqIn};
@@ -55,23 +59,6 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-// Byte offsets of the CQE dwords read here: the fields of `rnic_hw_regs::cqe::Cqe64`, read
-// one volatile dword at a time from the ring instead of copying the entry out.
-/// `grh` (29:28) and `rqpn` (23:0).
-const CQE_RQPN: usize = 0x18;
-/// `imm_inval_pkey`.
-const CQE_IMM: usize = 0x24;
-/// `byte_cnt`.
-const CQE_BYTE_CNT: usize = 0x2C;
-/// `vendor_err_synd` (15:8) and `syndrome` (7:0).
-const CQE_SYNDROME: usize = 0x34;
-/// `send_opcode` (31:24) and `qpn` (23:0).
-const CQE_QPN: usize = 0x38;
-/// `wqe_counter` (31:16), then the `op_own` byte.
-const CQE_WQE_COUNTER: usize = 0x3C;
-/// `op_own`: opcode (7:4), format (3:2), owner (0); the device writes it last.
-const CQE_OP_OWN: usize = CQE_SIZE - 1;
 
 /// log2 of a completion channel's EQ entries.
 const CHANNEL_LOG_EQ: u8 = 8;
@@ -362,7 +349,7 @@ impl Cq {
         for i in 0..1usize << log_size {
             // SAFETY: `i * 64 + 63 < ring <= buf.len`; volatile, no reference.
             unsafe {
-                base.add(i * CQE_SIZE + CQE_OP_OWN)
+                base.add(i * CQE_SIZE + OP_OWN)
                     .write_volatile(CQE_OP_OWN_INIT)
             };
         }
@@ -626,30 +613,16 @@ impl Cq {
             let mut idx = pi;
             while idx != st.ci {
                 idx = idx.wrapping_sub(1);
-                let p = cq.cqe_ptr(idx);
-                // SAFETY: inside the ring.
-                let w38 = unsafe { read_be32(p.add(CQE_QPN)) };
-                if w38 & 0xFF_FFFF == qpn {
-                    // SAFETY: inside the ring.
-                    let op = unsafe { read_byte(p.add(CQE_OP_OWN)) } >> 4;
-                    if let (Some(srq), true) = (&srq, is_responder(op)) {
-                        // SAFETY: inside the ring.
-                        let w = (unsafe { read_be32(p.add(CQE_WQE_COUNTER)) } >> 16) as u16;
-                        srq.free(w);
+                let e = cq.cqe_at(idx);
+                if e.get(QPN) == qpn {
+                    if let (Some(srq), true) = (&srq, is_responder(opcode_of(e.op_own()))) {
+                        srq.free(e.get(WQE_COUNTER));
                     }
                     freed += 1;
                 } else if freed > 0 {
-                    let dst = cq.cqe_ptr(idx.wrapping_add(freed));
-                    // SAFETY: both entries are inside the ring and owned by software
-                    // (between ci and the first hardware-owned entry).
-                    unsafe {
-                        let owner = read_byte(dst.add(CQE_OP_OWN)) & 1;
-                        for k in 0..CQE_OP_OWN {
-                            dst.add(k).write_volatile(p.add(k).read_volatile());
-                        }
-                        let src_own = read_byte(p.add(CQE_OP_OWN));
-                        dst.add(CQE_OP_OWN).write_volatile((src_own & !1) | owner);
-                    }
+                    // SAFETY: both entries are owned by software (between ci and the first
+                    // hardware-owned entry).
+                    unsafe { cq.cqe_at(idx.wrapping_add(freed)).move_from(e) };
                 }
             }
             if freed > 0 {
@@ -666,18 +639,18 @@ impl Cq {
         });
     }
 
+    /// The entry consumer index `ci` names.
     #[inline(always)]
-    fn cqe_ptr(&self, ci: u32) -> *mut u8 {
+    fn cqe_at(&self, ci: u32) -> Cqe {
         let idx = (ci & ((1u32 << self.log_size) - 1)) as usize;
-        // SAFETY: `idx < 2^log_size`, so the entry is inside the ring.
-        unsafe { self.cqes.as_ptr().add(idx * CQE_SIZE) }
+        // SAFETY: `idx < 2^log_size`, so the entry is inside the ring, which lives (and
+        // stays 64-byte aligned) as long as `self`.
+        unsafe { Cqe::at(self.cqes.as_ptr().add(idx * CQE_SIZE)) }
     }
 
     #[inline(always)]
     fn owned_at(&self, ci: u32) -> bool {
-        // SAFETY: inside the ring.
-        let op_own = unsafe { read_byte(self.cqe_ptr(ci).add(CQE_OP_OWN)) };
-        cqe_is_sw_owned(op_own, ci, self.log_size)
+        cqe_is_sw_owned(self.cqe_at(ci).op_own(), ci, self.log_size)
     }
 
     /// Polls up to `wc.len()` completions into `wc`; returns how many. An impossible CQE
@@ -728,17 +701,15 @@ impl Cq {
         let mut n = 0;
         let mut res = Ok(());
         while n < wc.len() {
-            let p = self.cqe_ptr(st.ci);
-            // SAFETY: inside the ring.
-            let op_own = unsafe { read_byte(p.add(CQE_OP_OWN)) };
+            let cqe = self.cqe_at(st.ci);
+            let op_own = cqe.op_own();
             if !cqe_is_sw_owned(op_own, st.ci, self.log_size) {
                 break;
             }
             // The body only after the owner byte says the entry is ours.
             fence(Ordering::Acquire);
-            match parse(st, p, op_own) {
-                Ok(c) => {
-                    wc[n] = c;
+            match parse(st, cqe, op_own, &mut wc[n]) {
+                Ok(()) => {
                     n += 1;
                     st.ci = st.ci.wrapping_add(1);
                 }
@@ -813,17 +784,22 @@ fn is_responder(opcode: u8) -> bool {
     )
 }
 
-/// Turns the CQE at `p` into a work completion, retiring the WQEs it completes; on an
-/// impossible CQE returns the QPN and what is wrong (nothing retired).
+/// Turns `cqe` into the work completion `out`, retiring the WQEs it completes; on an
+/// impossible CQE returns the QPN and what is wrong (nothing retired, `out` untouched).
+///
+/// As rdma-core's `mlx5_parse_cqe`: the QP is found, then the raw opcode picks a good
+/// requester, a good responder or an error completion, the last out of line. Each path
+/// writes `out` itself once it knows the completion is good, so that no completion is
+/// built apart and copied.
 #[inline(always)]
-fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (u32, BadCqe)> {
-    // SAFETY: `p` points at a 64-byte CQE inside the ring (caller), and every offset read
-    // below is < 64 and 4-byte aligned; volatile reads, no reference.
-    let rd = |off: usize| unsafe { read_be32(p.add(off)) };
-    let w38 = rd(CQE_QPN);
-    let qpn = w38 & 0xFF_FFFF;
-    let opcode = op_own >> 4;
-    if (op_own >> 2) & 3 == CQE_FORMAT_COMPRESSED {
+fn parse(
+    st: &mut PollState,
+    cqe: Cqe,
+    op_own: u8,
+    out: &mut WorkCompletion,
+) -> Result<(), (u32, BadCqe)> {
+    let (qpn, send_op) = cqe.get2(QPN, SEND_OPCODE);
+    if format_of(op_own) == CQE_FORMAT_COMPRESSED {
         return Err((qpn, BadCqe::Compressed));
     }
     let a = match st.qps.get(st.last) {
@@ -836,145 +812,192 @@ fn parse(st: &mut PollState, p: *mut u8, op_own: u8) -> Result<WorkCompletion, (
             None => return Err((qpn, BadCqe::UnknownQpn)),
         },
     };
-    let counter = (rd(CQE_WQE_COUNTER) >> 16) as u16;
-    let byte_cnt = rd(CQE_BYTE_CNT);
-    let mut wc = WorkCompletion {
-        qp_num: qpn,
+    let r = match opcode_of(op_own) {
+        OP_REQ => good_req(a, cqe, send_op, out),
+        op @ (OP_RESP_WR_IMM | OP_RESP_SEND | OP_RESP_SEND_IMM | OP_RESP_SEND_INV) => {
+            good_resp(a, cqe, op, out)
+        }
+        op @ (OP_REQ_ERR | OP_RESP_ERR) => error_cqe(a, cqe, op, out),
+        other => Err(BadCqe::UnknownOpcode(other)),
+    };
+    r.map_err(|what| (qpn, what))
+}
+
+/// The send queue of `a` and the slot of the WQE at `counter`, which must be outstanding.
+#[inline(always)]
+fn sent(a: &Attached, counter: u16) -> Result<(&SqTrack, &SqSlot, SentWqe), BadCqe> {
+    if !a.send {
+        return Err(BadCqe::UnknownQpn);
+    }
+    let sq = &a.shared.sq;
+    let pi = sq.pi.load(Ordering::Acquire) as u16;
+    let ci = sq.ci.load(Ordering::Relaxed) as u16;
+    if counter.wrapping_sub(ci) >= pi.wrapping_sub(ci) {
+        return Err(BadCqe::WqeCounterOutOfRange(counter));
+    }
+    let slot = &sq.slots[usize::from(counter & sq.mask)];
+    let w = slot.sent();
+    if w.index() != counter {
+        return Err(BadCqe::WqeCounterOutOfRange(counter));
+    }
+    Ok((sq, slot, w))
+}
+
+/// Retires the send WQE `w` in `slot` and the unsignaled ones before it.
+#[inline(always)]
+fn retire_sent(sq: &SqTrack, slot: &SqSlot, w: SentWqe) {
+    sq.wr_ci
+        .store(slot.wr_seq.load(Ordering::Relaxed), Ordering::Release);
+    sq.ci.store(u32::from(w.next()), Ordering::Release);
+}
+
+/// The wr_id and posted length of the receive at `counter` (the QP's RQ or its SRQ), which
+/// must be outstanding.
+#[inline(always)]
+fn received(a: &Attached, counter: u16) -> Result<(u64, u64), BadCqe> {
+    if !a.recv {
+        return Err(BadCqe::UnknownQpn);
+    }
+    if let Some(srq) = &a.shared.srq {
+        return srq
+            .peek(counter)
+            .ok_or(BadCqe::RecvCounterOutOfRange(counter));
+    }
+    let Some(rq) = &a.shared.rq else {
+        return Err(BadCqe::UnknownQpn);
+    };
+    let ci = rq.ci.load(Ordering::Relaxed);
+    let pi = rq.pi.load(Ordering::Acquire);
+    if ci == pi || counter != ci as u16 {
+        return Err(BadCqe::RecvCounterOutOfRange(counter));
+    }
+    let i = (ci & rq.mask) as usize;
+    Ok((
+        rq.wr_id[i].load(Ordering::Relaxed),
+        rq.len[i].load(Ordering::Relaxed),
+    ))
+}
+
+/// Retires the receive at `counter`.
+#[inline(always)]
+fn retire_received(a: &Attached, counter: u16) {
+    if let Some(srq) = &a.shared.srq {
+        srq.free(counter);
+    } else if let Some(rq) = &a.shared.rq {
+        rq.ci.store(
+            rq.ci.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Release,
+        );
+    }
+}
+
+/// A good requester CQE (`REQ`, carrying `send_op`): the send WQE it names, checked against
+/// what was posted.
+#[inline(always)]
+fn good_req(a: &Attached, cqe: Cqe, send_op: u8, out: &mut WorkCompletion) -> Result<(), BadCqe> {
+    let counter = cqe.get(WQE_COUNTER);
+    let (sq, slot, w) = sent(a, counter)?;
+    if send_op != w.opcode() {
+        return Err(BadCqe::SendOpcodeMismatch {
+            posted: w.opcode(),
+            cqe: send_op,
+        });
+    }
+    let mut byte_len = slot.len.load(Ordering::Relaxed);
+    if w.reads() {
+        let byte_cnt = cqe.get(BYTE_CNT);
+        if byte_cnt > byte_len {
+            return Err(BadCqe::ByteCountTooLarge {
+                byte_cnt,
+                posted: u64::from(byte_len),
+            });
+        }
+        byte_len = byte_cnt;
+    }
+    *out = WorkCompletion {
+        wr_id: slot.wr_id.load(Ordering::Relaxed),
+        opcode: w.wc_opcode(),
+        byte_len,
+        qp_num: a.qpn,
         ..WorkCompletion::default()
     };
-    let error = matches!(opcode, OP_REQ_ERR | OP_RESP_ERR);
-    if error {
-        let w34 = rd(CQE_SYNDROME);
-        wc.status = WcStatus::from_syndrome(w34 as u8);
-        wc.vendor_err = (w34 >> 8) as u8;
+    retire_sent(sq, slot, w);
+    Ok(())
+}
+
+/// A good responder CQE (`RESP_*` of raw `opcode`): the receive it consumed, its length,
+/// source and immediate data.
+#[inline(always)]
+fn good_resp(a: &Attached, cqe: Cqe, opcode: u8, out: &mut WorkCompletion) -> Result<(), BadCqe> {
+    let counter = cqe.get(WQE_COUNTER);
+    let (wr_id, posted_len) = received(a, counter)?;
+    let byte_cnt = cqe.get(BYTE_CNT);
+    if opcode != OP_RESP_WR_IMM && u64::from(byte_cnt) > posted_len {
+        return Err(BadCqe::ByteCountTooLarge {
+            byte_cnt,
+            posted: posted_len,
+        });
+    }
+    let (src_qp, grh) = cqe.get2(RQPN, GRH);
+    let mut wc = WorkCompletion {
+        wr_id,
+        opcode: WcOpcode::Recv,
+        byte_len: byte_cnt,
+        qp_num: a.qpn,
+        src_qp,
+        ..WorkCompletion::default()
+    };
+    if grh != 0 {
+        wc.flags = wc.flags.with(WcFlags::GRH);
     }
     match opcode {
-        OP_REQ | OP_REQ_ERR => {
-            if !a.send {
-                return Err((qpn, BadCqe::UnknownQpn));
-            }
-            let sq = &a.shared.sq;
-            let pi = sq.pi.load(Ordering::Acquire) as u16;
-            let ci = sq.ci.load(Ordering::Relaxed) as u16;
-            if counter.wrapping_sub(ci) >= pi.wrapping_sub(ci) {
-                return Err((qpn, BadCqe::WqeCounterOutOfRange(counter)));
-            }
-            let slot = &sq.slots[usize::from(counter & sq.mask)];
-            let meta = slot.meta.load(Ordering::Relaxed);
-            if meta as u16 != counter {
-                return Err((qpn, BadCqe::WqeCounterOutOfRange(counter)));
-            }
-            let posted = (meta >> 32) as u8;
-            let len = slot.len.load(Ordering::Relaxed);
-            let send_op = (w38 >> 24) as u8;
-            if opcode == OP_REQ && send_op != posted {
-                return Err((
-                    qpn,
-                    BadCqe::SendOpcodeMismatch {
-                        posted,
-                        cqe: send_op,
-                    },
-                ));
-            }
-            let wop = match (meta >> 40) as u8 {
-                1 => WcOpcode::RdmaWrite,
-                2 => WcOpcode::RdmaRead,
-                3 => WcOpcode::CompSwap,
-                4 => WcOpcode::FetchAdd,
-                _ => WcOpcode::Send,
-            };
-            let reads = (meta >> 48) & 1 == 1;
-            wc.opcode = wop;
-            wc.byte_len = len;
-            if reads && !error {
-                if byte_cnt > len {
-                    return Err((
-                        qpn,
-                        BadCqe::ByteCountTooLarge {
-                            byte_cnt,
-                            posted: u64::from(len),
-                        },
-                    ));
-                }
-                wc.byte_len = byte_cnt;
-            }
-            wc.wr_id = slot.wr_id.load(Ordering::Relaxed);
-            sq.wr_ci
-                .store(slot.wr_seq.load(Ordering::Relaxed), Ordering::Release);
-            sq.ci
-                .store(u32::from((meta >> 16) as u16), Ordering::Release);
-            Ok(wc)
+        OP_RESP_WR_IMM => {
+            wc.opcode = WcOpcode::RecvRdmaWithImm;
+            wc.imm = cqe.get(IMM_INVAL_PKEY);
+            wc.flags = wc.flags.with(WcFlags::WITH_IMM);
         }
-        OP_RESP_WR_IMM | OP_RESP_SEND | OP_RESP_SEND_IMM | OP_RESP_SEND_INV | OP_RESP_ERR => {
-            if !a.recv {
-                return Err((qpn, BadCqe::UnknownQpn));
-            }
-            let posted_len;
-            if let Some(srq) = &a.shared.srq {
-                let Some((wr_id, len)) = srq.peek(counter) else {
-                    return Err((qpn, BadCqe::RecvCounterOutOfRange(counter)));
-                };
-                posted_len = len;
-                wc.wr_id = wr_id;
-            } else {
-                let Some(rq) = &a.shared.rq else {
-                    return Err((qpn, BadCqe::UnknownQpn));
-                };
-                let ci = rq.ci.load(Ordering::Relaxed);
-                let pi = rq.pi.load(Ordering::Acquire);
-                if ci == pi || counter != ci as u16 {
-                    return Err((qpn, BadCqe::RecvCounterOutOfRange(counter)));
-                }
-                let i = (ci & rq.mask) as usize;
-                posted_len = rq.len[i].load(Ordering::Relaxed);
-                wc.wr_id = rq.wr_id[i].load(Ordering::Relaxed);
-            }
-            wc.opcode = WcOpcode::Recv;
-            if !error {
-                let w18 = rd(CQE_RQPN);
-                let imm = rd(CQE_IMM);
-                if opcode != OP_RESP_WR_IMM && u64::from(byte_cnt) > posted_len {
-                    return Err((
-                        qpn,
-                        BadCqe::ByteCountTooLarge {
-                            byte_cnt,
-                            posted: posted_len,
-                        },
-                    ));
-                }
-                wc.byte_len = byte_cnt;
-                wc.src_qp = w18 & 0xFF_FFFF;
-                if (w18 >> 28) & 3 != 0 {
-                    wc.flags = wc.flags.with(WcFlags::GRH);
-                }
-                match opcode {
-                    OP_RESP_WR_IMM => {
-                        wc.opcode = WcOpcode::RecvRdmaWithImm;
-                        wc.imm = imm;
-                        wc.flags = wc.flags.with(WcFlags::WITH_IMM);
-                    }
-                    OP_RESP_SEND_IMM => {
-                        wc.imm = imm;
-                        wc.flags = wc.flags.with(WcFlags::WITH_IMM);
-                    }
-                    OP_RESP_SEND_INV => {
-                        wc.invalidated_rkey = imm;
-                        wc.flags = wc.flags.with(WcFlags::WITH_INV);
-                    }
-                    _ => {}
-                }
-            }
-            // Retire the receive.
-            if let Some(srq) = &a.shared.srq {
-                srq.free(counter);
-            } else if let Some(rq) = &a.shared.rq {
-                rq.ci.store(
-                    rq.ci.load(Ordering::Relaxed).wrapping_add(1),
-                    Ordering::Release,
-                );
-            }
-            Ok(wc)
+        OP_RESP_SEND_IMM => {
+            wc.imm = cqe.get(IMM_INVAL_PKEY);
+            wc.flags = wc.flags.with(WcFlags::WITH_IMM);
         }
-        other => Err((qpn, BadCqe::UnknownOpcode(other))),
+        OP_RESP_SEND_INV => {
+            wc.invalidated_rkey = cqe.get(IMM_INVAL_PKEY);
+            wc.flags = wc.flags.with(WcFlags::WITH_INV);
+        }
+        _ => {}
     }
+    *out = wc;
+    retire_received(a, counter);
+    Ok(())
+}
+
+/// An error CQE (`REQ_ERR`, `RESP_ERR`, raw `opcode`): the status from the syndrome, the
+/// WQE it names retired (a send WQE reports its posted length and opcode, a receive none).
+/// Out of line and cold, so that the good paths stay a straight line.
+#[cold]
+#[inline(never)]
+fn error_cqe(a: &Attached, cqe: Cqe, opcode: u8, out: &mut WorkCompletion) -> Result<(), BadCqe> {
+    let (syndrome, vendor_err) = cqe.get2(SYNDROME, VENDOR_ERR_SYND);
+    let mut wc = WorkCompletion {
+        status: WcStatus::from_syndrome(syndrome),
+        vendor_err,
+        qp_num: a.qpn,
+        ..WorkCompletion::default()
+    };
+    let counter = cqe.get(WQE_COUNTER);
+    if opcode == OP_REQ_ERR {
+        let (sq, slot, w) = sent(a, counter)?;
+        wc.opcode = w.wc_opcode();
+        wc.byte_len = slot.len.load(Ordering::Relaxed);
+        wc.wr_id = slot.wr_id.load(Ordering::Relaxed);
+        *out = wc;
+        retire_sent(sq, slot, w);
+    } else {
+        let (wr_id, _) = received(a, counter)?;
+        wc.wr_id = wr_id;
+        wc.opcode = WcOpcode::Recv;
+        *out = wc;
+        retire_received(a, counter);
+    }
+    Ok(())
 }

@@ -14,7 +14,7 @@
 //!   depends on and is destroyed on drop (or with `destroy()`, which returns errors);
 //! - the data path ([`post`], [`cq::Cq::poll`], [`wr`]): posting and polling without
 //!   allocation, locks or system calls, over the work-queue bookkeeping (`wq`) the QP, SRQ
-//!   and CQ share.
+//!   and CQ share and the CQE field reads (`cqe`) the CQ polls with.
 //!
 //! Nothing here knows whether the bus is a real ConnectX or the emulator.
 //!
@@ -49,6 +49,7 @@ mod teardown;
 pub mod ah;
 pub mod cmdq;
 pub mod cq;
+mod cqe;
 mod dma;
 #[doc(hidden)]
 pub mod doc_fixture;

@@ -12,8 +12,8 @@
 
 use crate::dma::{write_be32, write_be64};
 use crate::qp::{Qp, QpType};
-use crate::wq::{Claim, write_recv};
-use crate::wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, WcOpcode};
+use crate::wq::{Claim, SentWqe, write_recv};
+use crate::wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr};
 use rnic_hw_regs::doorbell::send_doorbell_offset;
 use rnic_hw_regs::wqe::{CE_CQ_UPDATE, INLINE_SEG_FLAG, SendOpcode, inline_seg_ds};
 use std::sync::atomic::{Ordering, fence};
@@ -288,21 +288,7 @@ impl Qp {
         let slot = &self.shared.sq.slots[usize::from(pi & self.shared.sq.mask)];
         slot.wr_id.store(wr.wr_id, Ordering::Relaxed);
         let next = pi.wrapping_add(nbb);
-        let (wc_op, reads) = match opcode {
-            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteImm => (WcOpcode::RdmaWrite, 0),
-            SendOpcode::RdmaRead => (WcOpcode::RdmaRead, 1),
-            SendOpcode::AtomicCs => (WcOpcode::CompSwap, 1),
-            SendOpcode::AtomicFa => (WcOpcode::FetchAdd, 1),
-            _ => (WcOpcode::Send, 0),
-        };
-        slot.meta.store(
-            u64::from(pi)
-                | (u64::from(next) << 16)
-                | (u64::from(opcode as u8) << 32)
-                | (u64::from(wc_op as u8) << 40)
-                | (reads << 48),
-            Ordering::Relaxed,
-        );
+        slot.record(SentWqe::new(pi, next, opcode));
         slot.len
             .store(len.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
         Ok((nbb, ctrl))

@@ -6,8 +6,8 @@
 //! It imports no object module (QP, SRQ, CQ, posting): they all build on it.
 
 use crate::dma::write_be64;
-use crate::wr::{PostErrorKind, Sge};
-use rnic_hw_regs::wqe::INVALID_LKEY;
+use crate::wr::{PostErrorKind, Sge, WcOpcode};
+use rnic_hw_regs::wqe::{INVALID_LKEY, SendOpcode};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
@@ -55,13 +55,97 @@ pub(crate) struct SqTrack {
 #[derive(Debug, Default)]
 pub(crate) struct SqSlot {
     pub(crate) wr_id: AtomicU64,
-    /// `wqe_index | next << 16 | send opcode << 32 | WcOpcode << 40 | reads << 48` (reads:
-    /// READ or atomic, whose CQE byte count is the bytes read).
-    pub(crate) meta: AtomicU64,
+    /// The slot's [`SentWqe`], one word so that it is stored and loaded in one access.
+    sent: AtomicU64,
     /// Posted length (READ and atomics: the local buffer).
     pub(crate) len: AtomicU32,
     /// `wr_pi` after this work request: the poller's `wr_ci` once it retires.
     pub(crate) wr_seq: AtomicU32,
+}
+
+impl SqSlot {
+    /// Records the WQE posted into this slot (the poster, before it publishes `pi`).
+    #[inline(always)]
+    pub(crate) fn record(&self, w: SentWqe) {
+        self.sent.store(w.0, Ordering::Relaxed);
+    }
+
+    /// The WQE recorded in this slot (the poller, after it read `pi`).
+    #[inline(always)]
+    pub(crate) fn sent(&self) -> SentWqe {
+        SentWqe(self.sent.load(Ordering::Relaxed))
+    }
+}
+
+/// What the poster records of a send WQE for the poller: its counter, the counter after it,
+/// the send opcode, and what follows from the opcode (the work completion's opcode, whether
+/// the CQE's byte count is the bytes read), as mlx5's `wqe_head` and `wr_data` per slot.
+/// One word, so that the poller reads it into one register; the packing is private.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SentWqe(u64);
+
+// Bit positions of the packed word.
+const NEXT_SHIFT: u32 = 16;
+const OPCODE_SHIFT: u32 = 32;
+const WC_OPCODE_SHIFT: u32 = 40;
+const READS_SHIFT: u32 = 48;
+
+impl SentWqe {
+    /// The WQE at counter `index`, of `opcode`, followed by the WQE at counter `next`.
+    #[inline(always)]
+    pub(crate) fn new(index: u16, next: u16, opcode: SendOpcode) -> SentWqe {
+        // READ and atomics read: their CQE's byte count is what arrived.
+        let (wc_opcode, reads) = match opcode {
+            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteImm => (WcOpcode::RdmaWrite, false),
+            SendOpcode::RdmaRead => (WcOpcode::RdmaRead, true),
+            SendOpcode::AtomicCs => (WcOpcode::CompSwap, true),
+            SendOpcode::AtomicFa => (WcOpcode::FetchAdd, true),
+            _ => (WcOpcode::Send, false),
+        };
+        SentWqe(
+            u64::from(index)
+                | (u64::from(next) << NEXT_SHIFT)
+                | (u64::from(opcode as u8) << OPCODE_SHIFT)
+                | (u64::from(wc_opcode as u8) << WC_OPCODE_SHIFT)
+                | (u64::from(reads) << READS_SHIFT),
+        )
+    }
+
+    /// The WQE's counter (`wqe_index`; a CQE's `wqe_counter` names it).
+    #[inline(always)]
+    pub(crate) fn index(self) -> u16 {
+        self.0 as u16
+    }
+
+    /// The counter after it: the SQ's `ci` once it retires.
+    #[inline(always)]
+    pub(crate) fn next(self) -> u16 {
+        (self.0 >> NEXT_SHIFT) as u16
+    }
+
+    /// The send opcode posted, raw (a good requester CQE's `send_opcode` must match).
+    #[inline(always)]
+    pub(crate) fn opcode(self) -> u8 {
+        (self.0 >> OPCODE_SHIFT) as u8
+    }
+
+    /// The work completion's opcode.
+    #[inline(always)]
+    pub(crate) fn wc_opcode(self) -> WcOpcode {
+        match (self.0 >> WC_OPCODE_SHIFT) as u8 {
+            1 => WcOpcode::RdmaWrite,
+            2 => WcOpcode::RdmaRead,
+            3 => WcOpcode::CompSwap,
+            4 => WcOpcode::FetchAdd,
+            _ => WcOpcode::Send,
+        }
+    }
+
+    /// READ or atomic: a good CQE's byte count is the bytes read.
+    #[inline(always)]
+    pub(crate) fn reads(self) -> bool {
+        (self.0 >> READS_SHIFT) & 1 == 1
+    }
 }
 
 /// Receive queue tracking: wr_id and posted length per WQE, counters.
@@ -162,4 +246,33 @@ pub(crate) fn write_recv(base: *mut u8, max: usize, sgl: &[Sge]) -> Result<u64, 
         }
     }
     Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the poller reads back is what the poster recorded, and each send opcode brings
+    /// its work completion opcode and whether the CQE's byte count is the bytes read.
+    #[test]
+    fn sent_wqe_reads_back_what_was_recorded() {
+        let cases = [
+            (SendOpcode::Send, WcOpcode::Send, false),
+            (SendOpcode::SendImm, WcOpcode::Send, false),
+            (SendOpcode::SendInval, WcOpcode::Send, false),
+            (SendOpcode::RdmaWrite, WcOpcode::RdmaWrite, false),
+            (SendOpcode::RdmaWriteImm, WcOpcode::RdmaWrite, false),
+            (SendOpcode::RdmaRead, WcOpcode::RdmaRead, true),
+            (SendOpcode::AtomicCs, WcOpcode::CompSwap, true),
+            (SendOpcode::AtomicFa, WcOpcode::FetchAdd, true),
+        ];
+        let slot = SqSlot::default();
+        for (op, wc_op, reads) in cases {
+            slot.record(SentWqe::new(0xFFFE, 0x0001, op));
+            let w = slot.sent();
+            assert_eq!((w.index(), w.next()), (0xFFFE, 0x0001), "{op:?}");
+            assert_eq!(w.opcode(), op.raw(), "{op:?}");
+            assert_eq!((w.wc_opcode(), w.reads()), (wc_op, reads), "{op:?}");
+        }
+    }
 }

@@ -47,6 +47,114 @@ pub struct FieldDesc {
     pub kind: FieldKind,
 }
 
+impl FieldDesc {
+    /// The field called `name` in `fields` (a layout's [`PrmLayout::FIELDS`]). A `const fn`,
+    /// so that code reading a structure through raw pointers (a CQE in a ring the device
+    /// writes) takes each offset from the layout at compile time instead of restating it;
+    /// a name the layout lacks panics (a compile error in a `const`).
+    ///
+    /// ```
+    /// use rnic_hw_regs::{cqe::Cqe64, FieldDesc, PrmLayout};
+    ///
+    /// const QPN: FieldDesc = FieldDesc::named(Cqe64::FIELDS, "qpn");
+    /// assert_eq!((QPN.bit_offset, QPN.bit_width), (0x38 * 8 + 8, 24));
+    /// ```
+    pub const fn named(fields: &[FieldDesc], name: &str) -> FieldDesc {
+        let mut i = 0;
+        while i < fields.len() {
+            if str_eq(fields[i].name, name) {
+                return fields[i];
+            }
+            i += 1;
+        }
+        panic!("the layout has no field of that name");
+    }
+
+    /// Where this bit field sits in the one big-endian dword that holds it (panics when the
+    /// field is not a bit field or straddles two dwords; a compile error in a `const`).
+    ///
+    /// ```
+    /// use rnic_hw_regs::{cqe::Cqe64, DwordField, FieldDesc, PrmLayout};
+    ///
+    /// // wqe_counter is DW@0x3C [31:16].
+    /// const W: DwordField = FieldDesc::named(Cqe64::FIELDS, "wqe_counter").dword();
+    /// assert_eq!(W, DwordField { byte: 0x3C, shift: 16, mask: 0xFFFF });
+    /// assert_eq!(W.extract(0xBEEF_0033), 0xBEEF);
+    /// ```
+    pub const fn dword(self) -> DwordField {
+        assert!(
+            matches!(self.kind, FieldKind::Bits),
+            "only bit fields are read as a dword"
+        );
+        let first = self.bit_offset % 32;
+        assert!(
+            self.bit_width >= 1 && first + self.bit_width <= 32,
+            "the field is not inside one dword"
+        );
+        DwordField {
+            byte: self.bit_offset / 32 * 4,
+            shift: (32 - first - self.bit_width) as u32,
+            mask: if self.bit_width == 32 {
+                u32::MAX
+            } else {
+                (1u32 << self.bit_width) - 1
+            },
+        }
+    }
+}
+
+/// `str` equality (`==` on `str` is not `const`).
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// A bit field as one read of its big-endian dword: the dword's byte offset, then the
+/// value is `(dword >> shift) & mask` ([`FieldDesc::dword`] derives it from a layout).
+///
+/// ```
+/// use rnic_hw_regs::DwordField;
+///
+/// // DW@0x38 [23:0]: the low 24 bits of the dword at byte 0x38.
+/// let qpn = DwordField { byte: 0x38, shift: 0, mask: 0xFF_FFFF };
+/// assert_eq!(qpn.extract(0x0A00_0123), 0x123);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DwordField {
+    /// Byte offset of the (4-byte aligned) dword in the layout.
+    pub byte: usize,
+    /// Right shift that brings the field's least significant bit to bit 0.
+    pub shift: u32,
+    /// Mask of the field's width, applied after the shift.
+    pub mask: u32,
+}
+
+impl DwordField {
+    /// The field's value in `dword` (the host-order value of the big-endian dword at
+    /// [`Self::byte`]).
+    ///
+    /// ```
+    /// use rnic_hw_regs::DwordField;
+    ///
+    /// let send_opcode = DwordField { byte: 0x38, shift: 24, mask: 0xFF };
+    /// assert_eq!(send_opcode.extract(0x0A00_0123), 0x0A);
+    /// ```
+    #[inline(always)]
+    pub const fn extract(self, dword: u32) -> u32 {
+        (dword >> self.shift) & self.mask
+    }
+}
+
 /// A fixed-size structure that crosses the PCI bus, declared with `prm_layout!`.
 ///
 /// Code generic over layouts can size buffers and walk fields:

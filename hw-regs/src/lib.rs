@@ -39,4 +39,4 @@ pub mod status;
 pub mod wqe;
 
 pub use bus::{Bus, BusError, DmaRegion};
-pub use layout::{FieldDesc, FieldKind, FieldValue, PrmLayout};
+pub use layout::{DwordField, FieldDesc, FieldKind, FieldValue, PrmLayout};
