@@ -160,6 +160,17 @@ impl AsyncCompletionChannel {
             .await
     }
 
+    /// Refuses a CQ of another channel.
+    pub(crate) fn check_cq(&self, cq: &CompletionQueue) -> Result<()> {
+        if cq.channel().map(CompletionChannel::fd) != Some(self.channel().fd()) {
+            return Err(Error::invalid(
+                "ibv_poll_cq",
+                "an async wait needs the CQ's own completion channel",
+            ));
+        }
+        Ok(())
+    }
+
     /// The next event (of `want`, or of any CQ), without waiting: first the events kept
     /// aside, then the channel's. Events of other CQs are kept aside and the other waiters
     /// woken.
@@ -230,12 +241,7 @@ impl CompletionQueue {
         channel: &AsyncCompletionChannel,
         wc: &mut [WorkCompletion],
     ) -> Result<usize> {
-        if self.channel().map(CompletionChannel::fd) != Some(channel.channel().fd()) {
-            return Err(Error::invalid(
-                "ibv_poll_cq",
-                "poll_async needs the CQ's own completion channel",
-            ));
-        }
+        channel.check_cq(self)?;
         if wc.is_empty() {
             return Ok(0);
         }

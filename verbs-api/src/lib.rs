@@ -62,11 +62,12 @@
 //! # Async (feature `tokio`)
 //!
 //! With the `tokio` feature (off by default), completion channels and asynchronous events
-//! are awaited in tokio's reactor instead of blocking a thread:
-//! `AsyncCompletionChannel` (an awaited `ibv_get_cq_event`), `CompletionQueue::poll_async`
-//! (poll, arm, re-poll, await the event, in one call) and `AsyncEvents` (an awaited
-//! `ibv_get_async_event`). `examples/async_pingpong.rs` bounces SENDs between the emulated
-//! pair with them. Without the feature the crate does not depend on tokio.
+//! are awaited in tokio's reactor instead of blocking a thread: `AsyncCompletionChannel`
+//! (an awaited `ibv_get_cq_event`), `CompletionQueue::poll_async` (poll, arm, re-poll,
+//! await the event, in one call), `CompletionQueue::completions` (a `Stream` of them) and
+//! `AsyncEvents` (an awaited `ibv_get_async_event`). `examples/async_pingpong.rs` bounces
+//! SENDs between the emulated pair with them. Without the feature the crate does not
+//! depend on tokio.
 //!
 //! # What the types rule out
 //!
@@ -128,6 +129,8 @@ mod async_cq;
 mod async_event;
 #[cfg(feature = "tokio")]
 mod async_fd;
+#[cfg(feature = "tokio")]
+mod async_stream;
 mod connect;
 mod context;
 mod cq;
@@ -150,6 +153,8 @@ pub use ah::{AddressHandle, AhAttr, MAX_SL};
 pub use async_cq::AsyncCompletionChannel;
 #[cfg(feature = "tokio")]
 pub use async_event::AsyncEvents;
+#[cfg(feature = "tokio")]
+pub use async_stream::Completions;
 pub use connect::{
     ConnectOptions, DEFAULT_PORT, DEFAULT_QKEY, Endpoint, PINGPONG_LEN, WIRE_LEN, connect_pair,
     connect_qp, tcp_client, tcp_server, tcp_server_on,
