@@ -36,8 +36,8 @@
 //! # }
 //! ```
 
-use crate::async_fd::Readiness;
-use crate::cq::CqInner;
+use crate::async_fd::{PerObject, Readiness, Waiters};
+use crate::cq::{ChanInner, CqInner};
 use crate::error::{Error, Result};
 use crate::{CompletionChannel, CompletionQueue, WorkCompletion};
 use std::collections::VecDeque;
@@ -49,17 +49,29 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What every async handle of one channel shares.
+#[derive(Debug, Default)]
+struct ChannelState {
+    /// Events taken from the channel by a task that waited for another CQ.
+    kept: Mutex<VecDeque<Weak<CqInner>>>,
+    waiters: Arc<Waiters>,
+}
+
+/// Each channel's [`ChannelState`], while an async handle of it lives.
+static CHANNELS: PerObject<ChanInner, ChannelState> = PerObject::new();
+
 #[derive(Debug)]
 struct Shared {
     chan: CompletionChannel,
+    // This handle's registration with its runtime's reactor.
     readiness: Readiness,
-    /// Events taken from the channel by a task that waited for another CQ.
-    kept: Mutex<VecDeque<Weak<CqInner>>>,
+    state: Arc<ChannelState>,
 }
 
 /// A [`CompletionChannel`] that tokio tasks await (`struct ibv_comp_channel` whose fd sits in
-/// the runtime's reactor): a cheap handle (an `Arc` inside); clones share the events kept
-/// aside for other CQs.
+/// the runtime's reactor): a cheap handle (an `Arc` inside). All async handles of one
+/// channel (clones, and those of other `new` calls) share the events kept aside for other
+/// CQs, and wake each other's waiting tasks.
 ///
 /// Made inside a tokio runtime with IO enabled (`enable_io`).
 ///
@@ -100,12 +112,13 @@ impl AsyncCompletionChannel {
     /// # Ok(()) }
     /// ```
     pub fn new(channel: &CompletionChannel) -> Result<AsyncCompletionChannel> {
-        let readiness = Readiness::new(channel.as_fd(), "ibv_get_cq_event")?;
+        let state = CHANNELS.get_or_make(&channel.inner, || Ok(ChannelState::default()))?;
+        let readiness = Readiness::new(channel.as_fd(), state.waiters.clone(), "ibv_get_cq_event")?;
         Ok(AsyncCompletionChannel {
             shared: Arc::new(Shared {
                 chan: channel.clone(),
                 readiness,
-                kept: Mutex::new(VecDeque::new()),
+                state,
             }),
         })
     }
@@ -177,7 +190,7 @@ impl AsyncCompletionChannel {
     fn take(&self, want: Option<&Arc<CqInner>>) -> Result<Option<CompletionQueue>> {
         let wanted = |w: &Weak<CqInner>| want.is_none_or(|c| std::ptr::eq(w.as_ptr(), &**c));
         {
-            let mut kept = lock(&self.shared.kept);
+            let mut kept = lock(&self.shared.state.kept);
             // Events of CQs dropped since are skipped (as the channel skips them).
             kept.retain(|w| w.strong_count() > 0);
             if let Some(i) = kept.iter().position(wanted) {
@@ -193,7 +206,7 @@ impl AsyncCompletionChannel {
             if want.is_none_or(|c| Arc::ptr_eq(&cq.inner, c)) {
                 return Ok(Some(cq));
             }
-            lock(&self.shared.kept).push_back(Arc::downgrade(&cq.inner));
+            lock(&self.shared.state.kept).push_back(Arc::downgrade(&cq.inner));
             self.shared.readiness.wake_all();
         }
     }
@@ -282,6 +295,12 @@ mod tests {
         recv_chan: AsyncCompletionChannel,
     }
 
+    /// A spawned wait's result, which must come within 10 s.
+    async fn within_10s<T>(task: tokio::task::JoinHandle<Result<T>>, what: &str) -> T {
+        let joined = tokio::time::timeout(Duration::from_secs(10), task).await;
+        joined.expect(what).unwrap().unwrap()
+    }
+
     /// Made inside the runtime (the channels register with its reactor).
     fn rig() -> Rig {
         let (a, b) = (
@@ -357,11 +376,7 @@ mod tests {
             assert!(!waiter.is_finished());
             r.qr.post_recv(&[RecvWr::new(1, &[])]).unwrap();
             r.qs.post_send(&[SendWr::send(1, &[])]).unwrap();
-            let cqn = tokio::time::timeout(Duration::from_secs(10), waiter)
-                .await
-                .expect("the event wakes the task")
-                .unwrap()
-                .unwrap();
+            let cqn = within_10s(waiter, "the event wakes the task").await;
             assert_eq!(cqn, r.recv_cq.cqn());
         });
     }
@@ -413,24 +428,50 @@ mod tests {
         });
     }
 
+    /// emu0's QP `qa` completes its SENDs on `cq1` and its receives on `cq2`, both CQs on
+    /// one channel; `qb` on emu1 (CQ `cb`, no channel) is its peer.
+    struct SharedRig {
+        cq1: CompletionQueue,
+        cq2: CompletionQueue,
+        cb: CompletionQueue,
+        qa: QueuePair,
+        qb: QueuePair,
+    }
+
+    fn shared_rig(chan: &CompletionChannel, cqe: u32) -> SharedRig {
+        let a = chan.context();
+        let b = Context::open("emu1").unwrap();
+        let cq1 = a.create_cq(cqe, Some(chan)).unwrap();
+        let cq2 = a.create_cq(cqe, Some(chan)).unwrap();
+        let cb = b.create_cq(cqe, None).unwrap();
+        let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+        let qa = pa.create_qp(QpType::Rc, &cq1, &cq2).build().unwrap();
+        let qb = pb.create_qp(QpType::Rc, &cb, &cb).build().unwrap();
+        connect_pair(&qa, &qb, &ConnectOptions::default()).unwrap();
+        SharedRig {
+            cq1,
+            cq2,
+            cb,
+            qa,
+            qb,
+        }
+    }
+
     #[test]
     fn cqs_sharing_a_channel_each_get_their_events() {
-        let (a, b) = (
-            Context::open("emu0").unwrap(),
-            Context::open("emu1").unwrap(),
-        );
+        let a = Context::open("emu0").unwrap();
         let rt = runtime();
         rt.block_on(async {
             let chan = AsyncCompletionChannel::new(&a.create_comp_channel().unwrap()).unwrap();
-            // emu0's QP sends on cq1 and receives on cq2, both on one channel.
-            let cq1 = a.create_cq(8, Some(chan.channel())).unwrap();
-            let cq2 = a.create_cq(8, Some(chan.channel())).unwrap();
-            let cb = b.create_cq(8, None).unwrap();
-            let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
-            let qa = pa.create_qp(QpType::Rc, &cq1, &cq2).build().unwrap();
-            let qb = pb.create_qp(QpType::Rc, &cb, &cb).build().unwrap();
-            connect_pair(&qa, &qb, &ConnectOptions::default()).unwrap();
-            let (c2, ch2) = (cq2.clone(), chan.clone());
+            let SharedRig {
+                cq1, cq2, qa, qb, ..
+            } = shared_rig(chan.channel(), 8);
+            // The receiving task waits through a handle of its own (events kept aside by
+            // one handle are the other's too).
+            let (c2, ch2) = (
+                cq2.clone(),
+                AsyncCompletionChannel::new(chan.channel()).unwrap(),
+            );
             let recv = tokio::spawn(async move {
                 let mut wc = [WorkCompletion::default(); 2];
                 c2.poll_async(&ch2, &mut wc)
@@ -449,12 +490,102 @@ mod tests {
                 .unwrap();
             assert_eq!((n, wc[0].wr_id()), (1, 1));
             qb.post_send(&[SendWr::send(3, &[])]).unwrap();
-            let got = tokio::time::timeout(Duration::from_secs(10), recv)
-                .await
-                .expect("the receive completion")
-                .unwrap()
-                .unwrap();
+            let got = within_10s(recv, "the receive completion").await;
             assert_eq!(got, (1, 2));
+        });
+    }
+
+    #[test]
+    fn tasks_of_a_multi_thread_runtime_share_a_channel_across_many_messages() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let _in_rt = rt.enter();
+        let a = Context::open("emu0").unwrap();
+        let chan = AsyncCompletionChannel::new(&a.create_comp_channel().unwrap()).unwrap();
+        let SharedRig {
+            cq1,
+            cq2,
+            cb,
+            qa,
+            qb,
+        } = shared_rig(chan.channel(), 64);
+        const ROUNDS: u64 = 15;
+        const PER: usize = 20;
+        let count = |cq: &CompletionQueue| {
+            let (cq, chan) = (cq.clone(), chan.clone());
+            tokio::spawn(async move {
+                let mut wc = [WorkCompletion::default(); 8];
+                let mut ids = Vec::new();
+                while ids.len() < PER {
+                    let n = cq.poll_async(&chan, &mut wc).await.unwrap();
+                    ids.extend(wc[..n].iter().map(|w| (w.wr_id(), w.status())));
+                }
+                ids
+            })
+        };
+        rt.block_on(async {
+            for round in 0..ROUNDS {
+                let ids: Vec<u64> = (0..PER as u64).map(|i| round * 100 + i).collect();
+                let (sends, recvs) = (count(&cq1), count(&cq2));
+                let recv: Vec<_> = ids.iter().map(|&i| RecvWr::new(i, &[])).collect();
+                qa.post_recv(&recv).unwrap();
+                qb.post_recv(&recv).unwrap();
+                let send: Vec<_> = ids
+                    .iter()
+                    .map(|&i| SendWr::send(i, &[]).signaled())
+                    .collect();
+                qa.post_send(&send).unwrap();
+                qb.post_send(&send).unwrap();
+                let ok: Vec<_> = ids.iter().map(|&i| (i, WcStatus::Success)).collect();
+                let wait = Duration::from_secs(10);
+                let sent = tokio::time::timeout(wait, sends).await.expect("sends");
+                let received = tokio::time::timeout(wait, recvs).await.expect("receives");
+                assert_eq!(sent.unwrap(), ok, "round {round}");
+                assert_eq!(received.unwrap(), ok, "round {round}");
+                // emu1's completions: 2 * PER per round (its receives and its SENDs).
+                let mut wc = [WorkCompletion::default(); 2 * PER];
+                assert_eq!(cb.poll_blocking(&mut wc, wait).unwrap(), 2 * PER);
+            }
+        });
+    }
+
+    #[test]
+    fn an_event_kept_aside_by_one_handle_is_taken_through_another() {
+        let a = Context::open("emu0").unwrap();
+        let rt = runtime();
+        rt.block_on(async {
+            let chan = a.create_comp_channel().unwrap();
+            let h1 = AsyncCompletionChannel::new(&chan).unwrap();
+            let h2 = AsyncCompletionChannel::new(&chan).unwrap();
+            let SharedRig {
+                cq1, cq2, qa, qb, ..
+            } = shared_rig(&chan, 8);
+            cq2.req_notify(false).unwrap();
+            // A task waits for cq1 through h1; cq2's event reaches it first and is kept.
+            let c1 = cq1.clone();
+            let waiter = tokio::spawn(async move {
+                let mut wc = [WorkCompletion::default(); 2];
+                c1.poll_async(&h1, &mut wc)
+                    .await
+                    .map(|n| (n, wc[0].wr_id()))
+            });
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            qa.post_recv(&[RecvWr::new(2, &[])]).unwrap();
+            qb.post_send(&[SendWr::send(3, &[])]).unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(!waiter.is_finished());
+            let ev = tokio::time::timeout(Duration::from_secs(10), h2.get_cq_event())
+                .await
+                .expect("cq2's event, through the other handle")
+                .unwrap();
+            assert_eq!(ev.cqn(), cq2.cqn());
+            qb.post_recv(&[RecvWr::new(9, &[])]).unwrap();
+            qa.post_send(&[SendWr::send(1, &[]).signaled()]).unwrap();
+            let got = within_10s(waiter, "cq1's completion").await;
+            assert_eq!(got, (1, 1));
         });
     }
 }

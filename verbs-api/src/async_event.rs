@@ -12,24 +12,20 @@
 //!
 //! Events are the context's: the blocking and the async verb take from the same queue.
 
-use crate::async_fd::Readiness;
+use crate::async_fd::{PerObject, Readiness, Waiters};
 use crate::context::DeviceHandle;
 use crate::cq::{consume_irq_signal, new_eventfd, spawn_bridge};
 use crate::error::Result;
 use crate::{AsyncEvent, Context};
 use rnic_hw_regs::Bus;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The HCA's event queue's interrupt vector (`EventQueue::create`'s `intr`).
 const ASYNC_VECTOR: u16 = 0;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The fd that becomes readable when vector 0 fires, one per open device.
 struct EventFd {
@@ -39,6 +35,8 @@ struct EventFd {
     raw_fd: RawFd,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// The tasks waiting for the device's events, through any handle.
+    waiters: Arc<Waiters>,
 }
 
 impl std::fmt::Debug for EventFd {
@@ -60,29 +58,24 @@ impl Drop for EventFd {
 }
 
 /// Each open device's [`EventFd`], while an [`AsyncEvents`] of it lives.
-static EVENT_FDS: Mutex<Vec<(Weak<DeviceHandle>, Weak<EventFd>)>> = Mutex::new(Vec::new());
+static EVENT_FDS: PerObject<DeviceHandle, EventFd> = PerObject::new();
 
 impl EventFd {
     /// The device's fd, made on first use.
     fn of(ctx: &Context) -> Result<Arc<EventFd>> {
-        let mut fds = lock(&EVENT_FDS);
-        fds.retain(|(d, f)| d.strong_count() > 0 && f.strong_count() > 0);
-        let me = Arc::as_ptr(&ctx.inner);
-        if let Some(f) = fds
-            .iter()
-            .find(|(d, _)| std::ptr::eq(d.as_ptr(), me))
-            .and_then(|(_, f)| f.upgrade())
-        {
-            return Ok(f);
-        }
+        EVENT_FDS.get_or_make(&ctx.inner, || EventFd::make(ctx))
+    }
+
+    fn make(ctx: &Context) -> Result<EventFd> {
         let bus = ctx.hca().bus().clone();
-        let fd = match bus.irq_fd(ASYNC_VECTOR) {
+        Ok(match bus.irq_fd(ASYNC_VECTOR) {
             Some(fd) => EventFd {
                 bus,
                 own_fd: None,
                 raw_fd: fd,
                 stop: Arc::new(AtomicBool::new(false)),
                 thread: None,
+                waiters: Arc::default(),
             },
             None => {
                 let owned = new_eventfd("ibv_get_async_event")?;
@@ -96,12 +89,10 @@ impl EventFd {
                     raw_fd: raw,
                     stop,
                     thread: Some(thread),
+                    waiters: Arc::default(),
                 }
             }
-        };
-        let fd = Arc::new(fd);
-        fds.push((Arc::downgrade(&ctx.inner), Arc::downgrade(&fd)));
-        Ok(fd)
+        })
     }
 
     fn as_fd(&self) -> BorrowedFd<'_> {
@@ -172,7 +163,7 @@ impl AsyncEvents {
     /// ```
     pub fn new(ctx: &Context) -> Result<AsyncEvents> {
         let fd = EventFd::of(ctx)?;
-        let readiness = Readiness::new(fd.as_fd(), "ibv_get_async_event")?;
+        let readiness = Readiness::new(fd.as_fd(), fd.waiters.clone(), "ibv_get_async_event")?;
         Ok(AsyncEvents {
             inner: Arc::new(Inner {
                 readiness,

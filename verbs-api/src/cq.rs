@@ -90,7 +90,7 @@ impl Drop for ChanInner {
 /// ```
 #[derive(Clone, Debug)]
 pub struct CompletionChannel {
-    inner: Arc<ChanInner>,
+    pub(crate) inner: Arc<ChanInner>,
 }
 
 impl CompletionChannel {
