@@ -233,6 +233,9 @@ mod tests {
         let doc_fixture::Pair { b, qa, qb, .. } = doc_fixture::Pair::connected().unwrap();
         runtime().block_on(async {
             let events = AsyncEvents::new(&b).unwrap();
+            // A wait cancelled by a timeout first: the event after it is not lost.
+            let early = tokio::time::timeout(Duration::from_millis(10), events.get_async_event());
+            assert!(early.await.is_err());
             let e2 = events.clone();
             let waiter = tokio::spawn(async move { e2.get_async_event().await });
             tokio::time::sleep(Duration::from_millis(20)).await;
