@@ -90,7 +90,7 @@ impl Drop for ChanInner {
 /// ```
 #[derive(Clone, Debug)]
 pub struct CompletionChannel {
-    inner: Arc<ChanInner>,
+    pub(crate) inner: Arc<ChanInner>,
 }
 
 impl CompletionChannel {
@@ -102,16 +102,8 @@ impl CompletionChannel {
         let (own_fd, raw_fd, bridge) = match bus.irq_fd(vector) {
             Some(fd) => (None, fd, None),
             None => {
-                // SAFETY: plain system call; the result is checked.
-                let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-                if fd < 0 {
-                    return Err(Error::Io {
-                        what: "ibv_create_comp_channel: eventfd".into(),
-                        source: std::io::Error::last_os_error(),
-                    });
-                }
-                // SAFETY: `fd` is a new descriptor that nothing else owns.
-                let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                let owned = new_eventfd("ibv_create_comp_channel")?;
+                let fd = owned.as_raw_fd();
                 let stop = Arc::new(AtomicBool::new(false));
                 let thread = spawn_bridge(bus, vector, fd, stop.clone())?;
                 (
@@ -252,35 +244,61 @@ impl CompletionChannel {
 
     /// Clears the fd's readiness.
     fn consume_signal(&self) -> Result<()> {
-        match &self.inner.own_fd {
-            Some(fd) => {
-                let mut v = 0u64;
-                // SAFETY: reads 8 bytes into `v` from our non-blocking eventfd.
-                let r = unsafe {
-                    libc::read(
-                        fd.as_raw_fd(),
-                        (&raw mut v).cast(),
-                        std::mem::size_of::<u64>(),
-                    )
-                };
-                if r < 0 {
-                    let e = std::io::Error::last_os_error();
-                    if e.kind() != std::io::ErrorKind::WouldBlock {
-                        return Err(Error::io("ibv_get_cq_event: reading the eventfd")(e));
-                    }
+        consume_irq_signal(
+            self.inner.own_fd.as_ref(),
+            &**self.inner.ctx.hca().bus(),
+            self.inner.chan.vector(),
+            "ibv_get_cq_event",
+        )
+    }
+}
+
+/// A new non-blocking eventfd, for a bridge thread to signal (`verb` names it in errors).
+pub(crate) fn new_eventfd(verb: &str) -> Result<OwnedFd> {
+    // SAFETY: plain system call; the result is checked.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(Error::Io {
+            what: format!("{verb}: eventfd"),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Clears the readiness of the fd of interrupt `vector`: our bridge's eventfd `own_fd`
+/// (non-blocking), or, with `None`, the bus's own eventfd.
+pub(crate) fn consume_irq_signal(
+    own_fd: Option<&OwnedFd>,
+    bus: &dyn Bus,
+    vector: u16,
+    verb: &str,
+) -> Result<()> {
+    match own_fd {
+        Some(fd) => {
+            let mut v = 0u64;
+            // SAFETY: reads 8 bytes into `v` from our non-blocking eventfd.
+            let r = unsafe {
+                libc::read(
+                    fd.as_raw_fd(),
+                    (&raw mut v).cast(),
+                    std::mem::size_of::<u64>(),
+                )
+            };
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::WouldBlock {
+                    return Err(Error::io(format!("{verb}: reading the eventfd"))(e));
                 }
             }
-            None => {
-                // The bus's eventfd: `wait_irq` with no wait consumes what has fired.
-                let bus = self.inner.ctx.hca().bus();
-                while bus
-                    .wait_irq(self.inner.chan.vector(), Duration::ZERO)
-                    .unwrap_or(false)
-                {}
-            }
         }
-        Ok(())
+        None => {
+            // The bus's eventfd: `wait_irq` with no wait consumes what has fired.
+            while bus.wait_irq(vector, Duration::ZERO).unwrap_or(false) {}
+        }
     }
+    Ok(())
 }
 
 impl AsRawFd for CompletionChannel {
@@ -316,7 +334,7 @@ fn wait_readable(fd: RawFd, timeout: Duration) -> Result<bool> {
     Ok(r > 0)
 }
 
-fn spawn_bridge(
+pub(crate) fn spawn_bridge(
     bus: Arc<dyn Bus>,
     vector: u16,
     fd: RawFd,

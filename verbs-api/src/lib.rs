@@ -59,6 +59,16 @@
 //!
 //! `examples/rc_pingpong.rs` and `examples/write_bw.rs` are larger programs on the same pair.
 //!
+//! # Async (feature `tokio`)
+//!
+//! With the `tokio` feature (off by default), completion channels and asynchronous events
+//! are awaited in tokio's reactor instead of blocking a thread: `AsyncCompletionChannel`
+//! (an awaited `ibv_get_cq_event`), `CompletionQueue::poll_async` (poll, arm, re-poll,
+//! await the event, in one call), `CompletionQueue::completions` (a `Stream` of them) and
+//! `AsyncEvents` (an awaited `ibv_get_async_event`). `examples/async_pingpong.rs` bounces
+//! SENDs between the emulated pair with them. Without the feature the crate does not
+//! depend on tokio.
+//!
 //! # What the types rule out
 //!
 //! These do not compile (checked as `compile_fail` doctests).
@@ -113,6 +123,14 @@
 //! ```
 
 mod ah;
+#[cfg(feature = "tokio")]
+mod async_cq;
+#[cfg(feature = "tokio")]
+mod async_event;
+#[cfg(feature = "tokio")]
+mod async_fd;
+#[cfg(feature = "tokio")]
+mod async_stream;
 mod connect;
 mod context;
 mod cq;
@@ -131,6 +149,12 @@ mod wc;
 mod wr;
 
 pub use ah::{AddressHandle, AhAttr, MAX_SL};
+#[cfg(feature = "tokio")]
+pub use async_cq::AsyncCompletionChannel;
+#[cfg(feature = "tokio")]
+pub use async_event::AsyncEvents;
+#[cfg(feature = "tokio")]
+pub use async_stream::Completions;
 pub use connect::{
     ConnectOptions, DEFAULT_PORT, DEFAULT_QKEY, Endpoint, PINGPONG_LEN, WIRE_LEN, connect_pair,
     connect_qp, tcp_client, tcp_server, tcp_server_on,
