@@ -354,6 +354,8 @@ pub struct Hca {
     caps: Option<Caps>,
     fw: FwVersion,
     mac: [u8; 6],
+    /// The port's Ethernet MTU (NIC vport context `mtu`), read at bring-up.
+    port_mtu: u16,
     gids: Vec<GidEntry>,
     special: SpecialContexts,
     uar: Option<Uar>,
@@ -483,6 +485,7 @@ impl Hca {
             caps: None,
             fw,
             mac: [0; 6],
+            port_mtu: 0,
             gids: Vec::new(),
             special: SpecialContexts::default(),
             uar: None,
@@ -566,6 +569,7 @@ impl Hca {
             .cmdq
             .exec(&QueryNicVportContextIn::new_cmd(), &[], &mut [])?;
         self.mac = q.nic_vport_context().permanent_address().mac();
+        self.port_mtu = q.nic_vport_context().mtu();
 
         let uar = Uar::alloc(&self.cmdq, bus)?;
         self.res().uar = Some(uar);
@@ -863,6 +867,20 @@ impl Hca {
     /// ```
     pub fn mac(&self) -> [u8; 6] {
         self.mac
+    }
+
+    /// The port's Ethernet MTU (the NIC vport context's `mtu` at bring-up); its active RoCE
+    /// MTU is [`Mtu::for_ethernet`](crate::qp::Mtu::for_ethernet) of it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert_eq!(hca.port_mtu(), 1500); // the default profile: a standard Ethernet port
+    /// # Ok(()) }
+    /// ```
+    pub fn port_mtu(&self) -> u16 {
+        self.port_mtu
     }
 
     /// The GID entries programmed (index 0 link-local, index 1 the IPv4 address if

@@ -228,6 +228,20 @@ impl Mtu {
         })
     }
 
+    /// The largest path MTU a RoCE port with Ethernet MTU `eth_mtu` carries (the port's
+    /// `active_mtu`, as Linux's `iboe_get_mtu` gives mlx5 ports theirs):
+    /// [`rnic_hw_regs::roce::roce_mtu_code`]; `None` below 256.
+    ///
+    /// ```
+    /// use rnic_driver::qp::Mtu;
+    /// assert_eq!(Mtu::for_ethernet(1500), Some(Mtu::Mtu1024)); // a standard Ethernet port
+    /// assert_eq!(Mtu::for_ethernet(9000), Some(Mtu::Mtu4096)); // jumbo frames
+    /// assert_eq!(Mtu::for_ethernet(300), None);
+    /// ```
+    pub const fn for_ethernet(eth_mtu: u32) -> Option<Mtu> {
+        Mtu::from_code(rnic_hw_regs::roce::roce_mtu_code(eth_mtu))
+    }
+
     /// The MTU of an `enum ibv_mtu` / QPC `mtu` code (1..=5).
     ///
     /// ```

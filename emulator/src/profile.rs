@@ -63,6 +63,10 @@ pub struct Profile {
     pub first_qpn: u32,
     /// Largest path MTU the port supports (IB enum: 5 = 4096).
     pub max_mtu: u8,
+    /// The port's Ethernet MTU at power-on (the NIC vport context's `mtu`; the host may
+    /// change it with MODIFY_NIC_VPORT_CONTEXT): 1500, a standard Ethernet port, whose
+    /// active RoCE MTU is 1024. A jumbo-frame port (9000) has an active MTU of 4096.
+    pub port_mtu: u16,
     /// The firmware image's parameter-set ID (QUERY_ADAPTER `vsd_contd_psid`).
     pub psid: &'static str,
     /// Whether the device supports `atomic_req_8B_endianness_mode` 1 (8-byte atomic
@@ -119,6 +123,7 @@ impl Profile {
             first_qpn: 0x100,
             gid_table_size: 256,
             max_mtu: 5,
+            port_mtu: 1500,
             psid: "MT_2430110027",
             atomic_endianness_mode_1: false,
             max_fw_pages: 1 << 20,

@@ -82,3 +82,34 @@ pub const fn rdma_get_udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
     };
     rdma_flow_label_to_udp_sport(fl)
 }
+
+/// Bytes of an Ethernet MTU a RoCE packet's headers may take beyond its payload, the most
+/// any packet has: the IP header counted as a GRH (40), UDP 8, BTH 12, XRC 4, AtomicETH 28
+/// and ICRC 4, as Linux's `iboe_get_mtu` reserves for mlx5 ports (rxe reserves 80).
+///
+/// ```
+/// assert_eq!(rnic_hw_regs::roce::ROCE_MTU_HEADROOM, 96);
+/// ```
+pub const ROCE_MTU_HEADROOM: u32 = 40 + 8 + 12 + 4 + 28 + 4;
+
+/// The IB MTU code (1 = 256 .. 5 = 4096) of the largest path MTU a port with Ethernet MTU
+/// `eth_mtu` carries, 0 if not even 256: what the port reports as its `active_mtu`, and the
+/// payload limit of a UD datagram on it.
+///
+/// ```
+/// use rnic_hw_regs::roce::roce_mtu_code;
+///
+/// assert_eq!(roce_mtu_code(1500), 3); // 1024: a standard Ethernet port
+/// assert_eq!(roce_mtu_code(9000), 5); // 4096: jumbo frames
+/// assert_eq!(roce_mtu_code(2048 + 96), 4);
+/// assert_eq!(roce_mtu_code(2048 + 95), 3);
+/// assert_eq!(roce_mtu_code(300), 0);
+/// ```
+pub const fn roce_mtu_code(eth_mtu: u32) -> u8 {
+    let room = eth_mtu.saturating_sub(ROCE_MTU_HEADROOM);
+    let mut code = 5;
+    while code > 0 && (128u32 << code) > room {
+        code -= 1;
+    }
+    code
+}

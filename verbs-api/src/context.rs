@@ -250,14 +250,14 @@ impl Context {
                     }
                 };
                 drop(stash);
-                open_emulated(&key, ip, mine, &opts.emu)?
+                open_emulated(&key, ip, mine, JUMBO_MTU, &opts.emu)?
             }
             DeviceName::EmuUdp(ip) => {
                 let link = UdpLink::bind(ip).map_err(|e| Error::NoSuchDevice {
                     name: key.clone(),
                     why: format!("UDP link: {e}"),
                 })?;
-                open_emulated(&key, ip, link, &opts.emu)?
+                open_emulated(&key, ip, link, ETHERNET_MTU, &opts.emu)?
             }
             DeviceName::Mlx5Index(_) | DeviceName::Pci(_) => open_vfio(&key, opts, sysfs)?,
         };
@@ -312,7 +312,8 @@ impl Context {
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
     /// # let ctx = Context::open("emu0")?;
     /// let port = ctx.query_port(1)?;
-    /// assert_eq!((port.state, port.active_mtu), (PortState::Active, Mtu::Mtu1024));
+    /// // emu0 and emu1 are joined by a jumbo-frame link: an active MTU of 4096.
+    /// assert_eq!((port.state, port.active_mtu), (PortState::Active, Mtu::Mtu4096));
     /// assert!(ctx.query_port(2).is_err()); // one port
     /// # Ok(()) }
     /// ```
@@ -693,14 +694,24 @@ fn check_port(verb: &'static str, port: u8) -> Result<()> {
     }
 }
 
+/// The Ethernet MTU of an emulated port on the in-process pair: the link is a jumbo-frame
+/// wire (nothing on it limits a frame to 1500 bytes), so the port's active MTU is 4096.
+const JUMBO_MTU: u16 = 9000;
+
+/// The Ethernet MTU of an emulated port on the UDP link: a standard Ethernet port (what rxe
+/// on a 1500-byte netdev has), active MTU 1024.
+const ETHERNET_MTU: u16 = 1500;
+
 fn open_emulated<L: Link + 'static>(
     name: &str,
     ip: Ipv4Addr,
     link: L,
+    port_mtu: u16,
     opts: &crate::EmuOptions,
 ) -> Result<DeviceHandle> {
     let profile = Profile {
         mac: emulated_mac(ip),
+        port_mtu,
         ..Profile::default()
     };
     let part = profile.pci_device_id;
@@ -820,7 +831,10 @@ impl DeviceHandle {
         let port = PortAttr {
             state: PortState::Active,
             max_mtu: Mtu::Mtu4096,
-            active_mtu: Mtu::Mtu1024,
+            // As mlx5 and rxe report it: the largest IB MTU the Ethernet MTU carries.
+            active_mtu: Mtu::for_ethernet(u32::from(hca.port_mtu()))
+                .unwrap_or(Mtu::Mtu256)
+                .min(Mtu::Mtu4096),
             gid_tbl_len,
             max_msg_sz: p2(g.log_max_msg()),
             pkey_tbl_len: rnic_driver::qp::PKEY_TABLE_LEN,

@@ -525,15 +525,17 @@ impl fmt::Display for LinkLayer {
 
 /// What `ibv_query_port` answers (`struct ibv_port_attr`).
 ///
-/// `active_mtu` is 1024 on emulated ports: what rxe and mlx5 report on a netdev of MTU 1500
-/// (the path MTU that fits a standard Ethernet frame), so emulated devices interoperate with
-/// rxe peers out of the box; `max_mtu` is 4096, and a QP may use any path MTU up to it.
+/// `active_mtu` is what mlx5 and rxe report: the largest IB MTU the port's Ethernet MTU
+/// carries ([`crate::Mtu::for_ethernet`]). An emulated device on the UDP link (`emu:<IPv4>`)
+/// is a standard Ethernet port (1500: active MTU 1024, what rxe on a 1500-byte netdev has, so
+/// it interoperates with rxe peers out of the box); `emu0` and `emu1` are joined by an
+/// in-process link modelled as a jumbo-frame wire (9000: active MTU 4096). `max_mtu` is 4096.
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
 /// # let ctx = Context::open("emu0")?;
 /// let p: PortAttr = ctx.query_port(1)?;
-/// assert_eq!((p.max_mtu, p.active_mtu), (Mtu::Mtu4096, Mtu::Mtu1024));
+/// assert_eq!((p.max_mtu, p.active_mtu), (Mtu::Mtu4096, Mtu::Mtu4096));
 /// assert_eq!((p.lid, p.link_layer), (0, LinkLayer::Ethernet)); // RoCE: no LIDs
 /// assert!(p.gid_tbl_len >= ctx.gid_table().len() as u32);
 /// # Ok(()) }

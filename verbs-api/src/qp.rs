@@ -821,8 +821,8 @@ impl QueuePair {
     /// qp.to_rtr(&RtrAttr::default())?;
     /// qp.to_rts(&RtsAttr::default())?;
     /// let ah = pd.create_ah(&AhAttr::new(ctx.query_gid(1, 1)?, 1))?;
-    /// let big = pd.reg_mr(4096, AccessFlags::LOCAL_WRITE)?; // beyond the port MTU
-    /// let sgl = [big.sge(0, 4096)?];
+    /// let big = pd.reg_mr(8192, AccessFlags::LOCAL_WRITE)?; // beyond the port MTU (4096)
+    /// let sgl = [big.sge(0, 8192)?];
     /// qp.post_send(&[SendWr::send(1, &sgl).ud(&ah, qp.qp_num(), DEFAULT_QKEY).signaled()])?;
     /// let mut wc = [WorkCompletion::default(); 1];
     /// assert_eq!(cq.poll_blocking(&mut wc, t)?, 1);

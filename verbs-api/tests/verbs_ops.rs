@@ -80,7 +80,11 @@ fn device_port_and_gid_queries() {
     assert_eq!(p.state, PortState::Active);
     assert_eq!(p.state.to_string(), "PORT_ACTIVE (4)");
     assert_eq!(p.max_mtu, Mtu::Mtu4096);
-    assert_eq!(p.active_mtu, Mtu::Mtu1024);
+    // emu1 is on the in-process pair, a jumbo-frame link; a UDP-link device is a 1500-byte
+    // Ethernet port.
+    assert_eq!(p.active_mtu, Mtu::Mtu4096);
+    let udp = Context::open("emu:127.0.3.9").unwrap();
+    assert_eq!(udp.query_port(1).unwrap().active_mtu, Mtu::Mtu1024);
     assert_eq!(p.link_layer, LinkLayer::Ethernet);
     assert!(p.gid_tbl_len >= 2);
     assert_eq!(p.mac, [0x02, 0x52, 192, 0, 2, 2]);
@@ -436,7 +440,13 @@ fn query_qp_reports_the_connection(d: Devs) {
     assert_eq!(q.qp_state, QpState::Rts);
     assert_eq!(q.qp_num, a.qp.qp_num());
     assert_eq!(q.dest_qp_num, b.qp.qp_num());
-    assert_eq!(q.path_mtu, Some(Mtu::Mtu1024));
+    // connect_pair's path MTU is the port's active MTU: 4096 in-process, 1024 over UDP.
+    let want = if d == INPROC {
+        Mtu::Mtu4096
+    } else {
+        Mtu::Mtu1024
+    };
+    assert_eq!(q.path_mtu, Some(want));
     assert_eq!(
         (q.timeout, q.retry_cnt, q.rnr_retry, q.min_rnr_timer),
         (14, 7, 7, 12)

@@ -10,8 +10,9 @@ use rnic_verbs::*;
 #[test]
 fn ud_send_beyond_the_mtu_moves_the_qp_to_sqe_not_err() {
     let (a, b) = pair(QpType::Ud);
-    let src = a.pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
-    src.write(0, &pattern(4096, 9)).unwrap();
+    // Room for a datagram beyond the largest MTU (emu0/emu1's active MTU is 4096).
+    let src = a.pd.reg_mr(8192, AccessFlags::LOCAL_WRITE).unwrap();
+    src.write(0, &pattern(8192, 9)).unwrap();
     let rbuf = a.pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let dst = b.pd.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let ah_b =

@@ -230,7 +230,7 @@ impl Resources {
             vport: Vport {
                 mac: profile.mac,
                 roce_en: false,
-                mtu: 1500,
+                mtu: profile.port_mtu,
                 admin_state: 2,
             },
         }

@@ -67,11 +67,10 @@ pub(crate) const fn mtu_bytes(code: u8) -> Option<u32> {
     }
 }
 
-/// The IB MTU code of the largest IB MTU that fits an Ethernet MTU with RoCE headers (as
-/// rxe: the netdev MTU minus 80).
+/// The IB MTU code of the largest IB MTU that fits Ethernet MTU `eth_mtu` with RoCE headers
+/// ([`rnic_hw_regs::roce::roce_mtu_code`], the driver's `active_mtu` too), at least 1 (256).
 pub(crate) fn port_mtu_code(eth_mtu: u16) -> u8 {
-    let room = u32::from(eth_mtu).saturating_sub(80);
-    (1..=5u8).rev().find(|&c| 128 << c <= room).unwrap_or(1)
+    rnic_hw_regs::roce::roce_mtu_code(u32::from(eth_mtu)).max(1)
 }
 
 /// Error returned while building a frame: the WQE fails with this syndrome.
