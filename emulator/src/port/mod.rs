@@ -95,6 +95,12 @@ impl Port {
         }
     }
 
+    /// Whether a frame may leave without its ICRC: the link takes unsealed frames
+    /// ([`Link::takes_unsealed`]) and the port does not capture.
+    pub(crate) fn takes_unsealed(&self) -> bool {
+        self.capture.is_none() && self.link.takes_unsealed()
+    }
+
     /// The link's own next deadline (delayed frames).
     pub(crate) fn link_deadline(&self) -> Option<u64> {
         self.link.next_deadline_ns()

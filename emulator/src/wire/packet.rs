@@ -1098,6 +1098,28 @@ impl PacketRepr {
     /// assert!(matches!(read.emit(&mut buf, &[]), Err(WireError::HeaderMismatch { .. })));
     /// ```
     pub fn emit(&self, buffer: &mut [u8], payload: &[u8]) -> Result<usize, WireError> {
+        self.emit_frame(buffer, payload, true)
+    }
+
+    /// [`PacketRepr::emit`] without the ICRC: its four bytes are left zero. Only for a frame
+    /// nothing can observe before its receiver (an in-process link, no capture, no faults:
+    /// see [`crate::link::Link::takes_unsealed`]); whatever hands it on to an observer seals
+    /// it first ([`crate::wire::icrc::seal`]).
+    pub(crate) fn emit_unsealed(
+        &self,
+        buffer: &mut [u8],
+        payload: &[u8],
+    ) -> Result<usize, WireError> {
+        self.emit_frame(buffer, payload, false)
+    }
+
+    /// The frame of [`PacketRepr::emit`], its ICRC computed when `seal`.
+    fn emit_frame(
+        &self,
+        buffer: &mut [u8],
+        payload: &[u8],
+        seal: bool,
+    ) -> Result<usize, WireError> {
         let opcode = self.bth.opcode;
         if !self.ext.matches(opcode) {
             return Err(WireError::HeaderMismatch(opcode));
@@ -1154,7 +1176,11 @@ impl PacketRepr {
         self.ext.emit(&mut frame[ext_off..payload_off])?;
         frame[payload_off..pad_off].copy_from_slice(payload);
         frame[pad_off..icrc_off].fill(0);
-        let icrc = icrc::compute(&frame[ip_off..icrc_off])?;
+        let icrc = if seal {
+            icrc::compute(&frame[ip_off..icrc_off])?
+        } else {
+            0
+        };
         frame[icrc_off..icrc_off + ICRC_LEN].copy_from_slice(&icrc.to_le_bytes());
         frame[icrc_off + ICRC_LEN..].fill(0);
         Ok(frame_len)
