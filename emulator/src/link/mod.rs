@@ -19,9 +19,7 @@ pub(crate) mod pcap;
 pub mod udp;
 
 use std::fmt;
-use std::sync::Arc;
-
-use crossbeam::sync::Unparker;
+use std::sync::{Arc, Weak};
 
 pub use faults::{FaultConfig, FaultCounters, FaultSpecError, FaultStats, FaultyLink};
 pub use inproc::{InProcLink, QUEUE_FRAMES};
@@ -29,22 +27,40 @@ pub use udp::{LinkError, UdpLink};
 
 use crate::Clock;
 
-/// Wakes a device's thread (threaded mode); does nothing for a deterministic device.
+/// Wakes a device (threaded mode); does nothing for a deterministic device.
+///
+/// Called from inside a device's step (an in-process peer sending), the wake is deferred:
+/// once the stepping thread lets go of its own device, it steps the woken device itself if
+/// that one is idle, and wakes its thread only if it is busy. Called from anywhere else (a
+/// socket's receive thread), it wakes the device's thread.
 ///
 /// ```
 /// use rnic_emulator::link::Waker;
 ///
 /// Waker::default().wake(); // a deterministic device's waker does nothing
 /// ```
-#[derive(Clone, Debug, Default)]
-pub struct Waker(Option<Arc<Unparker>>);
+#[derive(Clone, Default)]
+pub struct Waker(Option<Weak<dyn Wake>>);
+
+/// What a [`Waker`] wakes: a threaded device (its shared state, weakly held: two devices on
+/// an in-process pair hold each other's wakers).
+pub(crate) trait Wake: Send + Sync {
+    /// Runs the device's pending work soon (see [`Waker`]).
+    fn wake(self: Arc<Self>);
+}
+
+impl fmt::Debug for Waker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Waker").field(&self.0.is_some()).finish()
+    }
+}
 
 impl Waker {
-    pub(crate) fn new(u: Option<Unparker>) -> Self {
-        Waker(u.map(Arc::new))
+    pub(crate) fn new(target: Option<Weak<dyn Wake>>) -> Self {
+        Waker(target)
     }
 
-    /// Wakes the device thread, if there is one.
+    /// Wakes the device, if it is a threaded one that still exists.
     ///
     /// ```
     /// use rnic_emulator::link::Waker;
@@ -53,8 +69,8 @@ impl Waker {
     /// w.clone().wake(); // no thread to wake: does nothing
     /// ```
     pub fn wake(&self) {
-        if let Some(u) = &self.0 {
-            u.unpark();
+        if let Some(t) = self.0.as_ref().and_then(Weak::upgrade) {
+            t.wake();
         }
     }
 }
