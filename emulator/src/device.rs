@@ -390,7 +390,7 @@ impl Device {
                                 continue;
                             }
                             // Another thread steps the device: it takes the work there is.
-                            None => worked = true,
+                            None => {}
                         }
                         let now = shared.clock.now_ns();
                         let since = *idle_since.get_or_insert(now);

@@ -114,6 +114,17 @@ impl Port {
         b
     }
 
+    /// A frame buffer of `len` bytes whose contents are whatever its last use left: for a
+    /// writer that overwrites every byte (the frame emitter), so no zeroing pass is spent.
+    pub(crate) fn frame_buffer(&mut self, len: usize) -> Vec<u8> {
+        let mut b = self.pool.pop().unwrap_or_default();
+        if b.capacity() < FRAME_CAPACITY {
+            b.reserve(FRAME_CAPACITY - b.len());
+        }
+        b.resize(len, 0);
+        b
+    }
+
     /// Gives a frame buffer back to the pool.
     pub(crate) fn recycle(&mut self, b: Vec<u8>) {
         if self.pool.len() < POOL_MAX {

@@ -239,8 +239,9 @@ pub(crate) fn packet_repr(
 
 /// Emits `repr` with `payload` into a port buffer and transmits it.
 pub(crate) fn send_frame(ctx: &mut Ctx<'_>, repr: &PacketRepr, payload: &[u8]) {
-    let mut frame = ctx.state.port.buffer();
-    frame.resize(repr.buffer_len(payload.len()), 0);
+    // The emitter writes every byte of the frame (headers, payload, pad, ICRC, Ethernet
+    // padding): the buffer is not zeroed first.
+    let mut frame = ctx.state.port.frame_buffer(repr.buffer_len(payload.len()));
     // Nothing observes a frame on an in-process link while the port does not capture: its
     // ICRC is left out (the receiver skips the check), as Linux's loopback leaves out
     // checksums.
