@@ -265,6 +265,38 @@ pub(crate) fn send_frame(ctx: &mut Ctx<'_>, repr: &PacketRepr, payload: &[u8]) {
     }
 }
 
+/// [`send_frame`] for `len` payload bytes that `fill` writes straight into the frame (the
+/// requester's gather from host memory: one copy per byte, not two). Nothing is sent when
+/// `fill` fails; its error is returned.
+pub(crate) fn send_frame_filled<E>(
+    ctx: &mut Ctx<'_>,
+    repr: &PacketRepr,
+    len: usize,
+    fill: impl FnOnce(&mut Ctx<'_>, &mut [u8]) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut frame = ctx.state.port.frame_buffer(repr.buffer_len(len));
+    let (n, payload) = match repr.emit_around_payload(&mut frame, len) {
+        Ok(r) => r,
+        Err(_) => {
+            // As in `send_frame`: an internal bug, counted as a transmit drop.
+            ctx.state.counters.tx_dropped += 1;
+            ctx.state.port.recycle(frame);
+            return Ok(());
+        }
+    };
+    frame.truncate(n);
+    if let Err(e) = fill(ctx, &mut frame[payload]) {
+        ctx.state.port.recycle(frame);
+        return Err(e);
+    }
+    let sealed = !ctx.state.port.takes_unsealed();
+    if sealed {
+        crate::wire::icrc::seal(&mut frame);
+    }
+    crate::port::tx::transmit(ctx, frame, sealed);
+    Ok(())
+}
+
 /// A BTH with the P_Key rxe and ConnectX use by default (0xFFFF).
 pub(crate) fn bth(opcode: Opcode, dest_qp: u32, psn: u32) -> BthRepr {
     BthRepr::new(opcode, dest_qp, psn)
