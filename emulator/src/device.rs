@@ -77,6 +77,8 @@ pub(crate) struct Shared {
     auto_step: AtomicBool,
     stop: AtomicBool,
     unparker: Option<Unparker>,
+    /// The device thread was woken ([`Shared::unpark`]) and has not stepped since.
+    woken: AtomicBool,
     /// When the parked device thread wakes on its own (device clock, ns), or [`AWAKE`]: a
     /// step in another thread that arms an earlier timer wakes it.
     thread_wakes_at: AtomicU64,
@@ -147,6 +149,7 @@ impl Shared {
     /// Wakes the device thread (threaded mode).
     fn unpark(&self) {
         if let Some(u) = &self.unparker {
+            self.woken.store(true, Ordering::Release);
             u.unpark();
         }
     }
@@ -367,6 +370,7 @@ impl Device {
             auto_step: AtomicBool::new(true),
             stop: AtomicBool::new(false),
             unparker: parker.as_ref().map(|p| p.unparker().clone()),
+            woken: AtomicBool::new(false),
             thread_wakes_at: AtomicU64::new(AWAKE),
             clock,
         });
@@ -375,22 +379,34 @@ impl Device {
             std::thread::Builder::new()
                 .name("rnic-emu".into())
                 .spawn(move || {
-                    // Spin a little after work it found (doorbells and frames come in
-                    // bursts), then sleep until woken (a doorbell or a frame that found the
-                    // device busy, link traffic) or the next timer is due. Work the host's
-                    // threads do in place (see `Shared::post`) does not keep it spinning.
+                    // Step when there is a reason: woken (a doorbell or a frame that found
+                    // the device busy, link traffic), a doorbell queued, or back from a
+                    // sleep (timers). After work it found, stay awake a little (doorbells
+                    // and frames come in bursts), looking at those reasons without taking
+                    // the lock, then sleep until woken or the next timer is due. Work the
+                    // host's threads do in place (see `Shared::post`) does not wake it.
                     let mut idle_since: Option<u64> = None;
                     let mut worked = false;
+                    let mut due = true;
                     while !shared.stop.load(Ordering::Acquire) {
-                        match shared.step_unless_busy() {
-                            Some(0) => {}
-                            Some(_) => {
-                                idle_since = None;
-                                worked = true;
-                                continue;
+                        if std::mem::take(&mut due)
+                            || shared.woken.swap(false, Ordering::AcqRel)
+                            || !shared.pending.is_empty()
+                        {
+                            match shared.step_unless_busy() {
+                                Some(0) => {}
+                                Some(_) => {
+                                    idle_since = None;
+                                    worked = true;
+                                    continue;
+                                }
+                                // Another thread steps the device; it may have looked at the
+                                // link before the frame that woke us came: look again soon.
+                                None => {
+                                    shared.woken.store(true, Ordering::Release);
+                                    worked = true;
+                                }
                             }
-                            // Another thread steps the device: it takes the work there is.
-                            None => {}
                         }
                         let now = shared.clock.now_ns();
                         let since = *idle_since.get_or_insert(now);
@@ -417,6 +433,7 @@ impl Device {
                         shared.thread_wakes_at.store(AWAKE, Ordering::SeqCst);
                         idle_since = None;
                         worked = false;
+                        due = true;
                     }
                 })
                 .expect("spawning the device thread")
