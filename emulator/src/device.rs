@@ -166,7 +166,7 @@ impl Shared {
         self.pending.push(ev);
         match self.mode {
             RunMode::Threaded => {
-                if self.stop.load(Ordering::Acquire) || !self.try_step() {
+                if !self.try_step() {
                     self.unpark();
                 }
             }
@@ -203,7 +203,11 @@ impl Shared {
     /// [`Shared::step`] if the device is idle (its lock free), in this thread; returns
     /// whether it ran. Doorbells that came while it ran, whose posters found it busy, are
     /// taken too.
-    fn try_step(self: &Shared) -> bool {
+    fn try_step(&self) -> bool {
+        // A device whose `Device` is gone runs nothing more (its thread has stopped too).
+        if self.stop.load(Ordering::Acquire) {
+            return false;
+        }
         let mut ran = false;
         loop {
             let st = match self.state.try_lock() {
