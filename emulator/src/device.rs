@@ -2,13 +2,18 @@
 //!
 //! Every BAR write that asks for work (a command doorbell, a UAR doorbell) becomes an event in
 //! a lock-free queue. [`Device::step`] takes the device lock and processes the queued events.
-//! In [`RunMode::Threaded`] a device thread does that whenever it is woken; in
+//! In [`RunMode::Threaded`] the host's thread that wrote the doorbell does that itself when
+//! the device is idle (its lock free), to completion, and then steps the in-process peer it
+//! sent frames to the same way (never holding two device locks: a busy device is left to its
+//! thread); the device thread does it for doorbells and frames that found the device busy,
+//! for frames from other links and for timers. In
 //! [`RunMode::Deterministic`] nothing runs on its own: by default the host's doorbell write
 //! steps the device before it returns (so a single-threaded driver sees a synchronous device),
 //! and time moves only when the test calls [`Device::advance`], so runs reproduce exactly.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -29,6 +34,14 @@ use crate::state::{Counters, DeviceState};
 const SPIN_NS: u64 = 50_000;
 /// The longest the device thread sleeps without a timer due.
 const MAX_PARK_NS: u64 = 1_000_000;
+/// Devices a thread steps for its in-process peers after its own step, at most, before it
+/// leaves the rest to their threads (two devices answering each other could go on for as
+/// long as they have work; the host's thread must get back to its application).
+const MAX_INLINE_STEPS: usize = 64;
+/// Woken devices a thread remembers while it steps (more are woken through their threads).
+const MAX_DEFERRED: usize = 4;
+/// `thread_wakes_at` while the device thread is awake (it looks at its timers itself).
+const AWAKE: u64 = u64::MAX;
 
 /// How the device runs.
 ///
@@ -64,6 +77,68 @@ pub(crate) struct Shared {
     auto_step: AtomicBool,
     stop: AtomicBool,
     unparker: Option<Unparker>,
+    /// The device thread was woken ([`Shared::unpark`]) and has not stepped since.
+    woken: AtomicBool,
+    /// When the parked device thread wakes on its own (device clock, ns), or [`AWAKE`]: a
+    /// step in another thread that arms an earlier timer wakes it.
+    thread_wakes_at: AtomicU64,
+}
+
+/// The work of one thread's device steps (threaded mode): how deep in steps it is, and the
+/// devices woken meanwhile (in-process peers it sent frames to), which it steps itself once
+/// it has let go of its own device's lock, so that it never holds two device locks.
+struct Stepping {
+    depth: u32,
+    woken: [Option<Arc<Shared>>; MAX_DEFERRED],
+}
+
+thread_local! {
+    static STEPPING: RefCell<Stepping> = const {
+        RefCell::new(Stepping { depth: 0, woken: [const { None }; MAX_DEFERRED] })
+    };
+}
+
+impl crate::link::Wake for Shared {
+    /// Inside a step: remembered for after it (see [`Stepping`]); outside: the thread.
+    fn wake(self: Arc<Self>) {
+        let unwoken = STEPPING.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.depth == 0 {
+                return Some(self);
+            }
+            if s.woken.iter().flatten().any(|w| Arc::ptr_eq(w, &self)) {
+                return None;
+            }
+            match s.woken.iter_mut().find(|w| w.is_none()) {
+                Some(slot) => {
+                    *slot = Some(self);
+                    None
+                }
+                None => Some(self),
+            }
+        });
+        if let Some(d) = unwoken {
+            d.unpark();
+        }
+    }
+}
+
+/// Takes one device woken during this thread's steps, if any.
+fn take_woken() -> Option<Arc<Shared>> {
+    STEPPING.with(|s| s.borrow_mut().woken.iter_mut().find_map(Option::take))
+}
+
+/// Steps, in this thread, the devices its steps woke (and those their steps woke), each
+/// only if it is idle (its lock free); a busy one, or any beyond [`MAX_INLINE_STEPS`], is
+/// left to its own thread. Called with no device lock held.
+fn step_woken() {
+    let mut steps = 0;
+    while let Some(d) = take_woken() {
+        if steps == MAX_INLINE_STEPS || !d.try_step() {
+            d.unpark();
+        }
+        steps += 1;
+    }
 }
 
 impl Shared {
@@ -71,7 +146,19 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Wakes the device thread (threaded mode).
+    fn unpark(&self) {
+        if let Some(u) = &self.unparker {
+            self.woken.store(true, Ordering::Release);
+            u.unpark();
+        }
+    }
+
     /// Queues a BAR event and makes sure it gets processed.
+    ///
+    /// A threaded device that is idle does the work in the caller's thread, to completion
+    /// (and steps the in-process peer it sent frames to, see [`step_woken`]); a busy one
+    /// (its lock held by its thread or another host thread) gets it through its thread.
     pub(crate) fn post(&self, ev: BarWrite) {
         if ev == BarWrite::None {
             return;
@@ -79,8 +166,8 @@ impl Shared {
         self.pending.push(ev);
         match self.mode {
             RunMode::Threaded => {
-                if let Some(u) = &self.unparker {
-                    u.unpark();
+                if !self.try_step() {
+                    self.unpark();
                 }
             }
             RunMode::Deterministic => {
@@ -94,7 +181,56 @@ impl Shared {
     /// Processes every queued event, then runs the port (frames on the loopback and the link,
     /// transport timers) until it is idle; returns how many events and frames there were.
     pub(crate) fn step(&self) -> usize {
-        let mut st = self.lock();
+        let n = self.step_locked(self.lock(), false);
+        step_woken();
+        n
+    }
+
+    /// The device thread's [`Shared::step`]: `None` (nothing done) when another thread holds
+    /// the device, which then takes the work there is (a poster that finds the device busy
+    /// unparks the thread, so nothing waits for long).
+    fn step_unless_busy(&self) -> Option<usize> {
+        let st = match self.state.try_lock() {
+            Ok(st) => st,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        let n = self.step_locked(st, false);
+        step_woken();
+        Some(n)
+    }
+
+    /// [`Shared::step`] if the device is idle (its lock free), in this thread; returns
+    /// whether it ran. Doorbells that came while it ran, whose posters found it busy, are
+    /// taken too.
+    fn try_step(&self) -> bool {
+        // A device whose `Device` is gone runs nothing more (its thread has stopped too).
+        if self.stop.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut ran = false;
+        loop {
+            let st = match self.state.try_lock() {
+                Ok(st) => st,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(TryLockError::WouldBlock) => break,
+            };
+            self.step_locked(st, true);
+            ran = true;
+            if self.pending.is_empty() {
+                break;
+            }
+        }
+        if ran {
+            step_woken();
+        }
+        ran
+    }
+
+    /// The step itself, on the locked state; `inline`: in a thread other than the device's
+    /// (the device thread is told when this armed a timer earlier than its wake-up).
+    fn step_locked(&self, mut st: MutexGuard<'_, DeviceState>, inline: bool) -> usize {
+        STEPPING.with(|s| s.borrow_mut().depth += 1);
         let mut n = 0;
         loop {
             while let Some(ev) = self.pending.pop() {
@@ -145,18 +281,21 @@ impl Shared {
             break;
         }
         st.counters.iommu_faults = self.iommu.faults();
+        if inline && self.mode == RunMode::Threaded {
+            let wakes_at = self.thread_wakes_at.load(Ordering::SeqCst);
+            if wakes_at != AWAKE && next_deadline(&st).is_some_and(|t| t < wakes_at) {
+                self.unpark();
+            }
+        }
+        drop(st);
+        STEPPING.with(|s| s.borrow_mut().depth -= 1);
         n
     }
 
     /// The earliest time (device clock, ns) a transport timer or the link has something to
     /// do, if any.
     pub(crate) fn next_timer_ns(&self) -> Option<u64> {
-        let st = self.lock();
-        let t = crate::transport::next_deadline(&st);
-        match (t, st.port.link_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        next_deadline(&self.lock())
     }
 
     /// Runs `f` on the locked device state with a context (crate tests build resources
@@ -171,6 +310,15 @@ impl Shared {
             clock: &self.clock,
         };
         f(&mut ctx)
+    }
+}
+
+/// The earliest time a transport timer or the link of `st` has something to do.
+fn next_deadline(st: &DeviceState) -> Option<u64> {
+    let t = crate::transport::next_deadline(st);
+    match (t, st.port.link_deadline()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -226,6 +374,8 @@ impl Device {
             auto_step: AtomicBool::new(true),
             stop: AtomicBool::new(false),
             unparker: parker.as_ref().map(|p| p.unparker().clone()),
+            woken: AtomicBool::new(false),
+            thread_wakes_at: AtomicU64::new(AWAKE),
             clock,
         });
         let thread = parker.map(|parker| {
@@ -233,28 +383,61 @@ impl Device {
             std::thread::Builder::new()
                 .name("rnic-emu".into())
                 .spawn(move || {
-                    // Spin a little after work (doorbells and frames come in bursts), then
-                    // sleep until woken (doorbell, link traffic) or the next timer is due.
+                    // Step when there is a reason: woken (a doorbell or a frame that found
+                    // the device busy, link traffic), a doorbell queued, or back from a
+                    // sleep (timers). After work it found, stay awake a little (doorbells
+                    // and frames come in bursts), looking at those reasons without taking
+                    // the lock, then sleep until woken or the next timer is due. Work the
+                    // host's threads do in place (see `Shared::post`) does not wake it.
                     let mut idle_since: Option<u64> = None;
+                    let mut worked = false;
+                    let mut due = true;
                     while !shared.stop.load(Ordering::Acquire) {
-                        if shared.step() != 0 {
-                            idle_since = None;
-                            continue;
+                        if std::mem::take(&mut due)
+                            || shared.woken.swap(false, Ordering::AcqRel)
+                            || !shared.pending.is_empty()
+                        {
+                            match shared.step_unless_busy() {
+                                Some(0) => {}
+                                Some(_) => {
+                                    idle_since = None;
+                                    worked = true;
+                                    continue;
+                                }
+                                // Another thread steps the device; it may have looked at the
+                                // link before the frame that woke us came: look again soon.
+                                None => {
+                                    shared.woken.store(true, Ordering::Release);
+                                    worked = true;
+                                }
+                            }
                         }
                         let now = shared.clock.now_ns();
                         let since = *idle_since.get_or_insert(now);
-                        if now.saturating_sub(since) < SPIN_NS {
+                        if worked && now.saturating_sub(since) < SPIN_NS {
                             std::hint::spin_loop();
                             std::thread::yield_now();
                             continue;
                         }
+                        // The wake-up time is published before the timers are looked at: a
+                        // step in another thread that arms an earlier one then sees it and
+                        // unparks (see `step_locked`).
+                        shared
+                            .thread_wakes_at
+                            .store(now.saturating_add(MAX_PARK_NS), Ordering::SeqCst);
                         let wait = shared
                             .next_timer_ns()
                             .map_or(MAX_PARK_NS, |t| t.saturating_sub(now).min(MAX_PARK_NS));
+                        shared
+                            .thread_wakes_at
+                            .store(now.saturating_add(wait), Ordering::SeqCst);
                         if wait > 0 {
                             parker.park_timeout(Duration::from_nanos(wait));
                         }
+                        shared.thread_wakes_at.store(AWAKE, Ordering::SeqCst);
                         idle_since = None;
+                        worked = false;
+                        due = true;
                     }
                 })
                 .expect("spawning the device thread")
@@ -379,9 +562,13 @@ impl Device {
     /// assert_eq!(dev.counters().rx_dropped, 1);
     /// ```
     pub fn set_link(&self, mut link: Box<dyn crate::link::Link>) {
+        let target = (self.shared.mode == RunMode::Threaded).then(|| {
+            let weak: Weak<dyn crate::link::Wake> = Arc::downgrade(&self.shared) as _;
+            weak
+        });
         link.attach(&crate::link::LinkEnv {
             clock: self.shared.clock.clone(),
-            waker: crate::link::Waker::new(self.shared.unparker.clone()),
+            waker: crate::link::Waker::new(target),
         });
         self.shared.lock().port.set_link(link);
     }
@@ -613,6 +800,35 @@ mod tests {
         drop(dev);
         // The bus handle outlives the device and still answers register reads.
         assert_eq!(bus.read32(0x004) >> 16, 5);
+    }
+
+    /// A threaded device that is idle runs a doorbell in the writer's thread, before the
+    /// write returns; no device thread is needed for it.
+    #[test]
+    fn an_idle_threaded_device_runs_a_doorbell_in_the_writers_thread() {
+        let dev = Device::new(Profile::default(), RunMode::Threaded);
+        // Let the device thread find nothing to do and park.
+        std::thread::sleep(Duration::from_millis(20));
+        let bus = dev.bus();
+        // An EQ doorbell naming no EQ: dropped and counted by the step. The thread wakes
+        // every millisecond and may hold the lock just then (the write then goes to it), so
+        // of ten writes most, not necessarily all, are done when they return.
+        let mut at_once = 0;
+        for i in 1..=10 {
+            bus.write32(
+                rnic_hw_regs::doorbell::uar_bar_offset(0x10)
+                    + rnic_hw_regs::doorbell::UAR_EQ_UPDATE,
+                0,
+            );
+            if dev.counters().bad_doorbells == i {
+                at_once += 1;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            at_once >= 5,
+            "{at_once} of 10 doorbells ran in the writer's thread"
+        );
     }
 
     #[test]

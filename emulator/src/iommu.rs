@@ -248,8 +248,12 @@ impl Iommu {
                     return Err(fault);
                 };
                 let n = avail.min(len - done);
-                if perform {
+                if perform || n == len {
+                    // One mapping holds the whole access (the common case): checked already.
                     f(host as *mut u8, done, n);
+                    if !perform {
+                        return Ok(());
+                    }
                 }
                 done += n;
             }

@@ -77,6 +77,15 @@ fn check_capture(name: &str, icrc_bad: &[usize]) -> (Vec<Decoded>, Totals) {
         let n = repr
             .emit(&mut buf, payload)
             .unwrap_or_else(|e| panic!("{name} frame {i}: emit: {e}"));
+        // Emit writes every byte of the frame, whatever the buffer held: the device emits
+        // into pooled buffers it does not zero.
+        let mut stale = vec![0xA5u8; 2048];
+        assert_eq!(repr.emit(&mut stale, payload).ok(), Some(n));
+        assert_eq!(
+            &stale[..n],
+            &buf[..n],
+            "{name} frame {i}: emit left stale bytes"
+        );
         if icrc_bad.contains(&i) {
             // Same bytes except the ICRC, which emit computes correctly.
             assert_eq!(&buf[..n - 4], &frame[..n - 4], "{name} frame {i}");

@@ -9,6 +9,11 @@
 //! [`crate::RxDrops::ring_full`]).
 //! Each end wakes the peer device when it sends, so a threaded device runs as soon as a frame
 //! arrives.
+//!
+//! Nothing sits between the two ends, so the pair takes frames without their ICRC
+//! ([`Link::takes_unsealed`]), as Linux's loopback leaves out checksums: a frame is sealed
+//! (its ICRC filled in) only when someone takes it as a frame ([`Link::receive`]); the peer
+//! device, when it does not capture, takes it unsealed and skips the check.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -45,10 +50,11 @@ use super::{Link, LinkEnv, LinkRxDrops, Waker};
 /// ```
 #[derive(Debug)]
 pub struct InProcLink {
-    /// Frames to the peer.
-    tx: Sender<Vec<u8>>,
-    /// Frames from the peer.
-    rx: Receiver<Vec<u8>>,
+    /// Frames to the peer, each with whether its ICRC is filled in (see
+    /// [`Link::transmit_unsealed`]).
+    tx: Sender<(Vec<u8>, bool)>,
+    /// Frames from the peer, each with whether its ICRC is filled in.
+    rx: Receiver<(Vec<u8>, bool)>,
     /// Empty buffers the peer gave back (for our transmits).
     free_rx: Receiver<Vec<u8>>,
     /// Where our emptied buffers go (the peer's transmits).
@@ -145,26 +151,47 @@ impl Link for InProcLink {
         let mut b = self.free_rx.try_recv().unwrap_or_default();
         b.clear();
         b.extend_from_slice(frame);
-        self.send(b);
+        self.send(b, true);
     }
 
     fn transmit_owned(&mut self, frame: Vec<u8>) -> Vec<u8> {
         // The frame travels as is; a buffer the peer gave back replaces it.
         let spare = self.free_rx.try_recv().unwrap_or_default();
-        self.send(frame);
+        self.send(frame, true);
         spare
     }
 
     fn receive(&mut self, buf: &mut Vec<u8>) -> bool {
-        match self.rx.try_recv() {
-            Ok(mut f) => {
-                std::mem::swap(buf, &mut f);
-                f.clear();
-                let _ = self.free_tx.try_send(f);
+        match self.receive_unsealed(buf) {
+            Some(sealed) => {
+                // Whoever takes a frame this way may look at it: it gets its ICRC.
+                if !sealed {
+                    crate::wire::icrc::seal(buf);
+                }
                 true
             }
-            Err(_) => false,
+            None => false,
         }
+    }
+
+    /// An in-process pair has nothing between its ends that could look at or change a
+    /// frame: the receiving device skips the ICRC check of a frame sent unsealed.
+    fn takes_unsealed(&self) -> bool {
+        true
+    }
+
+    fn transmit_unsealed(&mut self, frame: Vec<u8>) -> Vec<u8> {
+        let spare = self.free_rx.try_recv().unwrap_or_default();
+        self.send(frame, false);
+        spare
+    }
+
+    fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
+        let (mut f, sealed) = self.rx.try_recv().ok()?;
+        std::mem::swap(buf, &mut f);
+        f.clear();
+        let _ = self.free_tx.try_send(f);
+        Some(sealed)
     }
 
     fn attach(&mut self, env: &LinkEnv) {
@@ -180,11 +207,11 @@ impl Link for InProcLink {
 }
 
 impl InProcLink {
-    /// Queues `b` for the peer and wakes it.
-    fn send(&mut self, b: Vec<u8>) {
+    /// Queues `b` (its ICRC filled in when `sealed`) for the peer and wakes it.
+    fn send(&mut self, b: Vec<u8>, sealed: bool) {
         // A peer that is gone drops the frame, as an unplugged cable does; a full queue
         // drops it as congestion does.
-        match self.tx.try_send(b) {
+        match self.tx.try_send((b, sealed)) {
             Ok(()) => {
                 if let Some(w) = self.peer.get() {
                     w.wake();

@@ -19,9 +19,7 @@ pub(crate) mod pcap;
 pub mod udp;
 
 use std::fmt;
-use std::sync::Arc;
-
-use crossbeam::sync::Unparker;
+use std::sync::{Arc, Weak};
 
 pub use faults::{FaultConfig, FaultCounters, FaultSpecError, FaultStats, FaultyLink};
 pub use inproc::{InProcLink, QUEUE_FRAMES};
@@ -29,22 +27,40 @@ pub use udp::{LinkError, UdpLink};
 
 use crate::Clock;
 
-/// Wakes a device's thread (threaded mode); does nothing for a deterministic device.
+/// Wakes a device (threaded mode); does nothing for a deterministic device.
+///
+/// Called from inside a device's step (an in-process peer sending), the wake is deferred:
+/// once the stepping thread lets go of its own device, it steps the woken device itself if
+/// that one is idle, and wakes its thread only if it is busy. Called from anywhere else (a
+/// socket's receive thread), it wakes the device's thread.
 ///
 /// ```
 /// use rnic_emulator::link::Waker;
 ///
 /// Waker::default().wake(); // a deterministic device's waker does nothing
 /// ```
-#[derive(Clone, Debug, Default)]
-pub struct Waker(Option<Arc<Unparker>>);
+#[derive(Clone, Default)]
+pub struct Waker(Option<Weak<dyn Wake>>);
+
+/// What a [`Waker`] wakes: a threaded device (its shared state, weakly held: two devices on
+/// an in-process pair hold each other's wakers).
+pub(crate) trait Wake: Send + Sync {
+    /// Runs the device's pending work soon (see [`Waker`]).
+    fn wake(self: Arc<Self>);
+}
+
+impl fmt::Debug for Waker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Waker").field(&self.0.is_some()).finish()
+    }
+}
 
 impl Waker {
-    pub(crate) fn new(u: Option<Unparker>) -> Self {
-        Waker(u.map(Arc::new))
+    pub(crate) fn new(target: Option<Weak<dyn Wake>>) -> Self {
+        Waker(target)
     }
 
-    /// Wakes the device thread, if there is one.
+    /// Wakes the device, if it is a threaded one that still exists.
     ///
     /// ```
     /// use rnic_emulator::link::Waker;
@@ -53,8 +69,8 @@ impl Waker {
     /// w.clone().wake(); // no thread to wake: does nothing
     /// ```
     pub fn wake(&self) {
-        if let Some(u) = &self.0 {
-            u.unpark();
+        if let Some(t) = self.0.as_ref().and_then(Weak::upgrade) {
+            t.wake();
         }
     }
 }
@@ -115,6 +131,66 @@ pub trait Link: Send + fmt::Debug {
     }
     /// Receives the next frame into `buf` (cleared first), if one is waiting.
     fn receive(&mut self, buf: &mut Vec<u8>) -> bool;
+    /// Whether the link takes frames whose ICRC is left out ([`Link::transmit_unsealed`]):
+    /// only a link nothing can observe between the two ports, as Linux's loopback leaves out
+    /// checksums. The device asks before each frame and never sends one unsealed while it
+    /// captures. False unless the link says so (a fault injector, a socket: false).
+    ///
+    /// ```
+    /// use rnic_emulator::link::{FaultyLink, InProcLink, Link};
+    ///
+    /// let (a, _b) = InProcLink::pair();
+    /// assert!(a.takes_unsealed()); // an in-process pair: nothing in between
+    /// let faulty = FaultyLink::new(a, "corrupt=1,seed=1".parse().unwrap());
+    /// assert!(!faulty.takes_unsealed()); // faults must meet a real ICRC check
+    /// ```
+    fn takes_unsealed(&self) -> bool {
+        false
+    }
+    /// Sends a whole RoCE v2 frame whose 4 ICRC bytes are not filled in (only when
+    /// [`Link::takes_unsealed`]); returns a buffer for reuse as [`Link::transmit_owned`]. The
+    /// default fills the ICRC in and transmits it as any frame, so a link that does not carry
+    /// unsealed frames never sees one.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{InProcLink, Link};
+    /// # use rnic_emulator::wire::*;
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let ip = IpRepr::V4(Ipv4Repr::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into()));
+    /// # let repr = PacketRepr::new(eth, ip, UdpRepr::new(0xC000), BthRepr::new(Opcode::RcSendOnly, 1, 0));
+    /// # let mut buf = [0u8; 128];
+    /// # let len = repr.emit(&mut buf, b"data").unwrap();
+    /// let sealed = buf[..len].to_vec(); // a RoCE v2 frame
+    /// let mut unsealed = sealed.clone();
+    /// unsealed[len - 4..].fill(0); // its ICRC left out
+    /// let (mut a, mut b) = InProcLink::pair();
+    /// a.transmit_unsealed(unsealed);
+    /// let mut got = Vec::new();
+    /// assert!(b.receive(&mut got)); // whoever receives it as a frame sees it sealed
+    /// assert_eq!(got, sealed);
+    /// ```
+    fn transmit_unsealed(&mut self, mut frame: Vec<u8>) -> Vec<u8> {
+        crate::wire::icrc::seal(&mut frame);
+        self.transmit_owned(frame)
+    }
+    /// Receives the next frame into `buf` as [`Link::receive`] does, but may leave a frame
+    /// sent with [`Link::transmit_unsealed`] without its ICRC: returns `Some(true)` for a
+    /// sealed frame, `Some(false)` for an unsealed one, `None` when nothing is waiting. A
+    /// device receives this way only when it does not capture; the default is
+    /// [`Link::receive`] (every frame sealed).
+    ///
+    /// ```
+    /// use rnic_emulator::link::{InProcLink, Link};
+    ///
+    /// let (mut a, mut b) = InProcLink::pair();
+    /// a.transmit(&[0xAB; 60]);
+    /// let mut buf = Vec::new();
+    /// assert_eq!(b.receive_unsealed(&mut buf), Some(true)); // transmit sends sealed frames
+    /// assert_eq!(b.receive_unsealed(&mut buf), None);
+    /// ```
+    fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
+        self.receive(buf).then_some(true)
+    }
     /// Called once when the link is attached to a device.
     fn attach(&mut self, _env: &LinkEnv) {}
     /// The device-clock time (ns) at which the link next has something to do on its own
@@ -145,6 +221,15 @@ impl<L: Link + ?Sized> Link for Box<L> {
     }
     fn receive(&mut self, buf: &mut Vec<u8>) -> bool {
         (**self).receive(buf)
+    }
+    fn takes_unsealed(&self) -> bool {
+        (**self).takes_unsealed()
+    }
+    fn transmit_unsealed(&mut self, frame: Vec<u8>) -> Vec<u8> {
+        (**self).transmit_unsealed(frame)
+    }
+    fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
+        (**self).receive_unsealed(buf)
     }
     fn attach(&mut self, env: &LinkEnv) {
         (**self).attach(env);

@@ -95,6 +95,12 @@ impl Port {
         }
     }
 
+    /// Whether a frame may leave without its ICRC: the link takes unsealed frames
+    /// ([`Link::takes_unsealed`]) and the port does not capture.
+    pub(crate) fn takes_unsealed(&self) -> bool {
+        self.capture.is_none() && self.link.takes_unsealed()
+    }
+
     /// The link's own next deadline (delayed frames).
     pub(crate) fn link_deadline(&self) -> Option<u64> {
         self.link.next_deadline_ns()
@@ -105,6 +111,17 @@ impl Port {
         let mut b = self.pool.pop().unwrap_or_default();
         b.clear();
         b.reserve(FRAME_CAPACITY);
+        b
+    }
+
+    /// A frame buffer of `len` bytes whose contents are whatever its last use left: for a
+    /// writer that overwrites every byte (the frame emitter), so no zeroing pass is spent.
+    pub(crate) fn frame_buffer(&mut self, len: usize) -> Vec<u8> {
+        let mut b = self.pool.pop().unwrap_or_default();
+        if b.capacity() < FRAME_CAPACITY {
+            b.reserve(FRAME_CAPACITY - b.len());
+        }
+        b.resize(len, 0);
         b
     }
 

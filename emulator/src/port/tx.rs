@@ -3,16 +3,25 @@
 
 use crate::ctx::Ctx;
 
-/// Sends a frame: looped back when it is for this device, else onto the link.
-pub(crate) fn transmit(ctx: &mut Ctx<'_>, frame: Vec<u8>) {
+/// Sends a frame: looped back when it is for this device, else onto the link. `sealed`:
+/// the frame has its ICRC; an unsealed one ([`super::Port::takes_unsealed`]) goes to the
+/// link as such, and is sealed when it loops back (the loopback queue holds sealed frames).
+pub(crate) fn transmit(ctx: &mut Ctx<'_>, mut frame: Vec<u8>, sealed: bool) {
     ctx.state.counters.frames_tx += 1;
     if let Some(c) = ctx.state.port.capture.as_mut() {
         c.write(ctx.clock.now_ns(), &frame);
     }
     if dest_gid(&frame).is_some_and(|g| is_own_gid(ctx, &g)) {
+        if !sealed {
+            crate::wire::icrc::seal(&mut frame);
+        }
         ctx.state.port.rx.push_back(frame);
     } else {
-        let spare = ctx.state.port.link.transmit_owned(frame);
+        let spare = if sealed {
+            ctx.state.port.link.transmit_owned(frame)
+        } else {
+            ctx.state.port.link.transmit_unsealed(frame)
+        };
         ctx.state.port.recycle(spare);
     }
 }

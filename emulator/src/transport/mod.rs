@@ -238,12 +238,22 @@ pub(crate) fn packet_repr(
 
 /// Emits `repr` with `payload` into a port buffer and transmits it.
 pub(crate) fn send_frame(ctx: &mut Ctx<'_>, repr: &PacketRepr, payload: &[u8]) {
-    let mut frame = ctx.state.port.buffer();
-    frame.resize(repr.buffer_len(payload.len()), 0);
-    match repr.emit(&mut frame, payload) {
+    // The emitter writes every byte of the frame (headers, payload, pad, ICRC, Ethernet
+    // padding): the buffer is not zeroed first.
+    let mut frame = ctx.state.port.frame_buffer(repr.buffer_len(payload.len()));
+    // Nothing observes a frame on an in-process link while the port does not capture: its
+    // ICRC is left out (the receiver skips the check), as Linux's loopback leaves out
+    // checksums.
+    let sealed = !ctx.state.port.takes_unsealed();
+    let emitted = if sealed {
+        repr.emit(&mut frame, payload)
+    } else {
+        repr.emit_unsealed(&mut frame, payload)
+    };
+    match emitted {
         Ok(n) => {
             frame.truncate(n);
-            crate::port::tx::transmit(ctx, frame);
+            crate::port::tx::transmit(ctx, frame, sealed);
         }
         Err(_) => {
             // The requester sizes packets by the path MTU, so this is an internal bug; the
@@ -252,6 +262,38 @@ pub(crate) fn send_frame(ctx: &mut Ctx<'_>, repr: &PacketRepr, payload: &[u8]) {
             ctx.state.port.recycle(frame);
         }
     }
+}
+
+/// [`send_frame`] for `len` payload bytes that `fill` writes straight into the frame (the
+/// requester's gather from host memory: one copy per byte, not two). Nothing is sent when
+/// `fill` fails; its error is returned.
+pub(crate) fn send_frame_filled<E>(
+    ctx: &mut Ctx<'_>,
+    repr: &PacketRepr,
+    len: usize,
+    fill: impl FnOnce(&mut Ctx<'_>, &mut [u8]) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut frame = ctx.state.port.frame_buffer(repr.buffer_len(len));
+    let (n, payload) = match repr.emit_around_payload(&mut frame, len) {
+        Ok(r) => r,
+        Err(_) => {
+            // As in `send_frame`: an internal bug, counted as a transmit drop.
+            ctx.state.counters.tx_dropped += 1;
+            ctx.state.port.recycle(frame);
+            return Ok(());
+        }
+    };
+    frame.truncate(n);
+    if let Err(e) = fill(ctx, &mut frame[payload]) {
+        ctx.state.port.recycle(frame);
+        return Err(e);
+    }
+    let sealed = !ctx.state.port.takes_unsealed();
+    if sealed {
+        crate::wire::icrc::seal(&mut frame);
+    }
+    crate::port::tx::transmit(ctx, frame, sealed);
+    Ok(())
 }
 
 /// A BTH with the P_Key rxe and ConnectX use by default (0xFFFF).

@@ -12,7 +12,7 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::wqe::SendOpcode;
 
-use super::{Path, bth, mtu_bytes, packet_repr, port_mtu_code, send_frame};
+use super::{Path, bth, mtu_bytes, packet_repr, port_mtu_code, send_frame_filled};
 use crate::ctx::Ctx;
 use crate::mkey::{self, Need};
 use crate::resources::{Domain, SendWqe, WINDOW};
@@ -161,7 +161,6 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         w.error = Some(CqeSyndrome::LocalQpOp);
         return;
     };
-    let mut payload = std::mem::take(&mut ctx.state.port.scratch);
     let sends = w.packets();
     // A READ retried after part of its responses arrived asks for the rest only.
     let rd_skip = if op == SendOpcode::RdmaRead {
@@ -200,31 +199,29 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
             }
         };
         add_ext_headers(&mut repr, opcode, w, qpc, qpn, rd_off);
-        // The gather overwrites every byte: grow the buffer, never clear it.
-        if payload.len() < data_len {
-            payload.resize(data_len, 0);
-        }
+        // The gather writes the payload straight into the frame.
         let off = u64::from(i) * u64::from(mtu);
-        if let Err(e) = mkey::gather(
-            ctx.dma,
-            &ctx.state.res.mkeys,
-            Domain::of_qp(qpc),
-            &w.segs,
-            &w.inline,
-            off,
-            &mut payload[..data_len],
-        ) {
+        let (segs, inline) = (&w.segs, &w.inline);
+        if let Err(e) = send_frame_filled(ctx, &repr, data_len, |ctx, payload| {
+            mkey::gather(
+                ctx.dma,
+                &ctx.state.res.mkeys,
+                Domain::of_qp(qpc),
+                segs,
+                inline,
+                off,
+                payload,
+            )
+        }) {
             w.error = Some(e.local_syndrome());
             break;
         }
-        send_frame(ctx, &repr, &payload[..data_len]);
         w.next_pkt += 1;
     }
     if w.error.is_some() {
         // A failed WQE sends nothing more.
         w.next_pkt = w.npkts;
     }
-    ctx.state.port.scratch = payload;
 }
 
 /// The BTH opcode of packet `i` of `sends` of a `len`-byte WQE `op` on a QP of service `st`,

@@ -114,6 +114,19 @@ pub fn compute(packet: &[u8]) -> Result<u32, WireError> {
     Ok(hasher.finalize())
 }
 
+/// Fills in the ICRC of a whole Ethernet frame emitted without it
+/// ([`crate::wire::PacketRepr::emit_unsealed`]), making it byte-exact RoCE v2 again; returns
+/// false (and leaves the frame as it is) when it is not a RoCE v2 frame.
+pub(crate) fn seal(frame: &mut [u8]) -> bool {
+    match super::RocePacket::new_checked(frame) {
+        Ok(mut p) => {
+            p.fill_icrc();
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 /// Checks the ICRC of `packet`: from the first byte of the IP header through the 4-byte ICRC
 /// at its end. Returns [`WireError::IcrcMismatch`] with both values when they differ.
 ///

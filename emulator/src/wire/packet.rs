@@ -1098,14 +1098,56 @@ impl PacketRepr {
     /// assert!(matches!(read.emit(&mut buf, &[]), Err(WireError::HeaderMismatch { .. })));
     /// ```
     pub fn emit(&self, buffer: &mut [u8], payload: &[u8]) -> Result<usize, WireError> {
+        self.emit_frame(buffer, Payload::Copy(payload), true)
+            .map(|(n, _)| n)
+    }
+
+    /// [`PacketRepr::emit`] without the ICRC: its four bytes are left zero. Only for a frame
+    /// nothing can observe before its receiver (an in-process link, no capture, no faults:
+    /// see [`crate::link::Link::takes_unsealed`]); whatever hands it on to an observer seals
+    /// it first ([`crate::wire::icrc::seal`]).
+    pub(crate) fn emit_unsealed(
+        &self,
+        buffer: &mut [u8],
+        payload: &[u8],
+    ) -> Result<usize, WireError> {
+        self.emit_frame(buffer, Payload::Copy(payload), false)
+            .map(|(n, _)| n)
+    }
+
+    /// [`PacketRepr::emit_unsealed`] for `payload_len` bytes of payload the caller writes
+    /// into the frame itself afterwards (a gather straight from host memory, with no copy in
+    /// between); returns the frame length and where the payload goes. The frame needs its
+    /// ICRC ([`crate::wire::icrc::seal`]) once the payload is in, unless it goes unsealed.
+    pub(crate) fn emit_around_payload(
+        &self,
+        buffer: &mut [u8],
+        payload_len: usize,
+    ) -> Result<(usize, core::ops::Range<usize>), WireError> {
+        self.emit_frame(buffer, Payload::InPlace(payload_len), false)
+            .map(|(n, off)| (n, off..off + payload_len))
+    }
+
+    /// The frame of [`PacketRepr::emit`], its ICRC computed when `seal`; returns its length
+    /// and the payload's offset.
+    fn emit_frame(
+        &self,
+        buffer: &mut [u8],
+        payload: Payload<'_>,
+        seal: bool,
+    ) -> Result<(usize, usize), WireError> {
+        let payload_len = match payload {
+            Payload::Copy(p) => p.len(),
+            Payload::InPlace(n) => n,
+        };
         let opcode = self.bth.opcode;
         if !self.ext.matches(opcode) {
             return Err(WireError::HeaderMismatch(opcode));
         }
-        if !opcode.has_payload() && !payload.is_empty() {
+        if !opcode.has_payload() && payload_len != 0 {
             return Err(WireError::UnexpectedPayload {
                 opcode,
-                len: payload.len(),
+                len: payload_len,
             });
         }
         let ether_version = match self.eth.ethertype {
@@ -1123,13 +1165,13 @@ impl PacketRepr {
                 found: self.ip.version(),
             });
         }
-        let pad = Self::pad_count(payload.len());
-        let ib_len = BTH_LEN + self.ext.buffer_len() + payload.len() + usize::from(pad) + ICRC_LEN;
+        let pad = Self::pad_count(payload_len);
+        let ib_len = BTH_LEN + self.ext.buffer_len() + payload_len + usize::from(pad) + ICRC_LEN;
         let udp_len = UDP_HEADER_LEN + ib_len;
         if udp_len > usize::from(u16::MAX) || udp_len > self.ip.max_payload_len() {
-            return Err(WireError::PayloadTooLong(payload.len()));
+            return Err(WireError::PayloadTooLong(payload_len));
         }
-        let frame_len = self.buffer_len(payload.len());
+        let frame_len = self.buffer_len(payload_len);
         check_len(buffer, frame_len, HeaderKind::Frame)?;
         let frame = &mut buffer[..frame_len];
 
@@ -1138,7 +1180,7 @@ impl PacketRepr {
         let bth_off = udp_off + UDP_HEADER_LEN;
         let ext_off = bth_off + BTH_LEN;
         let payload_off = ext_off + self.ext.buffer_len();
-        let pad_off = payload_off + payload.len();
+        let pad_off = payload_off + payload_len;
         let icrc_off = pad_off + usize::from(pad);
 
         self.eth
@@ -1152,13 +1194,27 @@ impl PacketRepr {
         bth.pad_count = pad;
         bth.emit(&mut BthHeader::new_unchecked(&mut frame[bth_off..ext_off]));
         self.ext.emit(&mut frame[ext_off..payload_off])?;
-        frame[payload_off..pad_off].copy_from_slice(payload);
+        if let Payload::Copy(p) = payload {
+            frame[payload_off..pad_off].copy_from_slice(p);
+        }
         frame[pad_off..icrc_off].fill(0);
-        let icrc = icrc::compute(&frame[ip_off..icrc_off])?;
+        let icrc = if seal {
+            icrc::compute(&frame[ip_off..icrc_off])?
+        } else {
+            0
+        };
         frame[icrc_off..icrc_off + ICRC_LEN].copy_from_slice(&icrc.to_le_bytes());
         frame[icrc_off + ICRC_LEN..].fill(0);
-        Ok(frame_len)
+        Ok((frame_len, payload_off))
     }
+}
+
+/// The payload [`PacketRepr::emit_frame`] puts in the frame: copied from a slice, or only
+/// its length, the caller writing it in place.
+#[derive(Clone, Copy)]
+enum Payload<'a> {
+    Copy(&'a [u8]),
+    InPlace(usize),
 }
 
 /// The payload slice of a checked packet over `frame`, with the frame's lifetime.
