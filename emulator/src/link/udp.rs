@@ -1011,7 +1011,8 @@ impl UdpLink {
 /// Sends `frames` (all from `sock`, in order): runs of equal-sized frames to one
 /// destination with one GSO send when `gso`, the rest with `sendmmsg`; a datagram the
 /// kernel refuses is sent once more on its own, and counted unsendable if it fails again.
-/// A GSO send the kernel refuses turns GSO off (`gso` = false) and goes out the plain way.
+/// A GSO send the kernel refuses as such turns GSO off (`gso` = false); its frames, and
+/// those of a GSO send that failed for another reason, go out the plain way.
 fn send_run(sock: &UdpSocket, frames: &[Queued], gso: &mut bool, stats: &UdpStats) {
     let mut k = 0;
     while k < frames.len() {
@@ -1027,10 +1028,13 @@ fn send_run(sock: &UdpSocket, frames: &[Queued], gso: &mut bool, stats: &UdpStat
                         k += n;
                         continue;
                     }
-                    Err(e) => {
+                    Err(e) if udp_sys::gso_refused(&e) => {
                         log::warn!("UDP link: GSO send: {e}; sending without GSO from now on");
                         *gso = false;
                     }
+                    // Any other error is the datagrams' own (too large, no route): the
+                    // plain path below gives each its verdict.
+                    Err(_) => {}
                 }
             }
         }
@@ -1254,6 +1258,21 @@ mod tests {
         &f[start..end]
     }
 
+    /// A link on `me` sending with `offload`, and a plain socket on `peer`:4791 that
+    /// waits up to 5 s for each datagram.
+    fn sender_and_plain_receiver(
+        offload: UdpOffload,
+        me: Ipv4Addr,
+        peer: Ipv4Addr,
+    ) -> (UdpLink, UdpSocket) {
+        let link = UdpLink::bind_with(me, 64, offload).expect("bind");
+        let plain = UdpSocket::bind(SocketAddrV4::new(peer, ROCE_V2_PORT)).expect("peer");
+        plain
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        (link, plain)
+    }
+
     /// Each offload choice, with the link's and the peer's address (from 127.0.0.`base`).
     fn cases(base: u8) -> [(UdpOffload, Ipv4Addr, Ipv4Addr); 3] {
         let all = UdpOffload {
@@ -1274,11 +1293,7 @@ mod tests {
     fn a_batch_arrives_frame_for_frame_on_a_plain_socket() {
         for (k, (offload, me, peer)) in cases(31).into_iter().enumerate() {
             let k = k as u8;
-            let mut link = UdpLink::bind_with(me, 64, offload).expect("bind");
-            let plain = UdpSocket::bind(SocketAddrV4::new(peer, ROCE_V2_PORT)).expect("peer");
-            plain
-                .set_read_timeout(Some(Duration::from_secs(5)))
-                .expect("timeout");
+            let (mut link, plain) = sender_and_plain_receiver(offload, me, peer);
             let stats = link.stats();
             let frames = burst(me, peer, 0xC000 + u16::from(k));
             for f in &frames {
@@ -1378,6 +1393,40 @@ mod tests {
                 calls < want.len() as u64,
                 "{offload:?}: {calls} receive calls"
             );
+        }
+    }
+
+    /// A datagram the kernel refuses in the middle of a batch (larger than UDP allows) is
+    /// counted unsendable; the frames around it go out, in order, with each offload.
+    #[test]
+    fn a_refused_datagram_in_a_batch_is_counted_and_the_rest_go() {
+        for (offload, me, peer) in cases(51) {
+            let (mut link, plain) = sender_and_plain_receiver(offload, me, peer);
+            let stats = link.stats();
+            // Ethernet, IPv4 (to `peer`), UDP of length 65535: 65527 bytes of datagram,
+            // more than the 65507 a UDP socket may send over IPv4.
+            let mut huge = vec![0u8; ETH_LEN + IP_LEN + 0xFFFF];
+            huge[12..14].copy_from_slice(&[0x08, 0x00]);
+            huge[ETH_LEN] = 0x45;
+            huge[ETH_LEN + 9] = 17;
+            huge[ETH_LEN + 16..ETH_LEN + 20].copy_from_slice(&peer.octets());
+            let udp = ETH_LEN + IP_LEN;
+            huge[udp..udp + 2].copy_from_slice(&0xC200u16.to_be_bytes());
+            huge[udp + 4..udp + 6].copy_from_slice(&[0xFF, 0xFF]);
+            let good: Vec<Vec<u8>> = (0..4)
+                .map(|i| roce_frame(me, peer, 0xC200, i, 1024))
+                .collect();
+            for f in [&good[0], &good[1], &huge, &good[2], &good[3]] {
+                drop(link.transmit_owned(f.clone()));
+            }
+            link.flush();
+            assert_eq!(stats.sent.load(Ordering::Relaxed), 4, "{offload:?}");
+            assert_eq!(stats.unsendable.load(Ordering::Relaxed), 1, "{offload:?}");
+            let mut buf = vec![0u8; 65536];
+            for (i, f) in good.iter().enumerate() {
+                let (n, _) = plain.recv_from(&mut buf).expect("the good frames");
+                assert_eq!(&buf[..n], dgram_of(f), "{offload:?} frame {i}");
+            }
         }
     }
 

@@ -109,6 +109,12 @@ pub(super) fn has_gso(s: &UdpSocket) -> bool {
     setsockopt_int(s, SOL_UDP, UDP_SEGMENT, 0).is_ok()
 }
 
+/// Whether a GSO send failed because of GSO itself (the kernel or the device cannot do it:
+/// `EIO` without checksum offload, `EINVAL`, or the option missing), not the datagrams.
+pub(super) fn gso_refused(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EIO) || unsupported(e)
+}
+
 fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
     libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
