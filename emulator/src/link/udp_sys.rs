@@ -1,6 +1,6 @@
 //! The socket calls of the UDP link ([`super::udp`]) that std does not wrap: socket options,
-//! `sendmmsg` and `sendmsg` with `UDP_SEGMENT` (GSO) on the way out, `recvmmsg` with the
-//! `SO_RXQ_OVFL` and `UDP_GRO` control messages on the way in. Every `unsafe` block of the
+//! `sendmmsg` (each message one datagram, or a GSO buffer with `UDP_SEGMENT`) on the way
+//! out, `recvmmsg` with the `SO_RXQ_OVFL` and `UDP_GRO` control messages on the way in. Every `unsafe` block of the
 //! link is here; the headers the kernel reads (`mmsghdr`, `iovec`, `sockaddr_in`, control
 //! buffers) are built on the stack for each call, pointing at buffers that outlive it, so
 //! nothing is allocated per datagram and nothing holds a raw pointer between calls.
@@ -131,37 +131,86 @@ const NO_IOV: libc::iovec = libc::iovec {
     iov_len: 0,
 };
 
-/// Sends up to [`MAX_BATCH`] datagrams from `s` in one `sendmmsg`, in order; returns how
-/// many the kernel took (the first `k`), or the error of the first when it took none.
-pub(super) fn send_many<'a>(
+/// One message of [`send_groups`]: the next `count` datagrams, to `to`; with `seg`, one GSO
+/// buffer (`UDP_SEGMENT = seg`: each datagram `seg` bytes but the last, which may be
+/// shorter, at most [`GSO_MAX_BYTES`] in all), else `count` is 1.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Group {
+    pub to: SocketAddrV4,
+    pub count: usize,
+    pub seg: Option<u16>,
+}
+
+impl Group {
+    /// A placeholder for arrays of groups.
+    pub(super) const NONE: Group = Group {
+        to: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+        count: 0,
+        seg: None,
+    };
+}
+
+/// Sends `groups` (at most [`MAX_BATCH`], with at most [`MAX_BATCH`] datagrams in all,
+/// taken in order from `dgrams`) in one `sendmmsg`: each group one message, a GSO group
+/// with its own `UDP_SEGMENT` control message, so the kernel cuts it into one datagram per
+/// segment. Returns how many groups the kernel took (the first `k`), or the error of the
+/// first when it took none.
+pub(super) fn send_groups<'a>(
     s: &UdpSocket,
-    dgrams: impl Iterator<Item = (&'a [u8], SocketAddrV4)>,
+    groups: &[Group],
+    mut dgrams: impl Iterator<Item = &'a [u8]>,
 ) -> io::Result<usize> {
     let mut addrs = [sockaddr(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)); MAX_BATCH];
     let mut iovs = [NO_IOV; MAX_BATCH];
+    // Room per message for one u16 control message (CMSG_SPACE(2) is 24 on 64-bit Linux),
+    // aligned.
+    let mut ctrl = [[0u64; 4]; MAX_BATCH];
     // SAFETY: all-zero is a valid mmsghdr (null pointers, zero lengths).
     let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
-    let mut n = 0;
-    for (data, to) in dgrams.take(MAX_BATCH) {
-        addrs[n] = sockaddr(to);
-        iovs[n] = libc::iovec {
-            iov_base: data.as_ptr().cast_mut().cast(),
-            iov_len: data.len(),
-        };
-        n += 1;
-    }
-    for i in 0..n {
-        let h = &mut msgs[i].msg_hdr;
-        h.msg_name = (&raw mut addrs[i]).cast();
+    debug_assert!(groups.iter().map(|g| g.count).sum::<usize>() <= MAX_BATCH);
+    let (mut n, mut iov) = (0, 0);
+    for g in groups.iter().take(MAX_BATCH) {
+        let first = iov;
+        for data in dgrams.by_ref().take(g.count) {
+            if iov == MAX_BATCH {
+                break;
+            }
+            iovs[iov] = libc::iovec {
+                iov_base: data.as_ptr().cast_mut().cast(),
+                iov_len: data.len(),
+            };
+            iov += 1;
+        }
+        if iov == first {
+            break;
+        }
+        addrs[n] = sockaddr(g.to);
+        let h = &mut msgs[n].msg_hdr;
+        h.msg_name = (&raw mut addrs[n]).cast();
         h.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        h.msg_iov = &raw mut iovs[i];
-        h.msg_iovlen = 1;
+        h.msg_iov = &raw mut iovs[first];
+        h.msg_iovlen = (iov - first) as _;
+        if let Some(seg) = g.seg {
+            h.msg_control = ctrl[n].as_mut_ptr().cast();
+            // SAFETY: CMSG_SPACE is arithmetic.
+            h.msg_controllen = unsafe { libc::CMSG_SPACE(2) } as _;
+            // SAFETY: the control buffer holds CMSG_SPACE(2) bytes, so its first header and
+            // the two data bytes after it are inside it.
+            unsafe {
+                let c = libc::CMSG_FIRSTHDR(h);
+                (*c).cmsg_level = SOL_UDP;
+                (*c).cmsg_type = UDP_SEGMENT;
+                (*c).cmsg_len = libc::CMSG_LEN(2) as _;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+            }
+        }
+        n += 1;
     }
     if n == 0 {
         return Ok(0);
     }
-    // SAFETY: `msgs[..n]` point at `addrs`, `iovs` and the callers' datagrams, all alive
-    // for the call; the kernel only reads the datagrams (the iovecs' `*mut` is the C type).
+    // SAFETY: `msgs[..n]` point at `addrs`, `iovs`, `ctrl` and the callers' datagrams, all
+    // alive for the call; the kernel only reads the datagrams (the iovecs' `*mut` is C's).
     let r = unsafe { libc::sendmmsg(s.as_raw_fd(), msgs.as_mut_ptr(), n as _, 0) };
     if r < 0 {
         Err(io::Error::last_os_error())
@@ -170,51 +219,21 @@ pub(super) fn send_many<'a>(
     }
 }
 
-/// Sends `segs` (each `seg` bytes, the last at most that) to `to` in one `sendmsg` with
-/// `UDP_SEGMENT = seg`: the kernel cuts the bytes into one datagram per segment.
-/// At most [`MAX_BATCH`] segments and [`GSO_MAX_BYTES`] bytes; the caller checks.
+/// Sends `segs` (each `seg` bytes, the last at most that) to `to` as one GSO message of
+/// [`send_groups`]: the kernel cuts the bytes into one datagram per segment.
+#[cfg(test)]
 pub(super) fn send_segmented<'a>(
     s: &UdpSocket,
-    segs: impl Iterator<Item = &'a [u8]>,
+    segs: impl ExactSizeIterator<Item = &'a [u8]>,
     seg: u16,
     to: SocketAddrV4,
 ) -> io::Result<()> {
-    let mut addr = sockaddr(to);
-    let mut iovs = [NO_IOV; MAX_BATCH];
-    let mut n = 0;
-    for data in segs.take(MAX_BATCH) {
-        iovs[n] = libc::iovec {
-            iov_base: data.as_ptr().cast_mut().cast(),
-            iov_len: data.len(),
-        };
-        n += 1;
-    }
-    // Room for one u16 control message (CMSG_SPACE(2) is 24 on 64-bit Linux), aligned.
-    let mut ctrl = [0u64; 4];
-    // SAFETY: all-zero is a valid msghdr.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&raw mut addr).cast();
-    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    msg.msg_iov = iovs.as_mut_ptr();
-    msg.msg_iovlen = n as _;
-    msg.msg_control = ctrl.as_mut_ptr().cast();
-    // SAFETY: CMSG_SPACE is arithmetic.
-    msg.msg_controllen = unsafe { libc::CMSG_SPACE(2) } as _;
-    // SAFETY: the control buffer holds CMSG_SPACE(2) bytes, so its first header and the
-    // two data bytes after it are inside it; `msg` points at live buffers for the call.
-    let r = unsafe {
-        let c = libc::CMSG_FIRSTHDR(&raw const msg);
-        (*c).cmsg_level = SOL_UDP;
-        (*c).cmsg_type = UDP_SEGMENT;
-        (*c).cmsg_len = libc::CMSG_LEN(2) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
-        libc::sendmsg(s.as_raw_fd(), &raw const msg, 0)
+    let g = Group {
+        to,
+        count: segs.len(),
+        seg: Some(seg),
     };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    send_groups(s, &[g], segs).map(drop)
 }
 
 /// What the kernel said about one received datagram (or `UDP_GRO` run of datagrams).
