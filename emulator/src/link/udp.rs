@@ -1147,8 +1147,7 @@ impl Link for UdpLink {
     }
 
     /// Queues the frame (no copy) for a batch send at the next [`Link::receive`] or
-    /// [`Link::flush`], or when [`udp_sys::MAX_BATCH`] frames wait; hands back a buffer of
-    /// a frame sent before.
+    /// [`Link::flush`], or when 64 frames wait; hands back a buffer of a frame sent before.
     fn transmit_owned(&mut self, frame: Vec<u8>) -> Vec<u8> {
         match self.enqueue(frame) {
             Ok(()) => self.pool.pop().unwrap_or_default(),
