@@ -469,6 +469,10 @@ impl<L: Link> Link for FaultyLink<L> {
         self.inner.receive(buf)
     }
 
+    fn flush(&mut self) {
+        self.inner.flush();
+    }
+
     fn attach(&mut self, env: &LinkEnv) {
         self.clock = env.clock.clone();
         self.inner.attach(env);

@@ -17,6 +17,7 @@ mod faults;
 mod inproc;
 pub(crate) mod pcap;
 pub mod udp;
+mod udp_sys;
 
 use std::fmt;
 use std::sync::{Arc, Weak};
@@ -129,7 +130,9 @@ pub trait Link: Send + fmt::Debug {
         self.transmit(&frame);
         frame
     }
-    /// Receives the next frame into `buf` (cleared first), if one is waiting.
+    /// Receives the next frame into `buf` (cleared first), if one is waiting. A link that
+    /// holds frames back for a batch send ([`Link::flush`]) sends them first: a device
+    /// receives after every burst it sends.
     fn receive(&mut self, buf: &mut Vec<u8>) -> bool;
     /// Whether the link takes frames whose ICRC is left out ([`Link::transmit_unsealed`]):
     /// only a link nothing can observe between the two ports, as Linux's loopback leaves out
@@ -191,6 +194,17 @@ pub trait Link: Send + fmt::Debug {
     fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
         self.receive(buf).then_some(true)
     }
+    /// Sends the frames the link holds back to batch them (the UDP link queues what
+    /// [`Link::transmit_owned`] hands it, up to 64 frames, for one system call); a link
+    /// that sends at once does nothing. [`Link::receive`] flushes too.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{Link, NullLink};
+    ///
+    /// let mut l = NullLink::default();
+    /// l.flush(); // sends at once: nothing held back
+    /// ```
+    fn flush(&mut self) {}
     /// Called once when the link is attached to a device.
     fn attach(&mut self, _env: &LinkEnv) {}
     /// The device-clock time (ns) at which the link next has something to do on its own
@@ -230,6 +244,9 @@ impl<L: Link + ?Sized> Link for Box<L> {
     }
     fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
         (**self).receive_unsealed(buf)
+    }
+    fn flush(&mut self) {
+        (**self).flush();
     }
     fn attach(&mut self, env: &LinkEnv) {
         (**self).attach(env);

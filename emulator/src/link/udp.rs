@@ -9,6 +9,19 @@
 //! IP_PMTUDISC_DO`, so Linux sends DF with IP ID 0, as the device's frames have. TTL, TOS and
 //! the UDP checksum are masked out of the ICRC (the kernel computes a UDP checksum; harmless).
 //!
+//! **Batches.** Frames the device hands over ([`Link::transmit_owned`]) wait in a queue of
+//! at most 64 and go out when the device next receives ([`Link::receive`]; it does after
+//! every burst it sends), on [`Link::flush`], when the queue is full, or when the link is
+//! dropped: each run of frames from one socket in one `sendmmsg`, in order. A borrowed
+//! frame ([`Link::transmit`]) goes out before the call returns, as it always did. Each
+//! datagram is still its own `sendto` as far as the wire is concerned: same bytes, same
+//! order, IP ID 0. With [`UdpOffload::gso`] (off by default; it renumbers IP IDs, see
+//! there) a run of equal-sized frames to one destination is one message of the `sendmmsg`
+//! with `UDP_SEGMENT` set to the frame's datagram size, so the kernel cuts it at frame
+//! boundaries: one RoCE packet per datagram (measured on Linux 6.18: a GSO send of six
+//! segments leaves as six datagrams with IP IDs 0 to 5, where six plain sends carry ID 0). An offload the kernel lacks (`setsockopt`
+//! fails at bind) leaves the plain path; [`UdpOffload::ENV`] forces either.
+//!
 //! **Source ports.** Every frame carries its QP's UDP source port (rxe's
 //! `rdma_get_udp_sport`, or the address path's `udp_sport`). The link sends each frame from
 //! a socket bound to `<IPv4>:<that port>`, opened on first use and kept (one per flow, like
@@ -17,13 +30,15 @@
 //! its ICRC recomputed; rxe accepts any source port, so interop holds either way, only the
 //! flow id differs (counted in [`UdpStats`]).
 //!
-//! **Receiving.** A reader thread takes datagrams from the main socket (any source port) and
-//! rebuilds the frame the device's receive path expects: Ethernet (both MACs zero, IPv4
-//! ethertype), an IPv4 header (ID 0, DF, TTL 64, TOS 0, correct checksum; source and
+//! **Receiving.** A reader thread takes datagrams from the main socket (any source port), up
+//! to 16 per `recvmmsg` (with `UDP_GRO`, on by default where the kernel has it, one buffer
+//! may hold a run of one sender's datagrams, which the reader cuts at the size the kernel
+//! reports: one frame per datagram as sent), and rebuilds the frame the device's receive
+//! path expects: Ethernet (both MACs zero, IPv4 ethertype), an IPv4 header (ID 0, DF, TTL 64, TOS 0, correct checksum; source and
 //! destination from the socket), a UDP header (the sender's source port, 4791, length,
 //! checksum 0), then the datagram. It takes whatever is queued in one go (non-blocking reads
-//! after the first), hands the frames to the device through its receive ring and wakes it
-//! once per batch.
+//! after the first, up to 64 datagrams), hands the frames to the device through its receive
+//! ring and wakes it once per batch.
 //!
 //! **Receive ring.** Like a NIC's receive queue, the ring holds a fixed number of frames
 //! ([`RX_RING_FRAMES`] unless [`UdpLink::bind_with_ring`] says otherwise), in buffers that
@@ -69,7 +84,6 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -77,7 +91,7 @@ use std::time::Duration;
 
 use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
 
-use super::{Link, LinkEnv, LinkRxDrops, Waker};
+use super::{Link, LinkEnv, LinkRxDrops, Waker, udp_sys};
 use crate::wire::{
     EthRepr, EthernetAddress, EthernetFrame, Ipv4Packet, Ipv4Repr, ROCE_V2_PORT, UdpPacket, UdpRepr,
 };
@@ -164,6 +178,11 @@ pub struct UdpStats {
     pub ring_high_water: AtomicU64,
     /// Frame buffers the reader allocated (at most the ring's capacity: they are reused).
     pub ring_buffers: AtomicU64,
+    /// Send system calls made (`sendmmsg`, or a plain send after an error): fewer than [`UdpStats::sent`] when frames went out in batches.
+    pub send_calls: AtomicU64,
+    /// Receive system calls that returned datagrams (`recvmmsg`): fewer than
+    /// [`UdpStats::received`] when datagrams came in batches.
+    pub recv_calls: AtomicU64,
 }
 
 /// The receive buffer the link asks for on its main socket (see the module docs): 16 MiB,
@@ -184,6 +203,94 @@ pub const RX_RING_FRAMES: usize = 4096;
 
 /// Datagrams the reader takes per batch before it hands them over and wakes the device.
 const RX_BATCH: usize = 64;
+
+/// Which of the kernel's UDP offloads a [`UdpLink`] uses where the kernel has them (see the
+/// module docs). Whatever they say, what arrives is one frame per datagram and what leaves
+/// is one datagram per frame; the offloads only change how many system calls that takes.
+///
+/// ```
+/// use rnic_emulator::link::udp::UdpOffload;
+///
+/// assert_eq!(UdpOffload::default(), UdpOffload { gro: true, gso: false });
+/// assert_eq!(UdpOffload::parse("off"), Some(UdpOffload::PLAIN));
+/// assert_eq!(UdpOffload::parse("gro,gso"), Some(UdpOffload { gro: true, gso: true }));
+/// assert_eq!(UdpOffload::parse("fast"), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UdpOffload {
+    /// Receive with `UDP_GRO`: the kernel may hand over a run of one flow's datagrams as one
+    /// buffer, which the reader cuts at the size the kernel reports. Invisible on the wire.
+    pub gro: bool,
+    /// Send runs of equal-sized frames to one destination with `UDP_SEGMENT` (GSO): one
+    /// message, cut by the kernel into one datagram per frame. Off by default: the
+    /// kernel numbers the IP IDs of the datagrams it cuts (0, 1, 2, ...), and the ICRC
+    /// covers the IP ID, so a peer that checks the ICRC against the real IP header (Linux
+    /// rxe) drops all but the first of each run. Emulated peers never see the IP ID (a
+    /// socket does not show it), so between them GSO is safe.
+    pub gso: bool,
+}
+
+impl Default for UdpOffload {
+    fn default() -> Self {
+        UdpOffload {
+            gro: true,
+            gso: false,
+        }
+    }
+}
+
+impl UdpOffload {
+    /// Neither offload: one datagram per buffer each way (still `sendmmsg` / `recvmmsg`).
+    pub const PLAIN: UdpOffload = UdpOffload {
+        gro: false,
+        gso: false,
+    };
+
+    /// The environment variable [`UdpLink::bind`] reads: `off` (or `plain`), `gro` (the
+    /// default), `gso` or `gro,gso` (both).
+    pub const ENV: &'static str = "RNIC_UDP_OFFLOAD";
+
+    /// Parses a value of [`UdpOffload::ENV`].
+    ///
+    /// ```
+    /// use rnic_emulator::link::udp::UdpOffload;
+    ///
+    /// assert_eq!(UdpOffload::parse("gro"), Some(UdpOffload::default()));
+    /// ```
+    pub fn parse(v: &str) -> Option<UdpOffload> {
+        let mut o = UdpOffload::PLAIN;
+        for word in v.split(',').map(str::trim) {
+            match word {
+                "off" | "plain" | "none" | "" => {}
+                "gro" => o.gro = true,
+                "gso" => o.gso = true,
+                _ => return None,
+            }
+        }
+        Some(o)
+    }
+
+    /// What [`UdpOffload::ENV`] says, else the default (an unknown value is logged and
+    /// ignored).
+    ///
+    /// ```
+    /// use rnic_emulator::link::udp::UdpOffload;
+    ///
+    /// let _o = UdpOffload::from_env();
+    /// ```
+    pub fn from_env() -> UdpOffload {
+        match std::env::var(Self::ENV) {
+            Ok(v) => UdpOffload::parse(&v).unwrap_or_else(|| {
+                log::warn!(
+                    "{}={v:?}: not off, gro, gso or gro,gso; using gro",
+                    Self::ENV
+                );
+                UdpOffload::default()
+            }),
+            Err(_) => UdpOffload::default(),
+        }
+    }
+}
 
 const ETH_LEN: usize = 14;
 const IP_LEN: usize = 20;
@@ -230,49 +337,28 @@ pub struct UdpLink {
     stop: Arc<AtomicBool>,
     reader: Option<JoinHandle<()>>,
     stats: Arc<UdpStats>,
-    scratch: Vec<u8>,
+    /// Frames waiting for the next batch send (at most [`udp_sys::MAX_BATCH`]).
+    tx: Vec<Queued>,
+    /// Buffers of frames sent, for [`Link::transmit_owned`] to hand back.
+    pool: Vec<Vec<u8>>,
+    /// The offloads in use (asked for and present in the kernel).
+    offload: UdpOffload,
 }
 
-fn setsockopt_int(
-    s: &UdpSocket,
-    level: libc::c_int,
-    name: libc::c_int,
-    v: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: a valid socket fd, a c_int option value of the right size.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            level,
-            name,
-            (&raw const v).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+/// A frame waiting to be sent: the datagram is `buf[start..end]`.
+#[derive(Debug)]
+struct Queued {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    to: SocketAddrV4,
+    /// The source port socket it goes from; None: the main socket.
+    sport: Option<u16>,
 }
 
-fn getsockopt_int(s: &UdpSocket, level: libc::c_int, name: libc::c_int) -> io::Result<libc::c_int> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: a valid socket fd; `v` and `len` describe a c_int-sized output buffer.
-    let r = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            level,
-            name,
-            (&raw mut v).cast(),
-            &raw mut len,
-        )
-    };
-    if r == 0 {
-        Ok(v)
-    } else {
-        Err(io::Error::last_os_error())
+impl Queued {
+    fn dgram(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
     }
 }
 
@@ -280,11 +366,11 @@ fn getsockopt_int(s: &UdpSocket, level: libc::c_int, name: libc::c_int) -> io::R
 /// `net.core.rmem_max`) and returns what the kernel reports (twice the size it set).
 fn grow_rcvbuf(s: &UdpSocket, bytes: usize) -> usize {
     let want = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    if setsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, want).is_err() {
+    if udp_sys::setsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, want).is_err() {
         // Not privileged: the kernel silently caps the size at rmem_max.
-        let _ = setsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUF, want);
+        let _ = udp_sys::setsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUF, want);
     }
-    let got = getsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUF)
+    let got = udp_sys::getsockopt_int(s, libc::SOL_SOCKET, libc::SO_RCVBUF)
         .map_or(0, |v| usize::try_from(v).unwrap_or(0));
     if got < bytes {
         log::warn!(
@@ -302,7 +388,7 @@ fn bind(addr: SocketAddrV4) -> Result<UdpSocket, LinkError> {
         io::ErrorKind::AddrNotAvailable => LinkError::AddrNotAvailable(addr),
         _ => LinkError::Io { addr, source: e },
     })?;
-    setsockopt_int(
+    udp_sys::setsockopt_int(
         &s,
         libc::IPPROTO_IP,
         libc::IP_MTU_DISCOVER,
@@ -350,12 +436,37 @@ impl UdpLink {
     /// # Ok::<(), rnic_emulator::link::LinkError>(())
     /// ```
     pub fn bind_with_ring(ip: Ipv4Addr, frames: usize) -> Result<UdpLink, LinkError> {
+        Self::bind_with(ip, frames, UdpOffload::from_env())
+    }
+
+    /// Binds `<ip>:4791` with a receive ring of `frames` frames, using the kernel's UDP
+    /// offloads as `offload` says where the kernel has them (see [`UdpLink::offload`]),
+    /// and starts the reader thread.
+    ///
+    /// ```
+    /// use rnic_emulator::link::udp::{UdpLink, UdpOffload, RX_RING_FRAMES};
+    /// use std::net::Ipv4Addr;
+    ///
+    /// let link = UdpLink::bind_with(Ipv4Addr::new(127, 0, 0, 211), RX_RING_FRAMES, UdpOffload::PLAIN)?;
+    /// assert_eq!(link.offload(), UdpOffload::PLAIN);
+    /// # Ok::<(), rnic_emulator::link::LinkError>(())
+    /// ```
+    pub fn bind_with(
+        ip: Ipv4Addr,
+        frames: usize,
+        offload: UdpOffload,
+    ) -> Result<UdpLink, LinkError> {
         let frames = frames.max(1);
         let addr = SocketAddrV4::new(ip, ROCE_V2_PORT);
         let main = bind(addr)?;
         let rcvbuf = grow_rcvbuf(&main, RCVBUF_BYTES);
         // The drop count with each datagram; without it the link only loses the counter.
-        let _ = setsockopt_int(&main, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1);
+        let _ = udp_sys::setsockopt_int(&main, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1);
+        // Offloads the kernel lacks fall back to the plain path, decided here, once.
+        let offload = UdpOffload {
+            gro: offload.gro && udp_sys::enable_gro(&main),
+            gso: offload.gso && udp_sys::has_gso(&main),
+        };
         let main = Arc::new(main);
         let reader_sock = main
             .try_clone()
@@ -394,8 +505,27 @@ impl UdpLink {
             stop,
             reader: Some(reader),
             stats,
-            scratch: Vec::new(),
+            tx: Vec::with_capacity(udp_sys::MAX_BATCH),
+            pool: Vec::with_capacity(udp_sys::MAX_BATCH),
+            offload,
         })
+    }
+
+    /// The offloads in use: those asked for that the kernel has (an option the kernel
+    /// refuses with `ENOPROTOOPT` or `EINVAL` at bind means the plain path).
+    ///
+    /// ```
+    /// use rnic_emulator::link::udp::{UdpLink, UdpOffload, RX_RING_FRAMES};
+    /// use std::net::Ipv4Addr;
+    ///
+    /// let all = UdpOffload { gro: true, gso: true };
+    /// let link = UdpLink::bind_with(Ipv4Addr::new(127, 0, 0, 212), RX_RING_FRAMES, all)?;
+    /// let got = link.offload(); // what this kernel has of it
+    /// assert!(!got.gro || all.gro);
+    /// # Ok::<(), rnic_emulator::link::LinkError>(())
+    /// ```
+    pub fn offload(&self) -> UdpOffload {
+        self.offload
     }
 
     /// The address it is bound to.
@@ -445,7 +575,8 @@ struct Ring {
     frames: usize,
 }
 
-/// The reader thread: datagrams in, rebuilt frames out, in batches of what is queued.
+/// The reader thread: datagrams in (a `recvmmsg` at a time, each `UDP_GRO` buffer cut back
+/// into its datagrams), rebuilt frames out, in batches of what is queued.
 fn reader(
     sock: UdpSocket,
     ip: Ipv4Addr,
@@ -454,58 +585,57 @@ fn reader(
     stop: Arc<AtomicBool>,
     stats: Arc<UdpStats>,
 ) {
-    let mut buf = vec![0u8; 65536];
-    // Buffers allocated so far (at most `ring.frames`), and one kept from a frame the full
-    // ring refused.
-    let (mut allocated, mut spare) = (0usize, None::<Vec<u8>>);
+    let mut batch = udp_sys::RecvBatch::new();
+    let mut pool = RingPool {
+        ring,
+        allocated: 0,
+        spare: None,
+    };
     while !stop.load(Ordering::Acquire) {
         let mut got = 0;
         while got < RX_BATCH {
-            // The first read blocks (up to the socket's read timeout), the rest only take
-            // what is already queued.
-            let flags = if got == 0 { 0 } else { libc::MSG_DONTWAIT };
-            let Ok((n, from, drops)) = recv_dgram(&sock, &mut buf, flags) else {
+            // The first call blocks (up to the socket's read timeout) for one datagram, the
+            // rest only take what is already queued.
+            let Ok(n) = batch.recv(&sock, got == 0) else {
                 break;
             };
-            if let Some(d) = drops {
-                stats
-                    .socket_drops
-                    .fetch_max(u64::from(d), Ordering::Relaxed);
+            if n == 0 {
+                break;
             }
-            let Some(from) = from else { continue };
-            got += 1;
-            stats.received.fetch_add(1, Ordering::Relaxed);
-            if ETH_LEN + IP_LEN + UDP_LEN + n > crate::wire::FRAME_CAPACITY {
-                stats.oversize.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            let f = spare.take().or_else(|| ring.free.try_recv().ok());
-            let mut f = match f {
-                Some(f) => f,
-                None if allocated < ring.frames => {
-                    allocated += 1;
-                    stats.ring_buffers.fetch_add(1, Ordering::Relaxed);
-                    Vec::with_capacity(crate::wire::FRAME_CAPACITY)
+            stats.recv_calls.fetch_add(1, Ordering::Relaxed);
+            for i in 0..n {
+                let (data, meta) = batch.slot(i);
+                if let Some(d) = meta.drops {
+                    stats
+                        .socket_drops
+                        .fetch_max(u64::from(d), Ordering::Relaxed);
                 }
-                None => {
-                    // Every buffer holds a frame the device has not taken: the ring is full.
-                    stats.ring_full.fetch_add(1, Ordering::Relaxed);
+                let Some(from) = meta.from else { continue };
+                if meta.truncated {
+                    // Larger than a slot (so than any RoCE v2 frame).
+                    got += 1;
+                    stats.received.fetch_add(1, Ordering::Relaxed);
+                    stats.oversize.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-            };
-            f.clear();
-            rebuild_frame(&mut f, *from.ip(), from.port(), ip, &buf[..n]);
-            match ring.tx.try_send(f) {
-                Ok(()) => {
-                    stats
-                        .ring_high_water
-                        .fetch_max(ring.tx.len() as u64, Ordering::Relaxed);
+                // One datagram, or a GRO run of them: every `segment` bytes (the last may be
+                // shorter) is one datagram as the sender sent it.
+                let seg = meta.segment.unwrap_or(data.len()).max(1);
+                for dgram in data.chunks(seg) {
+                    got += 1;
+                    if !pool.deliver(&stats, from, ip, dgram) {
+                        return;
+                    }
                 }
-                Err(TrySendError::Full(f)) => {
-                    stats.ring_full.fetch_add(1, Ordering::Relaxed);
-                    spare = Some(f);
+                if data.is_empty() {
+                    got += 1;
+                    if !pool.deliver(&stats, from, ip, data) {
+                        return;
+                    }
                 }
-                Err(TrySendError::Disconnected(_)) => return,
+            }
+            if n < udp_sys::RX_SLOTS {
+                break; // the socket ran dry
             }
         }
         if got > 0 {
@@ -516,55 +646,60 @@ fn reader(
     }
 }
 
-/// One datagram: its length, its IPv4 sender, and the socket's drop count when the kernel
-/// reported it (`SO_RXQ_OVFL`).
-fn recv_dgram(
-    sock: &UdpSocket,
-    buf: &mut [u8],
-    flags: libc::c_int,
-) -> io::Result<(usize, Option<SocketAddrV4>, Option<u32>)> {
-    // SAFETY: all-zero is a valid sockaddr_in / msghdr.
-    let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    // Room for one u32 control message (CMSG_SPACE(4) is 24 on 64-bit Linux), aligned.
-    let mut ctrl = [0u64; 8];
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: as above.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&raw mut addr).cast();
-    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctrl.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&ctrl) as _;
-    // SAFETY: `msg` points at live buffers of the sizes it states, for the whole call.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &raw mut msg, flags) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let from = (msg.msg_namelen as usize >= std::mem::size_of::<libc::sockaddr_in>()
-        && libc::c_int::from(addr.sin_family) == libc::AF_INET)
-        .then(|| {
-            SocketAddrV4::new(
-                Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr)),
-                u16::from_be(addr.sin_port),
-            )
-        });
-    let mut drops = None;
-    // SAFETY: the CMSG macros walk the control buffer the kernel filled, within
-    // `msg_controllen`; the data of an SO_RXQ_OVFL message is one u32.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&raw const msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_RXQ_OVFL {
-                drops = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>()));
+/// The reader's buffers: those it allocated (at most the ring's capacity), and one kept
+/// from a frame the full ring refused.
+struct RingPool {
+    ring: Ring,
+    allocated: usize,
+    spare: Option<Vec<u8>>,
+}
+
+impl RingPool {
+    /// One datagram from `from` to `ip`: rebuilt into a frame on the ring, or dropped and
+    /// counted. False when the device is gone.
+    fn deliver(
+        &mut self,
+        stats: &UdpStats,
+        from: SocketAddrV4,
+        ip: Ipv4Addr,
+        dgram: &[u8],
+    ) -> bool {
+        stats.received.fetch_add(1, Ordering::Relaxed);
+        if ETH_LEN + IP_LEN + UDP_LEN + dgram.len() > crate::wire::FRAME_CAPACITY {
+            stats.oversize.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        let f = self.spare.take().or_else(|| self.ring.free.try_recv().ok());
+        let mut f = match f {
+            Some(f) => f,
+            None if self.allocated < self.ring.frames => {
+                self.allocated += 1;
+                stats.ring_buffers.fetch_add(1, Ordering::Relaxed);
+                Vec::with_capacity(crate::wire::FRAME_CAPACITY)
             }
-            c = libc::CMSG_NXTHDR(&raw const msg, c);
+            None => {
+                // Every buffer holds a frame the device has not taken: the ring is full.
+                stats.ring_full.fetch_add(1, Ordering::Relaxed);
+                return true;
+            }
+        };
+        f.clear();
+        rebuild_frame(&mut f, *from.ip(), from.port(), ip, dgram);
+        match self.ring.tx.try_send(f) {
+            Ok(()) => {
+                stats
+                    .ring_high_water
+                    .fetch_max(self.ring.tx.len() as u64, Ordering::Relaxed);
+                true
+            }
+            Err(TrySendError::Full(f)) => {
+                stats.ring_full.fetch_add(1, Ordering::Relaxed);
+                self.spare = Some(f);
+                true
+            }
+            Err(TrySendError::Disconnected(_)) => false,
         }
     }
-    Ok((n as usize, from, drops))
 }
 
 /// The Ethernet/IPv4/UDP headers a datagram from `src:sport` to `dst:4791` came with, as far
@@ -765,70 +900,276 @@ mod gf2 {
     }
 }
 
-impl Link for UdpLink {
-    fn transmit(&mut self, frame: &[u8]) {
-        let bad = |s: &UdpStats| {
-            s.unsendable.fetch_add(1, Ordering::Relaxed);
+/// Where a frame's datagram is and goes: `(start, end, destination, source port)`.
+type Route = (usize, usize, SocketAddrV4, u16);
+
+/// The datagram of an Ethernet frame (an 802.1Q tag is dropped with the rest of the L2
+/// header) carrying IPv4/UDP, if it is one.
+fn route(frame: &[u8]) -> Option<Route> {
+    let mut off = 12;
+    let et = |o: usize| {
+        frame
+            .get(o..o + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    if et(off) == Some(0x8100) {
+        off += 4;
+    }
+    if et(off) != Some(0x0800) {
+        return None;
+    }
+    let ip = off + 2;
+    let iph = frame.get(ip..ip + IP_LEN)?;
+    if iph[0] != 0x45 || iph[9] != 17 {
+        return None;
+    }
+    let dst = Ipv4Addr::new(iph[16], iph[17], iph[18], iph[19]);
+    let udp = ip + IP_LEN;
+    let uh = frame.get(udp..udp + UDP_LEN)?;
+    let sport = u16::from_be_bytes([uh[0], uh[1]]);
+    let ulen = usize::from(u16::from_be_bytes([uh[4], uh[5]]));
+    let end = udp + ulen.max(UDP_LEN);
+    frame.get(udp + UDP_LEN..end)?;
+    Some((
+        udp + UDP_LEN,
+        end,
+        SocketAddrV4::new(dst, ROCE_V2_PORT),
+        sport,
+    ))
+}
+
+impl UdpLink {
+    /// Queues `frame` for the next batch send (sending the queue first when it is full);
+    /// hands `frame` back when it is not IPv4/UDP (counted as unsendable).
+    fn enqueue(&mut self, mut frame: Vec<u8>) -> Result<(), Vec<u8>> {
+        let Some((start, end, to, sport)) = route(&frame) else {
+            self.stats.unsendable.fetch_add(1, Ordering::Relaxed);
+            return Err(frame);
         };
-        // Ethernet (an 802.1Q tag is dropped with the rest of the L2 header), IPv4, UDP.
-        let mut off = 12;
-        let et = |o: usize| {
-            frame
-                .get(o..o + 2)
-                .map(|b| u16::from_be_bytes([b[0], b[1]]))
-        };
-        if et(off) == Some(0x8100) {
-            off += 4;
-        }
-        if et(off) != Some(0x0800) {
-            return bad(&self.stats);
-        }
-        let ip = off + 2;
-        let Some(iph) = frame.get(ip..ip + IP_LEN) else {
-            return bad(&self.stats);
-        };
-        if iph[0] != 0x45 || iph[9] != 17 {
-            return bad(&self.stats);
-        }
-        let dst = Ipv4Addr::new(iph[16], iph[17], iph[18], iph[19]);
-        let udp = ip + IP_LEN;
-        let Some(uh) = frame.get(udp..udp + UDP_LEN) else {
-            return bad(&self.stats);
-        };
-        let sport = u16::from_be_bytes([uh[0], uh[1]]);
-        let ulen = usize::from(u16::from_be_bytes([uh[4], uh[5]]));
-        let Some(dgram) = frame.get(udp + UDP_LEN..udp + ulen.max(UDP_LEN)) else {
-            return bad(&self.stats);
-        };
-        let to = SocketAddrV4::new(dst, ROCE_V2_PORT);
-        let sent = if let Some(s) = self.socket_for(sport) {
-            s.send_to(dgram, to).is_ok()
+        let sport = if self.socket_for(sport).is_some() {
+            Some(sport)
         } else {
-            // Rewrite the source port and recompute the ICRC for the main socket's port.
+            // Rewrite the source port and recompute the ICRC for the main socket's port,
+            // in the frame itself (the port has captured it already).
             self.stats.sport_fallbacks.fetch_add(1, Ordering::Relaxed);
-            let mut f = std::mem::take(&mut self.scratch);
-            f.clear();
-            f.extend_from_slice(&frame[ip..udp + ulen.max(UDP_LEN)]);
-            f[IP_LEN..IP_LEN + 2].copy_from_slice(&ROCE_V2_PORT.to_be_bytes());
-            let n = f.len();
-            let ok = match crate::wire::icrc::compute(&f) {
-                Ok(c) => {
-                    f[n - 4..].copy_from_slice(&c.to_le_bytes());
-                    self.main.send_to(&f[IP_LEN + UDP_LEN..], to).is_ok()
+            let (ip, n) = (start - UDP_LEN - IP_LEN, end);
+            frame[ip + IP_LEN..ip + IP_LEN + 2].copy_from_slice(&ROCE_V2_PORT.to_be_bytes());
+            // The same bytes as before batching: the CRC taken over the packet with its old
+            // ICRC in it.
+            match crate::wire::icrc::compute(&frame[ip..n]) {
+                Ok(c) => frame[n - 4..n].copy_from_slice(&c.to_le_bytes()),
+                Err(_) => {
+                    self.stats.unsendable.fetch_add(1, Ordering::Relaxed);
+                    return Err(frame);
                 }
-                Err(_) => false,
-            };
-            self.scratch = f;
-            ok
+            }
+            None
         };
-        if sent {
-            self.stats.sent.fetch_add(1, Ordering::Relaxed);
-        } else {
-            bad(&self.stats);
+        if self.tx.len() == udp_sys::MAX_BATCH {
+            self.flush_tx();
+        }
+        self.tx.push(Queued {
+            buf: frame,
+            start,
+            end,
+            to,
+            sport,
+        });
+        Ok(())
+    }
+
+    /// Sends every queued frame, in order: each run of frames from one socket in as few
+    /// system calls as the kernel allows.
+    fn flush_tx(&mut self) {
+        let mut i = 0;
+        while i < self.tx.len() {
+            let sport = self.tx[i].sport;
+            let run = self.tx[i..].iter().take_while(|q| q.sport == sport).count();
+            let sock = match sport {
+                Some(p) => self.sport.get(&p).and_then(Option::as_ref),
+                None => Some(&*self.main),
+            };
+            let frames = &self.tx[i..i + run];
+            match sock {
+                Some(sock) => send_run(sock, frames, &mut self.offload.gso, &self.stats),
+                None => {
+                    self.stats
+                        .unsendable
+                        .fetch_add(run as u64, Ordering::Relaxed);
+                }
+            }
+            i += run;
+        }
+        for q in self.tx.drain(..) {
+            if self.pool.len() < udp_sys::MAX_BATCH {
+                self.pool.push(q.buf);
+            }
+        }
+    }
+}
+
+/// Sends `frames` (all from `sock`, in order). With `gso`, in one `sendmmsg` as far as the
+/// kernel takes them: each run of equal-sized frames to one destination one GSO message,
+/// every other frame a message of its own; a GSO message the kernel refuses as such turns
+/// GSO off (`gso` = false), and the frames of a refused message go the plain way.
+fn send_run(sock: &UdpSocket, frames: &[Queued], gso: &mut bool, stats: &UdpStats) {
+    let mut k = 0;
+    while *gso && k < frames.len() {
+        let mut groups = [udp_sys::Group::NONE; udp_sys::MAX_BATCH];
+        let (mut n, mut end) = (0, k);
+        while end < frames.len() && n < groups.len() {
+            let run = gso_run(&frames[end..]);
+            groups[n] = udp_sys::Group {
+                to: frames[end].to,
+                count: run,
+                seg: (run >= 2).then(|| frames[end].dgram().len() as u16),
+            };
+            n += 1;
+            end += run;
+        }
+        stats.send_calls.fetch_add(1, Ordering::Relaxed);
+        let dgrams = frames[k..end].iter().map(Queued::dgram);
+        match udp_sys::send_groups(sock, &groups[..n], dgrams) {
+            Ok(m) if m > 0 => {
+                let sent: usize = groups[..m].iter().map(|g| g.count).sum();
+                stats.sent.fetch_add(sent as u64, Ordering::Relaxed);
+                k += sent;
+            }
+            r => {
+                let g = groups[0];
+                if let Err(e) = r
+                    && g.seg.is_some()
+                    && udp_sys::gso_refused(&e)
+                {
+                    log::warn!("UDP link: GSO send: {e}; sending without GSO from now on");
+                    *gso = false;
+                }
+                // The first message refused: its frames the plain way, each its verdict.
+                send_plain(sock, &frames[k..k + g.count], stats);
+                k += g.count;
+            }
+        }
+    }
+    if k < frames.len() {
+        send_plain(sock, &frames[k..], stats);
+    }
+}
+
+/// Sends `frames` (all from `sock`, in order) one datagram per message, in `sendmmsg`s; a
+/// datagram the kernel refuses is sent once more on its own, and counted unsendable if it
+/// fails again.
+fn send_plain(sock: &UdpSocket, frames: &[Queued], stats: &UdpStats) {
+    let mut k = 0;
+    while k < frames.len() {
+        let mut groups = [udp_sys::Group::NONE; udp_sys::MAX_BATCH];
+        for (g, q) in groups.iter_mut().zip(&frames[k..]) {
+            *g = udp_sys::Group {
+                to: q.to,
+                count: 1,
+                seg: None,
+            };
+        }
+        let n = (frames.len() - k).min(groups.len());
+        stats.send_calls.fetch_add(1, Ordering::Relaxed);
+        let dgrams = frames[k..].iter().map(Queued::dgram);
+        match udp_sys::send_groups(sock, &groups[..n], dgrams) {
+            Ok(m) if m > 0 => {
+                stats.sent.fetch_add(m as u64, Ordering::Relaxed);
+                k += m;
+            }
+            _ => {
+                // The first datagram was refused (or sendmmsg is missing): on its own, as
+                // the plain path sends, for its own verdict.
+                let q = &frames[k];
+                stats.send_calls.fetch_add(1, Ordering::Relaxed);
+                let counter = if sock.send_to(q.dgram(), q.to).is_ok() {
+                    &stats.sent
+                } else {
+                    &stats.unsendable
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                k += 1;
+            }
+        }
+    }
+}
+
+/// How many of `frames` from the first one GSO message can carry (1: the first goes alone):
+/// one destination, all the first's size but the last (which may be shorter), within the
+/// kernel's limits.
+fn gso_run(frames: &[Queued]) -> usize {
+    let Some(first) = frames.first() else {
+        return 0;
+    };
+    let seg = first.dgram().len();
+    if seg == 0 || seg > usize::from(u16::MAX) {
+        return 1;
+    }
+    // A first frame larger than a run of equal frames after it (a WRITE FIRST's RETH, a
+    // READ response's AETH) goes alone, so the run after it is one GSO message.
+    if let [_, second, third, ..] = frames
+        && second.dgram().len() < seg
+        && second.dgram().len() == third.dgram().len()
+    {
+        return 1;
+    }
+    let (mut n, mut bytes) = (1, seg);
+    for q in &frames[1..] {
+        let len = q.dgram().len();
+        if n == udp_sys::MAX_BATCH
+            || q.to != first.to
+            || len > seg
+            || len == 0
+            || bytes + len > udp_sys::GSO_MAX_BYTES
+        {
+            break;
+        }
+        n += 1;
+        bytes += len;
+        if len < seg {
+            break;
+        }
+    }
+    n
+}
+
+impl Link for UdpLink {
+    /// Sends the frame now (with any frames queued before it): a caller that holds a
+    /// borrowed frame gets today's behaviour, one datagram out before it returns.
+    fn transmit(&mut self, frame: &[u8]) {
+        let mut b = self.pool.pop().unwrap_or_default();
+        b.clear();
+        b.extend_from_slice(frame);
+        if let Err(b) = self.enqueue(b) {
+            self.pool.push(b);
+        }
+        self.flush_tx();
+    }
+
+    /// Queues the frame (no copy) for a batch send at the next [`Link::receive`] or
+    /// [`Link::flush`], or when 64 frames wait; hands back a buffer of a frame sent before.
+    fn transmit_owned(&mut self, frame: Vec<u8>) -> Vec<u8> {
+        match self.enqueue(frame) {
+            Ok(()) => self.pool.pop().unwrap_or_default(),
+            Err(frame) => frame,
         }
     }
 
+    fn flush(&mut self) {
+        if !self.tx.is_empty() {
+            self.flush_tx();
+        }
+    }
+
+    fn next_deadline_ns(&self) -> Option<u64> {
+        // Frames waiting to go: due now (the device's loop receives, which sends them).
+        (!self.tx.is_empty()).then_some(0)
+    }
+
+    /// Sends what is queued first (the port receives after every burst it sends), then
+    /// takes the next frame off the receive ring.
     fn receive(&mut self, buf: &mut Vec<u8>) -> bool {
+        self.flush();
         match self.rx.try_recv() {
             Ok(mut f) => {
                 std::mem::swap(buf, &mut f);
@@ -860,6 +1201,7 @@ impl Link for UdpLink {
 
 impl Drop for UdpLink {
     fn drop(&mut self) {
+        self.flush();
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.reader.take() {
             let _ = t.join();
@@ -920,6 +1262,212 @@ mod tests {
         settle(211);
         assert_eq!(link.rx_drops().oversize, 1);
         assert!(!link.receive(&mut buf));
+    }
+
+    /// A RoCE v2 frame from `src:sport` to `dst` with `len` payload bytes (a pattern of `seed`).
+    fn roce_frame(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, psn: u32, len: usize) -> Vec<u8> {
+        use crate::wire::{BthRepr, EthRepr, EthernetAddress, IpRepr, Opcode, PacketRepr};
+        let repr = PacketRepr::new(
+            EthRepr::new(EthernetAddress([2; 6]), EthernetAddress([4; 6])),
+            IpRepr::V4(Ipv4Repr::new(src, dst)),
+            UdpRepr::new(sport),
+            BthRepr::new(Opcode::RcSendOnly, 0x11, psn),
+        );
+        let payload: Vec<u8> = (0..len).map(|i| (i as u32 * 7 + psn) as u8).collect();
+        let mut b = vec![0u8; repr.buffer_len(len)];
+        let n = repr.emit(&mut b, &payload).expect("emit");
+        b.truncate(n);
+        b
+    }
+
+    /// Frames of one flow as a WRITE sends them: many of one size, then a shorter last,
+    /// then a few of other sizes.
+    fn burst(src: Ipv4Addr, dst: Ipv4Addr, sport: u16) -> Vec<Vec<u8>> {
+        let mut sizes = vec![1024; 70];
+        sizes.extend([300, 1024, 1024, 8, 0, 4096, 4096, 17]);
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| roce_frame(src, dst, sport, i as u32, len))
+            .collect()
+    }
+
+    /// The datagram of a frame (without the Ethernet padding of a short one).
+    fn dgram_of(f: &[u8]) -> &[u8] {
+        let (start, end, _, _) = route(f).expect("IPv4/UDP");
+        &f[start..end]
+    }
+
+    /// A link on `me` sending with `offload`, and a plain socket on `peer`:4791 that
+    /// waits up to 5 s for each datagram.
+    fn sender_and_plain_receiver(
+        offload: UdpOffload,
+        me: Ipv4Addr,
+        peer: Ipv4Addr,
+    ) -> (UdpLink, UdpSocket) {
+        let link = UdpLink::bind_with(me, 64, offload).expect("bind");
+        let plain = UdpSocket::bind(SocketAddrV4::new(peer, ROCE_V2_PORT)).expect("peer");
+        plain
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        (link, plain)
+    }
+
+    /// Each offload choice, with the link's and the peer's address (from 127.0.0.`base`).
+    fn cases(base: u8) -> [(UdpOffload, Ipv4Addr, Ipv4Addr); 3] {
+        let all = UdpOffload {
+            gro: true,
+            gso: true,
+        };
+        let ip = |k: u8| Ipv4Addr::new(127, 0, 0, base + k);
+        [
+            (UdpOffload::PLAIN, ip(0), ip(1)),
+            (UdpOffload::default(), ip(2), ip(3)),
+            (all, ip(4), ip(5)),
+        ]
+    }
+
+    /// The link's batches (sendmmsg, and GSO where asked and present) reach a plain socket
+    /// frame for frame: one datagram per frame, its bytes, its source port, in order.
+    #[test]
+    fn a_batch_arrives_frame_for_frame_on_a_plain_socket() {
+        for (k, (offload, me, peer)) in cases(31).into_iter().enumerate() {
+            let k = k as u8;
+            let (mut link, plain) = sender_and_plain_receiver(offload, me, peer);
+            let stats = link.stats();
+            let frames = burst(me, peer, 0xC000 + u16::from(k));
+            for f in &frames {
+                let spare = link.transmit_owned(f.clone());
+                drop(spare);
+            }
+            assert!(
+                stats.sent.load(Ordering::Relaxed) < frames.len() as u64,
+                "held back for a batch"
+            );
+            link.flush();
+            assert_eq!(stats.sent.load(Ordering::Relaxed), frames.len() as u64);
+            let calls = stats.send_calls.load(Ordering::Relaxed);
+            // Plain: a full queue of 64, then the 14 left; GSO: a call per run of one size.
+            let most = if link.offload().gso { 10 } else { 2 };
+            assert!(
+                calls <= most,
+                "{offload:?}: {calls} send calls for {} frames",
+                frames.len()
+            );
+            let mut buf = vec![0u8; 65536];
+            for (i, f) in frames.iter().enumerate() {
+                let (n, from) = plain.recv_from(&mut buf).expect("a datagram per frame");
+                assert_eq!(&buf[..n], dgram_of(f), "{offload:?} frame {i}");
+                assert_eq!(
+                    from,
+                    std::net::SocketAddr::from((me, 0xC000 + u16::from(k)))
+                );
+            }
+            plain.set_nonblocking(true).expect("nonblocking");
+            assert!(
+                plain.recv_from(&mut buf).is_err(),
+                "no more datagrams than frames"
+            );
+            // A borrowed frame goes out before transmit returns.
+            link.transmit(&frames[0]);
+            assert_eq!(stats.sent.load(Ordering::Relaxed), frames.len() as u64 + 1);
+        }
+    }
+
+    /// Datagrams from a plain socket (one send each), and from a GSO send (one buffer the
+    /// kernel cuts), arrive at the link frame for frame, each the frame a socket implies:
+    /// with GRO (runs cut back at the kernel's segment size) and without.
+    #[test]
+    fn plain_and_segmented_datagrams_arrive_frame_for_frame() {
+        use std::time::Instant;
+        for (offload, me, peer) in cases(41) {
+            let mut link = UdpLink::bind_with(me, 1024, offload).expect("bind");
+            let plain = UdpSocket::bind(SocketAddrV4::new(peer, 0xC100)).expect("peer");
+            let to = SocketAddrV4::new(me, ROCE_V2_PORT);
+            let frames = burst(peer, me, 0xC100);
+            let dgram = |f: &[u8]| dgram_of(f).to_vec();
+            for f in &frames {
+                plain.send_to(&dgram(f), to).expect("send");
+            }
+            // 40 frames of one size in one GSO send, when the kernel has UDP_SEGMENT.
+            let even: Vec<Vec<u8>> = (0..40)
+                .map(|i| dgram(&roce_frame(peer, me, 0xC100, 100 + i, 1024)))
+                .collect();
+            let gso = udp_sys::has_gso(&plain)
+                && udp_sys::send_segmented(
+                    &plain,
+                    even.iter().map(Vec::as_slice),
+                    even[0].len() as u16,
+                    to,
+                )
+                .is_ok();
+            let mut want: Vec<Vec<u8>> = frames.iter().map(|f| dgram(f)).collect();
+            if gso {
+                want.extend(even);
+            }
+            let mut buf = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            for (i, d) in want.iter().enumerate() {
+                while !link.receive(&mut buf) {
+                    assert!(
+                        Instant::now() < deadline,
+                        "{offload:?}: frame {i} of {}",
+                        want.len()
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let mut expect = Vec::new();
+                rebuild_frame(&mut expect, peer, 0xC100, me, d);
+                assert_eq!(buf, expect, "{offload:?} frame {i}");
+                crate::wire::RocePacket::new_checked(&buf[..])
+                    .expect("valid")
+                    .verify_icrc()
+                    .expect("IP ID 0: the ICRC verifies");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(!link.receive(&mut buf), "no more frames than datagrams");
+            let stats = link.stats();
+            assert_eq!(stats.received.load(Ordering::Relaxed), want.len() as u64);
+            let calls = stats.recv_calls.load(Ordering::Relaxed);
+            assert!(
+                calls < want.len() as u64,
+                "{offload:?}: {calls} receive calls"
+            );
+        }
+    }
+
+    /// A datagram the kernel refuses in the middle of a batch (larger than UDP allows) is
+    /// counted unsendable; the frames around it go out, in order, with each offload.
+    #[test]
+    fn a_refused_datagram_in_a_batch_is_counted_and_the_rest_go() {
+        for (offload, me, peer) in cases(51) {
+            let (mut link, plain) = sender_and_plain_receiver(offload, me, peer);
+            let stats = link.stats();
+            // Ethernet, IPv4 (to `peer`), UDP of length 65535: 65527 bytes of datagram,
+            // more than the 65507 a UDP socket may send over IPv4.
+            let mut huge = vec![0u8; ETH_LEN + IP_LEN + 0xFFFF];
+            huge[12..14].copy_from_slice(&[0x08, 0x00]);
+            huge[ETH_LEN] = 0x45;
+            huge[ETH_LEN + 9] = 17;
+            huge[ETH_LEN + 16..ETH_LEN + 20].copy_from_slice(&peer.octets());
+            let udp = ETH_LEN + IP_LEN;
+            huge[udp..udp + 2].copy_from_slice(&0xC200u16.to_be_bytes());
+            huge[udp + 4..udp + 6].copy_from_slice(&[0xFF, 0xFF]);
+            let good: Vec<Vec<u8>> = (0..4)
+                .map(|i| roce_frame(me, peer, 0xC200, i, 1024))
+                .collect();
+            for f in [&good[0], &good[1], &huge, &good[2], &good[3]] {
+                drop(link.transmit_owned(f.clone()));
+            }
+            link.flush();
+            assert_eq!(stats.sent.load(Ordering::Relaxed), 4, "{offload:?}");
+            assert_eq!(stats.unsendable.load(Ordering::Relaxed), 1, "{offload:?}");
+            let mut buf = vec![0u8; 65536];
+            for (i, f) in good.iter().enumerate() {
+                let (n, _) = plain.recv_from(&mut buf).expect("the good frames");
+                assert_eq!(&buf[..n], dgram_of(f), "{offload:?} frame {i}");
+            }
+        }
     }
 
     #[test]

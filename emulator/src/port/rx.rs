@@ -43,6 +43,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> (usize, bool) {
             if !ctx.state.port.ack_pending.is_empty() {
                 crate::transport::responder::flush_acks(ctx);
             }
+            // What a batching link holds back goes out now, not at the next step's receive.
+            ctx.state.port.link.flush();
             return (n, true);
         }
         let (mut frame, from_link, sealed) = match ctx.state.port.rx.pop_front() {
