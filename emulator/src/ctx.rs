@@ -39,9 +39,14 @@ impl Ctx<'_> {
         let qp = self.state.res.qps.get_mut(qpn)?;
         let mut tr = std::mem::take(&mut qp.tr);
         let r = f(self, &mut tr);
-        if let Some(qp) = self.state.res.qps.get_mut(qpn) {
+        let at = if let Some(qp) = self.state.res.qps.get_mut(qpn) {
             qp.tr = tr;
-        }
+            qp.tr.deadline()
+        } else {
+            None
+        };
+        // Every change to a QP's timers happens here or in the timer pass itself.
+        self.state.res.qp_timers.set(qpn, at);
         Some(r)
     }
 }

@@ -123,6 +123,18 @@ pub(crate) struct QpTransport {
     pub una: Option<u32>,
 }
 
+impl QpTransport {
+    /// The earliest of the QP's transport timers (RNR wait, local ACK timeout), if armed:
+    /// its key in [`crate::resources::TimerQueue`].
+    pub(crate) fn deadline(&self) -> Option<u64> {
+        match (self.rnr_wait, self.retx_at) {
+            (Some((a, _)), Some(b)) => Some(a.min(b)),
+            (Some((a, _)), None) => Some(a),
+            (None, b) => b,
+        }
+    }
+}
+
 /// Completed WQEs kept in [`QpTransport::spare`] at most.
 pub(crate) const SPARE_WQES: usize = 16;
 
