@@ -29,9 +29,13 @@ impl TimerQueue {
     }
 
     /// Number of QPs with an armed timer.
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.heap.len()
+    }
+
+    /// Whether QP `qpn` has an armed timer.
+    pub(crate) fn contains(&self, qpn: u32) -> bool {
+        self.index_of(qpn).is_some()
     }
 
     /// The earliest deadline of any QP.

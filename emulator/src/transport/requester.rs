@@ -31,8 +31,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
     ctx.with_transport(qpn, |ctx, tr| {
         let rc = qpc.st() == u8::from(QpSt::Rc);
         let una = *tr.una.get_or_insert(qpc.next_send_psn());
-        // RC: no packet at or beyond `una + WINDOW` goes out until ACKs move `una`.
-        let limit = rc.then(|| psn_add(una, WINDOW));
+        // RC: no packet at or beyond `una + WINDOW` (or the QP's share of the device's
+        // budget, see `share`) goes out until ACKs move `una`.
+        let window = super::share::window(ctx, qpn);
+        let limit = rc.then(|| Limit {
+            end: psn_add(una, window),
+            ack_at_end: window < WINDOW,
+        });
         let max_rd = 1usize << qpc.log_sra_max();
         let mut rd_outstanding = 0usize;
         let mut sent_any = false;
@@ -146,8 +151,18 @@ fn seq_opcode(base: u8, first: u8, middle: u8, last: u8, only: u8, i: u32, n: u3
     }
 }
 
-/// Sends the WQE's packets from `next_pkt` on, stopping before PSN `limit`.
-fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: Option<u32>) {
+/// Where an RC QP stops sending until ACKs come.
+#[derive(Clone, Copy, Debug)]
+struct Limit {
+    /// The first PSN not to send.
+    end: u32,
+    /// The QP stops at its share of the device ([`super::share`]): the packet before `end`
+    /// asks for an ACK.
+    ack_at_end: bool,
+}
+
+/// Sends the WQE's packets from `next_pkt` on, stopping before `limit`.
+fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: Option<Limit>) {
     let Some(mtu) = mtu_of(ctx, qpc) else {
         w.error = Some(CqeSyndrome::LocalQpOp);
         return;
@@ -173,16 +188,17 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
     while w.next_pkt < sends {
         let i = w.next_pkt;
         let psn = psn_add(w.first_psn, i + rd_skip);
-        if limit.is_some_and(|l| psn_cmp(psn, l) >= 0) {
+        if limit.is_some_and(|l| psn_cmp(psn, l.end) >= 0) {
             break;
         }
+        let at_share_end = limit.is_some_and(|l| l.ack_at_end && psn_add(psn, 1) == l.end);
         let last = i + 1 == sends;
         let Some((opcode, data_len)) = packet_opcode(op, st, w.len, mtu, i, sends) else {
             w.error = Some(CqeSyndrome::LocalQpOp);
             break;
         };
         let mut b = bth(opcode, path.dqpn, psn);
-        b.ack_req = st == QpSt::Rc && (last || (i + 1) % 64 == 0);
+        b.ack_req = st == QpSt::Rc && (last || (i + 1) % 64 == 0 || at_share_end);
         b.solicited = last
             && w.solicited
             && matches!(
