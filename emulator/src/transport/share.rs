@@ -30,3 +30,45 @@ pub(crate) fn window(ctx: &Ctx<'_>, qpn: u32) -> u32 {
     let share = DEVICE_BUDGET / u32::try_from(sending).unwrap_or(u32::MAX).max(1);
     share.clamp(MIN_SHARE, WINDOW)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Device, Profile, RunMode};
+
+    /// The window of a QP that has nothing outstanding while `armed` other QPs do.
+    fn window_with(armed: u32) -> u32 {
+        let dev = Device::new(Profile::default(), RunMode::Deterministic);
+        dev.with_ctx(|ctx| {
+            let first = Profile::default().first_qpn;
+            for k in 0..armed {
+                ctx.state.res.qp_timers.set(first + 1 + k, Some(1_000));
+            }
+            window(ctx, first)
+        })
+    }
+
+    #[test]
+    fn the_share_binds_only_beyond_budget_over_window_senders() {
+        // Up to 16 senders (this QP included) keep the full window: nothing changes.
+        assert_eq!(window_with(0), WINDOW);
+        assert_eq!(window_with(15), WINDOW);
+        // Beyond that the budget is shared, never below MIN_SHARE.
+        assert_eq!(window_with(16), DEVICE_BUDGET / 17);
+        assert_eq!(window_with(127), 16);
+        assert_eq!(window_with(999), MIN_SHARE);
+    }
+
+    #[test]
+    fn a_sender_is_counted_once() {
+        let dev = Device::new(Profile::default(), RunMode::Deterministic);
+        dev.with_ctx(|ctx| {
+            let first = Profile::default().first_qpn;
+            for k in 0..128 {
+                ctx.state.res.qp_timers.set(first + k, Some(1_000));
+            }
+            // QP `first` is one of the 128 senders already.
+            assert_eq!(window(ctx, first), DEVICE_BUDGET / 128);
+        });
+    }
+}
