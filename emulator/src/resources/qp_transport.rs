@@ -121,6 +121,9 @@ pub(crate) struct QpTransport {
     /// then advanced by ACKs and responses. The requester keeps at most [`WINDOW`] PSNs
     /// beyond it in flight.
     pub una: Option<u32>,
+    /// One past the highest PSN the RC requester has sent; with `una`, the PSNs this QP
+    /// holds of the device's budget ([`QpTransport::in_flight`]).
+    pub sent_end: Option<u32>,
 }
 
 impl QpTransport {
@@ -131,6 +134,14 @@ impl QpTransport {
             (Some((a, _)), Some(b)) => Some(a.min(b)),
             (Some((a, _)), None) => Some(a),
             (None, b) => b,
+        }
+    }
+
+    /// The RC PSNs sent and not yet acknowledged (at most [`WINDOW`]).
+    pub(crate) fn in_flight(&self) -> u32 {
+        match (self.sent_end, self.una) {
+            (Some(end), Some(una)) => (psn_cmp(end, una) >> 8).clamp(0, WINDOW as i32) as u32,
+            _ => 0,
         }
     }
 }

@@ -17,6 +17,10 @@ pub(crate) struct TimerQueue {
     pos: Vec<u32>,
     /// The first QPN of the QP table.
     first: u32,
+    /// PSNs each armed QP has in flight, by `qpn - first` (0 for a QP without an entry).
+    charge: Vec<u8>,
+    /// The sum of `charge`.
+    charged: u32,
 }
 
 impl TimerQueue {
@@ -62,6 +66,7 @@ impl TimerQueue {
                 }
             }
             (Some(i), None) => {
+                self.set_charge(qpn, 0);
                 let last = self.heap.len() - 1;
                 self.swap(i, last);
                 self.heap.pop();
@@ -77,6 +82,7 @@ impl TimerQueue {
                 };
                 if self.pos.len() <= slot {
                     self.pos.resize(slot + 1, 0);
+                    self.charge.resize(slot + 1, 0);
                 }
                 self.heap.push((at, qpn));
                 let i = self.heap.len() - 1;
@@ -84,6 +90,35 @@ impl TimerQueue {
                 self.sift_up(i);
             }
         }
+    }
+
+    /// Records that armed QP `qpn` has `psns` PSNs in flight (ignored for a QP without an
+    /// entry: a QP with nothing outstanding holds none of the budget).
+    pub(crate) fn set_charge(&mut self, qpn: u32, psns: u32) {
+        let psns = psns.min(u32::from(u8::MAX)) as u8;
+        if psns != 0 && !self.contains(qpn) {
+            return;
+        }
+        let Some(c) = qpn
+            .checked_sub(self.first)
+            .and_then(|s| self.charge.get_mut(s as usize))
+        else {
+            return;
+        };
+        self.charged = self.charged - u32::from(*c) + u32::from(psns);
+        *c = psns;
+    }
+
+    /// PSNs QP `qpn` has in flight, as last recorded.
+    pub(crate) fn charge(&self, qpn: u32) -> u32 {
+        qpn.checked_sub(self.first)
+            .and_then(|s| self.charge.get(s as usize))
+            .map_or(0, |c| u32::from(*c))
+    }
+
+    /// PSNs in flight over all QPs.
+    pub(crate) fn charged(&self) -> u32 {
+        self.charged
     }
 
     /// The lowest QPN among the QPs whose deadline is at or before `now` (the QP table's

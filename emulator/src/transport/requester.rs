@@ -70,7 +70,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
                 }
             }
             let before = w.next_pkt;
-            send_packets(ctx, &qpc, qpn, w, limit);
+            send_packets(ctx, &qpc, qpn, w, limit, &mut tr.sent_end);
             sent_any |= w.next_pkt != before && w.error.is_none();
             if w.error.is_some() || !w.fully_sent() {
                 break;
@@ -162,7 +162,15 @@ struct Limit {
 }
 
 /// Sends the WQE's packets from `next_pkt` on, stopping before `limit`.
-fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: Option<Limit>) {
+/// `sent_end` (RC) moves to one past the highest PSN sent.
+fn send_packets(
+    ctx: &mut Ctx<'_>,
+    qpc: &Qpc,
+    qpn: u32,
+    w: &mut SendWqe,
+    limit: Option<Limit>,
+    sent_end: &mut Option<u32>,
+) {
     let Some(mtu) = mtu_of(ctx, qpc) else {
         w.error = Some(CqeSyndrome::LocalQpOp);
         return;
@@ -235,6 +243,10 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
         }
         send_frame(ctx, &repr, &payload[..data_len]);
         w.next_pkt += 1;
+        let end = psn_add(psn, 1);
+        if st == QpSt::Rc && sent_end.is_none_or(|e| psn_cmp(end, e) > 0) {
+            *sent_end = Some(end);
+        }
     }
     if w.error.is_some() {
         // A failed WQE sends nothing more.

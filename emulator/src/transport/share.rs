@@ -28,7 +28,12 @@ pub(crate) fn window(ctx: &Ctx<'_>, qpn: u32) -> u32 {
     let timers = &ctx.state.res.qp_timers;
     let sending = timers.len() + usize::from(!timers.contains(qpn));
     let share = DEVICE_BUDGET / u32::try_from(sending).unwrap_or(u32::MAX).max(1);
-    share.clamp(MIN_SHARE, WINDOW)
+    // Never beyond what the budget has left (QPs that started sending when few others
+    // were keep their larger windows until ACKs shrink them).
+    let free = DEVICE_BUDGET.saturating_sub(timers.charged());
+    share
+        .min(timers.charge(qpn).saturating_add(free))
+        .clamp(MIN_SHARE, WINDOW)
 }
 
 #[cfg(test)]
@@ -57,6 +62,27 @@ mod tests {
         assert_eq!(window_with(16), DEVICE_BUDGET / 17);
         assert_eq!(window_with(127), 16);
         assert_eq!(window_with(999), MIN_SHARE);
+    }
+
+    #[test]
+    fn no_qp_goes_beyond_what_the_budget_has_left() {
+        let dev = Device::new(Profile::default(), RunMode::Deterministic);
+        dev.with_ctx(|ctx| {
+            let first = Profile::default().first_qpn;
+            // 16 QPs that started alone hold the whole budget (128 PSNs each).
+            for k in 1..=16 {
+                ctx.state.res.qp_timers.set(first + k, Some(1_000));
+                ctx.state.res.qp_timers.set_charge(first + k, WINDOW);
+            }
+            assert_eq!(ctx.state.res.qp_timers.charged(), DEVICE_BUDGET);
+            // A newcomer gets the least share, not budget / 17; the holders keep theirs.
+            assert_eq!(window(ctx, first), MIN_SHARE);
+            assert_eq!(window(ctx, first + 1), WINDOW);
+            // Disarmed (everything acknowledged): its PSNs return to the budget.
+            ctx.state.res.qp_timers.set(first + 1, None);
+            assert_eq!(ctx.state.res.qp_timers.charged(), DEVICE_BUDGET - WINDOW);
+            assert_eq!(window(ctx, first), DEVICE_BUDGET / 16);
+        });
     }
 
     #[test]

@@ -115,8 +115,14 @@ pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
             }
         };
         // The pass changed the QP's timers in place: its queue entry follows.
-        let at = ctx.state.res.qps.get(qpn).and_then(|qp| qp.tr.deadline());
+        let (at, psns) = ctx
+            .state
+            .res
+            .qps
+            .get(qpn)
+            .map_or((None, 0), |qp| (qp.tr.deadline(), qp.tr.in_flight()));
         ctx.state.res.qp_timers.set(qpn, at);
+        ctx.state.res.qp_timers.set_charge(qpn, psns);
         match resume {
             Resume::Nothing => {}
             Resume::Requester => requester::run(ctx, qpn),
