@@ -39,9 +39,16 @@ impl Ctx<'_> {
         let qp = self.state.res.qps.get_mut(qpn)?;
         let mut tr = std::mem::take(&mut qp.tr);
         let r = f(self, &mut tr);
-        if let Some(qp) = self.state.res.qps.get_mut(qpn) {
+        let (at, psns) = if let Some(qp) = self.state.res.qps.get_mut(qpn) {
             qp.tr = tr;
-        }
+            (qp.tr.deadline(), qp.tr.in_flight())
+        } else {
+            (None, 0)
+        };
+        // Every change to a QP's timers (and PSNs in flight) happens here or in the timer
+        // pass itself.
+        self.state.res.qp_timers.set(qpn, at);
+        self.state.res.qp_timers.set_charge(qpn, psns);
         Some(r)
     }
 }

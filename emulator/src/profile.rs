@@ -97,6 +97,7 @@ impl Profile {
     /// assert_eq!(cx4.fw_version, (14, 12, 1220));
     /// assert_eq!((cx4.boot_pages, cx4.init_pages), (6, 12_868));
     /// assert!(!cx4.atomic_endianness_mode_1);
+    /// assert_eq!(cx4.log_max_qp, 23); // room for 10,000 QPs (the scale_qps test)
     /// ```
     pub fn connectx4() -> Self {
         Profile {

@@ -148,11 +148,9 @@ pub(super) fn destroy_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     check_op_mod(cmd, &[0])?;
     let qpn = cmd.fixed::<DestroyQpIn>()?.qpn();
     cmd.output::<DestroyQpOut>()?;
-    ensure(
-        ctx.state.res.qps.remove(qpn).is_some(),
-        CmdStatus::BadResource,
-        syn::QP_UNKNOWN,
-    )
+    let found = ctx.state.res.qps.remove(qpn).is_some();
+    ctx.state.res.qp_timers.set(qpn, None);
+    ensure(found, CmdStatus::BadResource, syn::QP_UNKNOWN)
 }
 
 /// QUERY_QP: the current context, state included, with the device's WQE counters.
@@ -378,6 +376,10 @@ pub(super) fn modify_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     }
     c.set_state(to.into());
     qp.ctx = c;
+    if cmd.opcode == O::Qp2Rst {
+        // The reset transport state has no timers armed.
+        ctx.state.res.qp_timers.set(qpn, None);
+    }
     if to == QpState::Err {
         crate::sq::flush_qp(ctx, qpn);
     }

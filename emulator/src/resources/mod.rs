@@ -7,6 +7,7 @@
 mod buf;
 mod qp_transport;
 mod table;
+mod timer_queue;
 mod wqe;
 
 pub(crate) use buf::QueueBuf;
@@ -14,6 +15,7 @@ pub(crate) use qp_transport::{
     InMsg, MsgKind, QpTransport, RdRes, ReadJob, ResKind, SPARE_WQES, WINDOW, advance_una,
 };
 pub(crate) use table::Table;
+pub(crate) use timer_queue::TimerQueue;
 pub(crate) use wqe::{Domain, RecvWqe, Seg, SendWqe, UdDest};
 
 use rnic_hw_regs::ctx::{Cqc, Qpc, RoceAddrLayout};
@@ -191,6 +193,10 @@ pub(crate) struct Resources {
     pub eqs: Table<Eq>,
     pub cqs: Table<Cq>,
     pub qps: Table<Qp>,
+    /// The QPs with an armed transport timer, by deadline: kept in step with each QP's
+    /// [`QpTransport::deadline`] wherever its transport state changes (when
+    /// [`crate::ctx::Ctx::with_transport`] puts it back, the timer pass, reset, destroy).
+    pub qp_timers: TimerQueue,
     pub srqs: Table<Srq>,
     /// The RoCE GID table (SET/QUERY_ROCE_ADDRESS), by index.
     pub gids: Vec<Option<RoceAddrLayout>>,
@@ -224,6 +230,7 @@ impl Resources {
             eqs: Table::new(0x10, n(profile.log_max_eq).min(0xEF)),
             cqs: Table::new(0x400, n(profile.log_max_cq)),
             qps: Table::new(profile.first_qpn.clamp(2, 0xFF_FFFF), n(profile.log_max_qp)),
+            qp_timers: TimerQueue::new(profile.first_qpn.clamp(2, 0xFF_FFFF)),
             srqs: Table::new(0x40, n(profile.log_max_srq)),
             gids: vec![None; usize::from(profile.gid_table_size)],
             own_v2_gids: Vec::new(),

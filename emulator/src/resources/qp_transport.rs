@@ -121,6 +121,29 @@ pub(crate) struct QpTransport {
     /// then advanced by ACKs and responses. The requester keeps at most [`WINDOW`] PSNs
     /// beyond it in flight.
     pub una: Option<u32>,
+    /// One past the highest PSN the RC requester has sent; with `una`, the PSNs this QP
+    /// holds of the device's budget ([`QpTransport::in_flight`]).
+    pub sent_end: Option<u32>,
+}
+
+impl QpTransport {
+    /// The earliest of the QP's transport timers (RNR wait, local ACK timeout), if armed:
+    /// its key in [`crate::resources::TimerQueue`].
+    pub(crate) fn deadline(&self) -> Option<u64> {
+        match (self.rnr_wait, self.retx_at) {
+            (Some((a, _)), Some(b)) => Some(a.min(b)),
+            (Some((a, _)), None) => Some(a),
+            (None, b) => b,
+        }
+    }
+
+    /// The RC PSNs sent and not yet acknowledged (at most [`WINDOW`]).
+    pub(crate) fn in_flight(&self) -> u32 {
+        match (self.sent_end, self.una) {
+            (Some(end), Some(una)) => (psn_cmp(end, una) >> 8).clamp(0, WINDOW as i32) as u32,
+            _ => 0,
+        }
+    }
 }
 
 /// Completed WQEs kept in [`QpTransport::spare`] at most.

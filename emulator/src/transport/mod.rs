@@ -43,6 +43,7 @@
 pub(crate) mod completer;
 pub(crate) mod requester;
 pub(crate) mod responder;
+mod share;
 mod timers;
 
 pub(crate) use timers::{next_deadline, poll_timers, rearm};

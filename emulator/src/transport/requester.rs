@@ -31,8 +31,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
     ctx.with_transport(qpn, |ctx, tr| {
         let rc = qpc.st() == u8::from(QpSt::Rc);
         let una = *tr.una.get_or_insert(qpc.next_send_psn());
-        // RC: no packet at or beyond `una + WINDOW` goes out until ACKs move `una`.
-        let limit = rc.then(|| psn_add(una, WINDOW));
+        // RC: no packet at or beyond `una + WINDOW` (or the QP's share of the device's
+        // budget, see `share`) goes out until ACKs move `una`.
+        let window = super::share::window(ctx, qpn);
+        let limit = rc.then(|| Limit {
+            end: psn_add(una, window),
+            ack_at_end: window < WINDOW,
+        });
         let max_rd = 1usize << qpc.log_sra_max();
         let mut rd_outstanding = 0usize;
         let mut sent_any = false;
@@ -65,7 +70,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
                 }
             }
             let before = w.next_pkt;
-            send_packets(ctx, &qpc, qpn, w, limit);
+            send_packets(ctx, &qpc, qpn, w, limit, &mut tr.sent_end);
             sent_any |= w.next_pkt != before && w.error.is_none();
             if w.error.is_some() || !w.fully_sent() {
                 break;
@@ -146,8 +151,26 @@ fn seq_opcode(base: u8, first: u8, middle: u8, last: u8, only: u8, i: u32, n: u3
     }
 }
 
-/// Sends the WQE's packets from `next_pkt` on, stopping before PSN `limit`.
-fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: Option<u32>) {
+/// Where an RC QP stops sending until ACKs come.
+#[derive(Clone, Copy, Debug)]
+struct Limit {
+    /// The first PSN not to send.
+    end: u32,
+    /// The QP stops at its share of the device ([`super::share`]): the packet before `end`
+    /// asks for an ACK.
+    ack_at_end: bool,
+}
+
+/// Sends the WQE's packets from `next_pkt` on, stopping before `limit`.
+/// `sent_end` (RC) moves to one past the highest PSN sent.
+fn send_packets(
+    ctx: &mut Ctx<'_>,
+    qpc: &Qpc,
+    qpn: u32,
+    w: &mut SendWqe,
+    limit: Option<Limit>,
+    sent_end: &mut Option<u32>,
+) {
     let Some(mtu) = mtu_of(ctx, qpc) else {
         w.error = Some(CqeSyndrome::LocalQpOp);
         return;
@@ -172,16 +195,17 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
     while w.next_pkt < sends {
         let i = w.next_pkt;
         let psn = psn_add(w.first_psn, i + rd_skip);
-        if limit.is_some_and(|l| psn_cmp(psn, l) >= 0) {
+        if limit.is_some_and(|l| psn_cmp(psn, l.end) >= 0) {
             break;
         }
+        let at_share_end = limit.is_some_and(|l| l.ack_at_end && psn_add(psn, 1) == l.end);
         let last = i + 1 == sends;
         let Some((opcode, data_len)) = packet_opcode(op, st, w.len, mtu, i, sends) else {
             w.error = Some(CqeSyndrome::LocalQpOp);
             break;
         };
         let mut b = bth(opcode, path.dqpn, psn);
-        b.ack_req = st == QpSt::Rc && (last || (i + 1) % 64 == 0);
+        b.ack_req = st == QpSt::Rc && (last || (i + 1) % 64 == 0 || at_share_end);
         b.solicited = last
             && w.solicited
             && matches!(
@@ -217,6 +241,10 @@ fn send_packets(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe, limit: 
             break;
         }
         w.next_pkt += 1;
+        let end = psn_add(psn, 1);
+        if st == QpSt::Rc && sent_end.is_none_or(|e| psn_cmp(end, e) > 0) {
+            *sent_end = Some(end);
+        }
     }
     if w.error.is_some() {
         // A failed WQE sends nothing more.

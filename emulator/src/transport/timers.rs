@@ -43,63 +43,103 @@ pub(crate) fn rearm(ctx: &Ctx<'_>, qpc: &Qpc, tr: &mut QpTransport, progress: bo
     }
 }
 
-/// The earliest transport deadline of any QP.
+/// The earliest transport deadline of any QP: the top of the timer queue, not a scan.
 pub(crate) fn next_deadline(st: &DeviceState) -> Option<u64> {
+    let t = st.res.qp_timers.earliest();
+    debug_assert!(
+        st.res.qps.len() > 1024 || t == scan_deadline(st),
+        "timer queue"
+    );
+    t
+}
+
+/// The earliest deadline by a scan over every QP, as the timer queue must give (checked in
+/// debug builds while the table is small).
+fn scan_deadline(st: &DeviceState) -> Option<u64> {
     st.res
         .qps
         .iter()
-        .filter_map(|(_, qp)| match (qp.tr.rnr_wait, qp.tr.retx_at) {
-            (Some((a, _)), Some(b)) => Some(a.min(b)),
-            (Some((a, _)), None) => Some(a),
-            (None, b) => b,
-        })
+        .filter_map(|(_, qp)| qp.tr.deadline())
         .min()
 }
 
-/// Runs transport timers that are due; returns how many fired.
+/// Runs transport timers that are due; returns how many fired. Due QPs are taken lowest
+/// QPN first, one at a time (a timer that fires can arm another that is due at once), from
+/// the timer queue: QPs without an armed timer are never looked at.
 pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
     let now = ctx.clock.now_ns();
     let mut fired = 0;
-    // QPNs are collected without allocating: the table is walked once per due timer.
     loop {
-        let due = ctx.state.res.qps.iter().find_map(|(n, qp)| {
-            let rnr = qp.tr.rnr_wait.is_some_and(|(at, _)| at <= now);
-            let retx = qp.tr.retx_at.is_some_and(|at| at <= now);
-            (rnr || retx).then_some((n, rnr))
-        });
-        let Some((qpn, rnr)) = due else {
+        let Some(qpn) = ctx.state.res.qp_timers.lowest_due(now) else {
             return fired;
         };
-        fired += 1;
         let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
-            return fired;
+            // Destroyed without its entry removed: drop the entry.
+            ctx.state.res.qp_timers.set(qpn, None);
+            continue;
         };
+        let rnr = qp.tr.rnr_wait.is_some_and(|(at, _)| at <= now);
+        let retx = qp.tr.retx_at.is_some_and(|at| at <= now);
+        if !(rnr || retx) {
+            // Not due after all (the queue is exact, so this does not happen): requeue.
+            let at = qp.tr.deadline();
+            ctx.state.res.qp_timers.set(qpn, at);
+            continue;
+        }
+        fired += 1;
         let retry_count = qp.ctx.retry_count();
         let tr = &mut qp.tr;
-        if rnr {
+        let resume = if rnr {
             if let Some((_, psn)) = tr.rnr_wait.take() {
                 completer::go_back(tr, psn);
             }
+            Resume::Requester
         } else {
             tr.retx_at = None;
-            let Some(una) = completer::retry_from(tr) else {
-                continue;
-            };
-            if !outstanding(tr) {
-                continue;
+            match completer::retry_from(tr) {
+                Some(_) if !outstanding(tr) => Resume::Nothing,
+                None => Resume::Nothing,
+                Some(una) => {
+                    let left = tr.retry_left.get_or_insert(retry_count);
+                    if *left == 0 {
+                        completer::fail_at(tr, una, CqeSyndrome::TransportRetryExc);
+                    } else {
+                        *left -= 1;
+                        tr.gap_retry = None;
+                        completer::go_back(tr, una);
+                        ctx.state.counters.transport.timeouts += 1;
+                        ctx.state.counters.transport.retransmits += 1;
+                    }
+                    Resume::CompleterAndRequester
+                }
             }
-            let left = tr.retry_left.get_or_insert(retry_count);
-            if *left == 0 {
-                completer::fail_at(tr, una, CqeSyndrome::TransportRetryExc);
-            } else {
-                *left -= 1;
-                tr.gap_retry = None;
-                completer::go_back(tr, una);
-                ctx.state.counters.transport.timeouts += 1;
-                ctx.state.counters.transport.retransmits += 1;
+        };
+        // The pass changed the QP's timers in place: its queue entry follows.
+        let (at, psns) = ctx
+            .state
+            .res
+            .qps
+            .get(qpn)
+            .map_or((None, 0), |qp| (qp.tr.deadline(), qp.tr.in_flight()));
+        ctx.state.res.qp_timers.set(qpn, at);
+        ctx.state.res.qp_timers.set_charge(qpn, psns);
+        match resume {
+            Resume::Nothing => {}
+            Resume::Requester => requester::run(ctx, qpn),
+            Resume::CompleterAndRequester => {
+                completer::complete_head(ctx, qpn);
+                requester::run(ctx, qpn);
             }
-            completer::complete_head(ctx, qpn);
         }
-        requester::run(ctx, qpn);
     }
+}
+
+/// What runs after a timer fired.
+enum Resume {
+    /// Nothing was outstanding.
+    Nothing,
+    /// The RNR wait ended: resend.
+    Requester,
+    /// The ACK timeout went back (or failed the WQE): complete, then resend.
+    CompleterAndRequester,
 }
