@@ -1,7 +1,7 @@
 # Rust builds the harness needs: the static vfio-edu test program (its own Cargo package and
 # target folder under $CACHE) and, for the rnic checks, the rnic tool of the workspace.
 
-VFIO_INITRD=; RNIC_BIN=
+VFIO_INITRD=; RNIC_BIN=; RXE_INITRD=
 
 # build_vfio_edu: static vfio-edu, then $CACHE/guest/initrd-vfio.cpio.gz = base initramfs +
 # /opt/bin/vfio-edu. A failure leaves its reason as the last line of vfio-edu-build.summary.
@@ -33,4 +33,20 @@ build_rnic() {
     || { grep -E '^error' -A6 "$LOGDIR/rnic-build.log" | head -30 | sed 's/^/     | /'
          err "cargo build --release -p rnic-tools failed: $(grep -m1 -E '^error' "$LOGDIR/rnic-build.log")"; return 1; }
   [ -x "$RNIC_BIN" ] || { err "no $RNIC_BIN after the build"; return 1; }
+}
+
+# rnic_initrd: $CACHE/guest/initrd-rxe-rnic.cpio.gz = base initramfs + /opt/bin/rnic and the
+# libraries it needs beyond the base's (libgcc_s), so the rxe guest can run rnic's loopback
+# beside rxe's (the same-guest comparison check). Run after build_rnic.
+rnic_initrd() {
+  local d lib out=$CACHE/guest/initrd-rxe-rnic.cpio.gz
+  d=$(mktemp -d); mkdir -p "$d/opt/bin"
+  strip -o "$d/opt/bin/rnic" "$RNIC_BIN" || { rm -rf "$d"; return 1; }
+  for lib in $(ldd "$RNIC_BIN" | awk '/=> \// { print $3 }'); do
+    mkdir -p "$d$(dirname "$lib")"; cp -L "$lib" "$d$lib"
+  done
+  { cat "$INITRD"; (cd "$d" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1); } > "$out.tmp" \
+    && mv "$out.tmp" "$out" || { rm -rf "$d"; return 1; }
+  rm -rf "$d"; RXE_INITRD=$out
+  info "rxe guest initramfs with rnic: $(du -h "$out" | cut -f1)"
 }

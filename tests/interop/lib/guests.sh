@@ -12,7 +12,9 @@ guest_start() {
       args=(-m 1024 -smp 1
             -netdev tap,id=n0,ifname=tap$n,script=no,downscript=no
             -device virtio-net-pci,netdev=n0,mac=52:54:00:11:00:0$((n + 2)))
-      append="gmode=rxe gip=10.11.0.$((n + 2))/24 gname=$name" ;;
+      append="gmode=rxe gip=10.11.0.$((n + 2))/24 gname=$name"
+      # with the rnic checks on, the rxe guest also carries /opt/bin/rnic (rnic_initrd)
+      [ $kind = rxe ] && [ -n "${RXE_INITRD:-}" ] && initrd=$RXE_INITRD ;;
     vfio)
       # intel-iommu must come before edu; interrupt remapping is needed by vfio_iommu_type1
       args=(-machine q35,kernel-irqchip=split -m 1024 -smp 1
