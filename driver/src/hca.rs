@@ -183,6 +183,54 @@ pub struct Caps {
     pub roce: Option<(RoceCap, RoceCap)>,
 }
 
+impl Caps {
+    /// The most work requests one queue of a QP takes: 2^`log_max_qp_sz` (`ibv_query_device`'s
+    /// `max_qp_wr`; [`crate::qp::Qp::create`] refuses more).
+    ///
+    /// ```
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default()).unwrap();
+    /// let caps = hca.caps();
+    /// assert_eq!(caps.max_qp_wr(), 1 << caps.general.log_max_qp_sz());
+    /// ```
+    pub fn max_qp_wr(&self) -> u32 {
+        1u32.checked_shl(u32::from(self.general.log_max_qp_sz()))
+            .unwrap_or(u32::MAX)
+    }
+
+    /// The most SGEs one work request of a QP takes, send or receive (`ibv_query_device`'s
+    /// `max_sge`; [`crate::qp::Qp::create`] refuses more): a send WQE of `max_wqe_sz_sq` bytes
+    /// (at most 63 segments of 16 bytes) less its control, address and atomic segments, and a
+    /// receive WQE of `max_wqe_sz_rq` bytes, one SGE per 16.
+    ///
+    /// ```
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default()).unwrap();
+    /// assert!(hca.caps().max_sge() >= 1);
+    /// ```
+    pub fn max_sge(&self) -> u32 {
+        let g = &self.general;
+        let send = (u32::from(g.max_wqe_sz_sq()) / 16)
+            .min(63)
+            .saturating_sub(4);
+        let recv = u32::from(g.max_wqe_sz_rq()) / 16;
+        send.min(recv)
+    }
+
+    /// The most SGEs one SRQ work request takes (`ibv_query_device`'s `max_srq_sge`): an SRQ
+    /// WQE of `max_wqe_sz_rq` bytes starts with a 16-byte next-WQE segment.
+    ///
+    /// ```
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default()).unwrap();
+    /// let caps = hca.caps();
+    /// assert_eq!(caps.max_srq_sge(), u32::from(caps.general.max_wqe_sz_rq()) / 16 - 1);
+    /// ```
+    pub fn max_srq_sge(&self) -> u32 {
+        (u32::from(self.general.max_wqe_sz_rq()) / 16).saturating_sub(1)
+    }
+}
+
 /// One GID table entry the driver programmed.
 ///
 /// ```

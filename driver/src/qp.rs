@@ -560,7 +560,19 @@ impl Qp {
         let c = cfg.caps;
         let bad = |s: String| Err(DriverError::InvalidArgument(s));
         if c.max_send_wr == 0 {
-            return bad("max_send_wr must be at least 1".into());
+            return bad("cap.max_send_wr must be at least 1".into());
+        }
+        // The limits `query_device` reports (one definition, in `Caps`).
+        let caps = hca.caps();
+        for (what, send, recv, max) in [
+            ("wr", c.max_send_wr, c.max_recv_wr, caps.max_qp_wr()),
+            ("sge", c.max_send_sge, c.max_recv_sge, caps.max_sge()),
+        ] {
+            if send > max || recv > max {
+                return bad(format!(
+                    "cap.max_send_{what} {send} / max_recv_{what} {recv}: the device allows {max}"
+                ));
+            }
         }
         let ud = cfg.qp_type == QpType::Ud;
         // The largest send WQE: ctrl + datagram (UD) or raddr + atomic, then the data.

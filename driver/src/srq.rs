@@ -106,6 +106,11 @@ impl Srq {
     pub fn create(pd: &Arc<Pd>, max_wr: u32, max_sge: u32) -> Result<Srq, DriverError> {
         let hca = pd.hca();
         let g = &hca.caps().general;
+        if max_wr == 0 {
+            return Err(DriverError::InvalidArgument(
+                "max_wr must be at least 1".into(),
+            ));
+        }
         let stride = (16 + 16 * max_sge.max(1) as usize).next_power_of_two();
         if stride > usize::from(g.max_wqe_sz_rq()) {
             return Err(DriverError::InvalidArgument(format!(

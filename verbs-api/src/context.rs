@@ -779,11 +779,7 @@ impl DeviceHandle {
         let caps = hca.caps();
         let g = &caps.general;
         let p2 = |l: u8| 1u32.checked_shl(u32::from(l)).unwrap_or(u32::MAX);
-        let max_sq_sg = (u32::from(g.max_wqe_sz_sq()) / 16)
-            .min(63)
-            .saturating_sub(4);
-        let max_rq_sg = u32::from(g.max_wqe_sz_rq()) / 16;
-        let max_sge = max_sq_sg.min(max_rq_sg);
+        let max_sge = caps.max_sge();
         let mac = hca.mac();
         let guid = node_guid_from_mac(mac);
         let max_qp = p2(g.log_max_qp());
@@ -800,7 +796,7 @@ impl DeviceHandle {
             hw_ver: 0,
             board_id,
             max_qp,
-            max_qp_wr: p2(g.log_max_qp_sz()),
+            max_qp_wr: caps.max_qp_wr(),
             max_sge,
             max_sge_rd: max_sge.min(30),
             max_cq: p2(g.log_max_cq()),
@@ -817,7 +813,7 @@ impl DeviceHandle {
             },
             max_srq: p2(g.log_max_srq()),
             max_srq_wr: p2(g.log_max_srq_sz()) - 1,
-            max_srq_sge: max_rq_sg.saturating_sub(1),
+            max_srq_sge: caps.max_srq_sge(),
             max_ah: i32::MAX as u32,
             max_pkeys: 128u16
                 .checked_shl(u32::from(g.pkey_table_size()))

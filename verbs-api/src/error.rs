@@ -182,6 +182,15 @@ impl Error {
         }
     }
 
+    /// A driver error raised by a creating verb (`ibv_create_qp`, `ibv_create_srq`): the
+    /// driver checks the creation limits, and its refusal is the verb's invalid argument.
+    pub(crate) fn create(verb: &'static str) -> impl FnOnce(DriverError) -> Error {
+        move |source| match source {
+            DriverError::InvalidArgument(why) => Error::invalid(verb, why),
+            source => Error::driver(verb)(source),
+        }
+    }
+
     /// A post verb's refusal of a work request list, on QP (or SRQ) `qpn`.
     pub(crate) fn post(verb: &'static str, qpn: u32) -> impl FnOnce(PostError) -> Error {
         move |e| Error::Post {

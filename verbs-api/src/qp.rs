@@ -276,29 +276,7 @@ impl QueuePairBuilder {
                 return Err(Error::invalid(V, "the SRQ belongs to another PD"));
             }
         }
-        let attr = ctx.query_device();
         let c = self.cap;
-        if c.max_send_wr == 0 {
-            return Err(Error::invalid(V, "cap.max_send_wr must be at least 1"));
-        }
-        if c.max_send_wr > attr.max_qp_wr || c.max_recv_wr > attr.max_qp_wr {
-            return Err(Error::invalid(
-                V,
-                format!(
-                    "cap.max_send_wr {} / max_recv_wr {}: the device allows {}",
-                    c.max_send_wr, c.max_recv_wr, attr.max_qp_wr
-                ),
-            ));
-        }
-        if c.max_send_sge > attr.max_sge || c.max_recv_sge > attr.max_sge {
-            return Err(Error::invalid(
-                V,
-                format!(
-                    "cap.max_send_sge {} / max_recv_sge {}: the device allows {}",
-                    c.max_send_sge, c.max_recv_sge, attr.max_sge
-                ),
-            ));
-        }
         let cfg = dqp::QpConfig {
             qp_type: self.qp_type,
             caps: c,
@@ -307,7 +285,7 @@ impl QueuePairBuilder {
             srq: self.srq.as_ref().map(|s| s.inner.srq.clone()),
             sq_sig_all: self.sq_sig_all,
         };
-        let qp = Qp::create(self.pd.driver(), &cfg).map_err(Error::driver(V))?;
+        let qp = Qp::create(self.pd.driver(), &cfg).map_err(Error::create(V))?;
         Ok(QueuePair {
             qp,
             qp_type: self.qp_type,

@@ -61,14 +61,8 @@ pub struct SharedReceiveQueue {
 
 impl SharedReceiveQueue {
     pub(crate) fn create(pd: &ProtectionDomain, max_wr: u32, max_sge: u32) -> Result<Self> {
-        if max_wr == 0 {
-            return Err(Error::invalid(
-                "ibv_create_srq",
-                "max_wr must be at least 1",
-            ));
-        }
-        let srq =
-            Srq::create(pd.driver(), max_wr, max_sge).map_err(Error::driver("ibv_create_srq"))?;
+        const V: &str = "ibv_create_srq";
+        let srq = Srq::create(pd.driver(), max_wr, max_sge).map_err(Error::create(V))?;
         Ok(SharedReceiveQueue {
             inner: Arc::new(SrqInner {
                 srq: Arc::new(srq),

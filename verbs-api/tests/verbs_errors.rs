@@ -505,7 +505,17 @@ fn ownership_errors() {
         .build()
         .unwrap_err();
     assert_eq!(invalid_argument(&e), "ibv_create_qp");
-    assert!(pd.create_srq(0, 1).is_err());
+    let too_many = ctx.query_device().max_qp_wr + 1;
+    let e = pd
+        .create_qp(QpType::Rc, &cq, &cq)
+        .max_recv_wr(too_many)
+        .build()
+        .unwrap_err();
+    assert_eq!(invalid_argument(&e), "ibv_create_qp");
+    assert_eq!(
+        invalid_argument(&pd.create_srq(0, 1).unwrap_err()),
+        "ibv_create_srq"
+    );
     // A CQ of another device.
     let other = Context::open("emu1").unwrap().create_cq(8, None).unwrap();
     assert!(pd.create_qp(QpType::Rc, &other, &cq).build().is_err());
