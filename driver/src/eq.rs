@@ -6,8 +6,10 @@ use crate::dma::{self, PAGE};
 use crate::error::DriverError;
 use crate::uar::Uar;
 use rnic_hw_regs::cmd::{CreateEqIn, DestroyEqIn};
+use rnic_hw_regs::ctx::Eqc;
 use rnic_hw_regs::doorbell::{UAR_EQ_UPDATE_ARM, eq_doorbell};
 use rnic_hw_regs::eqe::{EQE_OWNER_INIT, EQE_SIZE, Eqe, EqeEvent, EventType, eqe_is_sw_owned};
+use rnic_hw_regs::layout::{FieldDesc, PrmLayout};
 use rnic_hw_regs::{Bus, DmaRegion};
 use std::sync::atomic::{Ordering, fence};
 use zerocopy::FromZeros;
@@ -31,6 +33,14 @@ pub const ASYNC_EVENTS: &[EventType] = &[
     EventType::SrqLastWqe,
     EventType::SrqRqLimit,
 ];
+
+/// The largest interrupt vector an EQ can raise: the EQ context's `intr` field is 12 bits.
+///
+/// ```
+/// assert_eq!(rnic_driver::eq::MAX_EQ_VECTOR, 0xFFF);
+/// ```
+pub const MAX_EQ_VECTOR: u16 =
+    ((1u32 << FieldDesc::named(Eqc::FIELDS, "intr").bit_width) - 1) as u16;
 
 /// An event queue owned by the driver.
 ///
@@ -103,6 +113,11 @@ impl EventQueue {
         events: &[EventType],
         intr: u16,
     ) -> Result<Self, DriverError> {
+        if intr > MAX_EQ_VECTOR {
+            return Err(DriverError::InvalidArgument(format!(
+                "interrupt vector {intr}: an EQ names at most {MAX_EQ_VECTOR}"
+            )));
+        }
         let len = EQE_SIZE << log_size;
         let buf = bus.alloc_dma(len.max(PAGE))?;
         for i in 0..1usize << log_size {

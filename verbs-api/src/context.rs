@@ -20,7 +20,6 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Interrupt vectors a VFIO-driven device is opened with (one per completion channel,
@@ -55,8 +54,7 @@ pub(crate) struct DeviceHandle {
     attr: DeviceAttr,
     port: PortAttr,
     gids: Vec<GidEntry>,
-    next_vector: AtomicU16,
-    vfio: bool,
+    vectors: Arc<VectorPool>,
     neighbors: Mutex<HashMap<Gid, [u8; 6]>>,
     faults: Option<FaultConfig>,
     fault_stats: Mutex<Option<Arc<FaultStats>>>,
@@ -471,6 +469,24 @@ impl Context {
         self.inner.core.emu.as_ref().map(Device::counters)
     }
 
+    /// The emulated device behind this context, `None` on hardware: its gauges (firmware
+    /// pages held, DMA mappings) and its fault controls, for tests and tools.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// let ctx = Context::open("emu0")?;
+    /// let dev = ctx.emulator().expect("emulated");
+    /// let before = dev.dma_mappings();
+    /// let mr = ctx.alloc_pd()?.reg_mr(4096, AccessFlags::LOCAL_WRITE)?;
+    /// assert!(dev.dma_mappings() > before); // the region is mapped for the device
+    /// drop(mr);
+    /// assert_eq!(dev.dma_mappings(), before);
+    /// # Ok(()) }
+    /// ```
+    pub fn emulator(&self) -> Option<&Device> {
+        self.inner.core.emu.as_ref()
+    }
+
     /// `ibv_get_async_event`: the next asynchronous event (CQ overrun, QP and SRQ errors,
     /// port changes), waiting up to `timeout` (`Duration::ZERO`: just look). The device's
     /// event queue is polled (every millisecond while waiting); firmware page requests that
@@ -609,14 +625,19 @@ impl Context {
         &self.inner.core.hca
     }
 
-    /// An interrupt vector for a new completion channel.
-    pub(crate) fn next_vector(&self) -> u16 {
-        let n = self.inner.next_vector.fetch_add(1, Ordering::Relaxed);
-        if self.inner.vfio {
-            1 + n % (VFIO_IRQ_VECTORS - 1)
-        } else {
-            1 + n % (u16::MAX - 1)
-        }
+    /// An interrupt vector for a new completion channel, held until the lease is dropped
+    /// (after the channel's EQ is destroyed). Vector 0 is the async EQ's; when every other
+    /// vector is held, `ibv_create_comp_channel` fails with `EMFILE`, as a process out of
+    /// file descriptors would.
+    pub(crate) fn lease_vector(&self) -> Result<VectorLease> {
+        let pool = &self.inner.vectors;
+        pool.lease().ok_or_else(|| Error::Io {
+            what: format!(
+                "ibv_create_comp_channel: all {} interrupt vectors are held by channels",
+                pool.total
+            ),
+            source: std::io::Error::from_raw_os_error(libc::EMFILE),
+        })
     }
 
     /// `ibv_alloc_pd`.
@@ -774,6 +795,45 @@ fn open_vfio(pci: &str, opts: &OpenOptions, sysfs: &Path) -> Result<DeviceHandle
     ))
 }
 
+/// A device's interrupt vectors for completion channels (each channel's EQ raises its own).
+#[derive(Debug)]
+pub(crate) struct VectorPool {
+    free: Mutex<Vec<u16>>,
+    total: u16,
+}
+
+impl VectorPool {
+    /// Vectors 1 to `vectors - 1` (0 is the async EQ's), lowest handed out first.
+    fn new(vectors: u16) -> Arc<VectorPool> {
+        Arc::new(VectorPool {
+            free: Mutex::new((1..vectors).rev().collect()),
+            total: vectors - 1,
+        })
+    }
+
+    /// The lowest free vector, `None` when all are held.
+    fn lease(self: &Arc<VectorPool>) -> Option<VectorLease> {
+        let vector = lock(&self.free).pop()?;
+        Some(VectorLease {
+            pool: self.clone(),
+            vector,
+        })
+    }
+}
+
+/// One interrupt vector held by a completion channel; dropping it gives the vector back.
+#[derive(Debug)]
+pub(crate) struct VectorLease {
+    pool: Arc<VectorPool>,
+    pub(crate) vector: u16,
+}
+
+impl Drop for VectorLease {
+    fn drop(&mut self) {
+        lock(&self.pool.free).push(self.vector);
+    }
+}
+
 impl DeviceHandle {
     fn new(hca: Arc<Hca>, emu: Option<Device>, name: &str, part: u16, vfio: bool) -> Self {
         let caps = hca.caps();
@@ -863,8 +923,11 @@ impl DeviceHandle {
             attr,
             port,
             gids,
-            next_vector: AtomicU16::new(0),
-            vfio,
+            vectors: VectorPool::new(if vfio {
+                VFIO_IRQ_VECTORS
+            } else {
+                rnic_driver::eq::MAX_EQ_VECTOR + 1
+            }),
             neighbors: Mutex::new(HashMap::new()),
             faults: None,
             fault_stats: Mutex::new(None),
@@ -892,6 +955,19 @@ fn query_psid(hca: &Hca) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn channels_give_their_vectors_back() {
+        let pool = VectorPool::new(3); // vectors 1 and 2; 0 is the async EQ's
+        let (a, b) = (pool.lease().unwrap(), pool.lease().unwrap());
+        assert_eq!((a.vector, b.vector), (1, 2));
+        assert!(pool.lease().is_none(), "every vector is held");
+        drop(a);
+        assert_eq!(pool.lease().map(|l| l.vector), Some(1));
+        for _ in 0..10_000 {
+            assert!(pool.lease().is_some(), "a dropped lease frees its vector");
+        }
+    }
 
     #[test]
     fn vfio_names_resolve_against_a_fake_sysfs() {

@@ -22,6 +22,7 @@
 //! A thread blocked in `get_cq_event` without a timeout also looks at the event queue every
 //! 100 ms, a safety net against an interrupt consumed between a drain and the wait.
 
+use crate::context::VectorLease;
 use crate::error::{Error, Result};
 use crate::wc::as_driver_mut;
 use crate::{Context, WorkCompletion};
@@ -58,6 +59,8 @@ pub(crate) struct ChanInner {
     cqs: Mutex<HashMap<u32, Weak<CqInner>>>,
     pending: Mutex<VecDeque<u32>>,
     ctx: Context,
+    /// Last: the vector goes back to the device after the channel's EQ is destroyed.
+    _vector: VectorLease,
 }
 
 impl Drop for ChanInner {
@@ -95,7 +98,8 @@ pub struct CompletionChannel {
 
 impl CompletionChannel {
     pub(crate) fn create(ctx: &Context) -> Result<CompletionChannel> {
-        let vector = ctx.next_vector();
+        let lease = ctx.lease_vector()?;
+        let vector = lease.vector;
         let chan = CompChannel::create(ctx.hca(), vector)
             .map_err(Error::driver("ibv_create_comp_channel"))?;
         let bus = ctx.hca().bus().clone();
@@ -125,6 +129,7 @@ impl CompletionChannel {
                 cqs: Mutex::new(HashMap::new()),
                 pending: Mutex::new(VecDeque::new()),
                 ctx: ctx.clone(),
+                _vector: lease,
             }),
         })
     }

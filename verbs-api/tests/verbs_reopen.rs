@@ -21,13 +21,7 @@ fn reopen_a_pair_member_and_talk_again() {
     let a = side("emu0", QpType::Rc);
     assert!(a.qp.query().unwrap().qp_state == QpState::Reset);
     connect_pair(&a.qp, &b.qp, &ConnectOptions::default()).unwrap();
-    let dst = b.pd.reg_mr(64, rw()).unwrap();
-    a.qp.post_send(&[SendWr::write(1, &[], dst.remote(0))
-        .inline(b"again")
-        .signaled()])
-        .unwrap();
-    assert!(poll_one(&a.cq).is_success());
-    assert_eq!(dst.to_vec(0, 5).unwrap(), b"again");
+    write_inline_and_check(&a, &b, b"again");
 }
 
 #[test]

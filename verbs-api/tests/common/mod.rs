@@ -71,3 +71,14 @@ pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
         .collect()
 }
+
+/// `a` WRITEs `bytes` inline into a new region of `b` and checks they landed (connected RC).
+pub fn write_inline_and_check(a: &Side, b: &Side, bytes: &[u8]) {
+    let dst = b.pd.reg_mr(bytes.len().max(1), rw()).unwrap();
+    a.qp.post_send(&[SendWr::write(1, &[], dst.remote(0))
+        .inline(bytes)
+        .signaled()])
+        .unwrap();
+    assert!(poll_one(&a.cq).is_success());
+    assert_eq!(dst.to_vec(0, bytes.len()).unwrap(), bytes);
+}
