@@ -606,11 +606,23 @@ fn env_u64(name: &str, default: u64) -> u64 {
 /// `RNIC_CAMPAIGN_OPS` override the seed (7) and the number of operations.
 #[test]
 fn fault_campaign() {
+    campaign(env_u64("RNIC_CAMPAIGN_OPS", 100_000) as usize);
+}
+
+/// The same campaign with 1,000,000 operations (ignored: minutes in a release build):
+/// `cargo test --release -p rnic-emulator --test two_devices -- --ignored --nocapture
+/// fault_campaign_million`.
+#[test]
+#[ignore]
+fn fault_campaign_million() {
+    campaign(1_000_000);
+}
+
+fn campaign(total: usize) {
     const BATCH: usize = 64;
     const SLOT: usize = 2048;
     const READ_AREA: usize = 65536;
     let seed = env_u64("RNIC_FAULT_SEED", 7);
-    let total = env_u64("RNIC_CAMPAIGN_OPS", 100_000) as usize;
     let cfg = FaultConfig {
         loss: 0.05,
         dup: 0.01,
