@@ -577,21 +577,6 @@ fn same_seed_same_packet_trace() {
     }
 }
 
-/// A small deterministic generator for the campaign's choices.
-struct Xs(u64);
-
-impl Xs {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -642,7 +627,7 @@ fn campaign(total: usize) {
     n.b.fill(&area, 0, &area_bytes);
     let mut counter: u64 = 1 << 40;
     n.b.fill(&area, READ_AREA, &counter.to_be_bytes());
-    let mut rng = Xs(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = rnic_emulator::link::SplitMix64::new(seed);
     let (mut sends, mut writes, mut reads, mut atomics, mut bytes) = (0, 0, 0, 0, 0u64);
     let mut done = 0;
     let start = std::time::Instant::now();
@@ -656,7 +641,7 @@ fn campaign(total: usize) {
             let len = rng.below(1601) as usize;
             let sg = |mr: &rig::Mr| data_for(mr.addr + slot, len, mr.key);
             let (opcode, w, arg, rc) = if kind < 30 {
-                let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
                 n.a.fill(&src, i * SLOT, &bytes);
                 let rc =
                     n.b.post_recv(&mut qb, &[(rbuf.addr + slot, SLOT as u32, rbuf.key)]);
@@ -664,7 +649,7 @@ fn campaign(total: usize) {
                 let w = n.a.write_wqe(&mut qa, op::SEND, SIGNALED, 0, &sg(&src));
                 (op::SEND, w, 0, rc)
             } else if kind < 60 {
-                let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
                 n.a.fill(&src, i * SLOT, &bytes);
                 writes += 1;
                 let w = n.a.write_wqe(

@@ -16,6 +16,7 @@
 //! reorder=0.01,corrupt=0.001`, the seed added per side), `-p PORT` (18516), `-d DEV`.
 //! Without `--server` or a server address it starts the server as a child process.
 
+use rnic_emulator::link::SplitMix64;
 use rnic_verbs::*;
 use std::time::{Duration, Instant};
 
@@ -67,24 +68,6 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-/// xorshift64: the operations both sides draw.
-struct Xs(u64);
-
-impl Xs {
-    fn new(seed: u64) -> Xs {
-        Xs(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Send,
@@ -102,10 +85,10 @@ struct Op {
     arg: u64,
 }
 
-fn draw(rng: &mut Xs) -> Op {
+fn draw(rng: &mut SplitMix64) -> Op {
     let k = rng.below(100);
     let len = rng.below(MAX_LEN + 1) as usize;
-    let bytes_seed = rng.next();
+    let bytes_seed = rng.next_u64();
     let (kind, arg) = match k {
         0..30 => (Kind::Send, 0),
         30..60 => (Kind::Write, 0),
@@ -121,8 +104,8 @@ fn draw(rng: &mut Xs) -> Op {
 }
 
 fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut r = Xs::new(seed);
-    (0..len).map(|_| r.next() as u8).collect()
+    let mut r = SplitMix64::new(seed);
+    (0..len).map(|_| r.next_u64() as u8).collect()
 }
 
 fn read_area() -> Vec<u8> {
@@ -190,7 +173,7 @@ fn server(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         post(slot)?;
     }
     // The SENDs the client will make, in order, then its final SEND of the expected counter.
-    let mut rng = Xs::new(a.seed);
+    let mut rng = SplitMix64::new(a.seed);
     let mut sends = Vec::new();
     let mut counter = COUNTER_START;
     for _ in 0..a.ops {
@@ -262,7 +245,7 @@ fn client(a: &Args, peer: &str) -> Result<(), Box<dyn std::error::Error>> {
         rkey: remote.rkey,
     };
     let reads = read_area();
-    let mut rng = Xs::new(a.seed);
+    let mut rng = SplitMix64::new(a.seed);
     let mut counter = COUNTER_START;
     let (mut n, mut done, mut moved) = ([0u64; 4], 0u64, 0u64);
     let mut wc = vec![WorkCompletion::default(); BATCH];

@@ -259,12 +259,28 @@ fn bump(a: &AtomicU64) {
     a.fetch_add(1, Ordering::Relaxed);
 }
 
-/// SplitMix64: small, fast, and the same everywhere.
+/// SplitMix64: small, fast, and the same everywhere. The fault injector draws from it; tests
+/// and campaigns use it too, to draw reproducible workloads from a seed.
+///
+/// ```
+/// use rnic_emulator::link::SplitMix64;
+///
+/// let (mut a, mut b) = (SplitMix64::new(7), SplitMix64::new(7));
+/// assert_eq!(a.next_u64(), b.next_u64()); // one seed, one sequence
+/// assert!(a.below(10) < 10);
+/// assert!(!a.chance(0.0) && a.chance(1.0));
+/// ```
 #[derive(Clone, Debug)]
-struct Rng(u64);
+pub struct SplitMix64(u64);
 
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
+impl SplitMix64 {
+    /// The generator seeded by `seed`.
+    pub const fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -272,12 +288,13 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    /// True with probability `p`.
-    fn chance(&mut self, p: f64) -> bool {
+    /// True with probability `p` (never for `p <= 0`, always for `p >= 1`).
+    pub fn chance(&mut self, p: f64) -> bool {
         p > 0.0 && ((self.next_u64() >> 11) as f64) < p * (1u64 << 53) as f64
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 { 0 } else { self.next_u64() % n }
     }
 }
@@ -303,7 +320,7 @@ struct Held {
 pub struct FaultyLink<L: Link> {
     inner: L,
     cfg: FaultConfig,
-    rng: Rng,
+    rng: SplitMix64,
     clock: Clock,
     reorder: Vec<Held>,
     delayed: VecDeque<(u64, Vec<u8>)>,
@@ -328,7 +345,7 @@ impl<L: Link> FaultyLink<L> {
     pub fn new(inner: L, cfg: FaultConfig) -> Self {
         FaultyLink {
             inner,
-            rng: Rng(cfg.seed),
+            rng: SplitMix64::new(cfg.seed),
             cfg,
             clock: Clock::real(),
             reorder: Vec::new(),

@@ -22,7 +22,7 @@ mod udp_sys;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-pub use faults::{FaultConfig, FaultCounters, FaultSpecError, FaultStats, FaultyLink};
+pub use faults::{FaultConfig, FaultCounters, FaultSpecError, FaultStats, FaultyLink, SplitMix64};
 pub use inproc::{InProcLink, QUEUE_FRAMES};
 pub use udp::{LinkError, UdpLink};
 
