@@ -23,7 +23,7 @@
 
 use crate::dma;
 use crate::error::DriverError;
-use crate::health::{self, HealthRegisters};
+use crate::health::{self, FatalReason, FatalState, HealthRegisters};
 use crate::trace::{self, DumpDirection};
 use rnic_hw_regs::cmd::{CmdHdrIn, CmdIn, CmdOpcode};
 use rnic_hw_regs::cmdq::{
@@ -265,6 +265,8 @@ pub struct CmdQueue {
     unresponsive: AtomicBool,
     /// Called about every millisecond while a regular command waits.
     idle_hook: Mutex<Option<IdleHook>>,
+    /// Set once the device is declared dead: commands then fail at once.
+    fatal: FatalState,
 }
 
 /// Work to do while a regular command waits for the device (the HCA serves page requests in
@@ -357,6 +359,7 @@ impl CmdQueue {
             observer,
             unresponsive: AtomicBool::new(false),
             idle_hook: Mutex::new(None),
+            fatal: FatalState::default(),
         })
     }
 
@@ -464,6 +467,54 @@ impl CmdQueue {
         self.exec_class(input, extra_in, extra_out, SlotClass::Regular)
     }
 
+    /// Declares the device dead (a health check or a command found it fatal): every later
+    /// command fails at once with [`DriverError::DeviceFatal`], and the HCA's objects flush
+    /// their work requests. True the first time.
+    ///
+    /// ```
+    /// use rnic_driver::health::FatalReason;
+    /// use rnic_driver::DriverError;
+    /// use rnic_hw_regs::cmd::QuerySpecialContextsIn;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert!(hca.cmdq().declare_fatal(FatalReason::PciLinkDead));
+    /// assert!(!hca.cmdq().declare_fatal(FatalReason::PciLinkDead)); // once
+    /// let r = hca.cmdq().exec(&QuerySpecialContextsIn::new_cmd(), &[], &mut []);
+    /// assert!(matches!(r, Err(DriverError::DeviceFatal { reason: FatalReason::PciLinkDead })));
+    /// # Ok(()) }
+    /// ```
+    pub fn declare_fatal(&self, reason: FatalReason) -> bool {
+        let first = self.fatal.declare(reason);
+        if first {
+            log::error!("device declared dead: {reason}");
+        }
+        first
+    }
+
+    /// Why the device was declared dead, `None` while it is alive.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert_eq!(hca.cmdq().fatal_reason(), None);
+    /// # Ok(()) }
+    /// ```
+    pub fn fatal_reason(&self) -> Option<FatalReason> {
+        if self.fatal.is_dead() {
+            self.fatal.reason()
+        } else {
+            None
+        }
+    }
+
+    /// Whether the device was declared dead: one relaxed load, for the data path.
+    #[inline(always)]
+    pub(crate) fn is_dead(&self) -> bool {
+        self.fatal.is_dead()
+    }
+
     /// Like [`CmdQueue::exec`], in the slot class given.
     ///
     /// ```
@@ -525,6 +576,9 @@ impl CmdQueue {
         output: &mut [u8],
         class: SlotClass,
     ) -> Result<(), DriverError> {
+        if let Some(reason) = self.fatal_reason() {
+            return Err(DriverError::DeviceFatal { reason });
+        }
         let hdr = CmdHdrIn::ref_from_prefix(input)
             .map(|(h, _)| h)
             .map_err(|_| {
@@ -765,6 +819,7 @@ impl CmdQueue {
                     self.timeout
                 );
                 if let Some(reason) = health::assess(&HealthRegisters::read(&*self.bus)) {
+                    self.declare_fatal(reason);
                     return Err(DriverError::DeviceFatal { reason });
                 }
                 return Err(DriverError::Timeout {
@@ -787,6 +842,7 @@ impl CmdQueue {
             if now >= next_health {
                 next_health = now + Duration::from_millis(50);
                 if let Some(reason) = health::assess(&HealthRegisters::read(&*self.bus)) {
+                    self.declare_fatal(reason);
                     return Err(DriverError::DeviceFatal { reason });
                 }
             }

@@ -697,6 +697,9 @@ impl Cq {
         st: &mut PollState,
         wc: &mut [WorkCompletion],
     ) -> Result<usize, PollError> {
+        if self.hca.is_dead() {
+            return Ok(flush_outstanding(st, wc));
+        }
         let start = st.ci;
         let mut n = 0;
         let mut res = Ok(());
@@ -821,6 +824,60 @@ fn parse(
         other => Err(BadCqe::UnknownOpcode(other)),
     };
     r.map_err(|what| (qpn, what))
+}
+
+/// A dead device's completions, made by the driver: every work request still outstanding on
+/// the QPs attached to this CQ (send queues of which it is the send CQ, receive queues of
+/// which it is the receive CQ), oldest first, as a `WR_FLUSH_ERR` completion, as the device
+/// would have flushed them had it moved the QPs to the error state. The ring is not read:
+/// what a dead device writes there is not trusted. Receives posted to an SRQ stay with the
+/// SRQ (the verbs rule: an SRQ's WQEs are not flushed by a QP's error).
+#[cold]
+#[inline(never)]
+fn flush_outstanding(st: &mut PollState, wc: &mut [WorkCompletion]) -> usize {
+    let mut n = 0;
+    for a in &st.qps {
+        let flushed = |wr_id, opcode| WorkCompletion {
+            wr_id,
+            status: WcStatus::WrFlushErr,
+            opcode,
+            qp_num: a.qpn,
+            ..WorkCompletion::default()
+        };
+        let sq = &a.shared.sq;
+        while a.send && n < wc.len() {
+            let ci = sq.ci.load(Ordering::Relaxed) as u16;
+            if ci == sq.pi.load(Ordering::Acquire) as u16 {
+                break;
+            }
+            let slot = &sq.slots[usize::from(ci & sq.mask)];
+            let w = slot.sent();
+            if w.index() != ci {
+                break; // not a WQE the poster recorded: nothing more to flush here
+            }
+            wc[n] = flushed(slot.wr_id.load(Ordering::Relaxed), w.wc_opcode());
+            n += 1;
+            retire_sent(sq, slot, w);
+        }
+        let rq = a
+            .shared
+            .rq
+            .as_ref()
+            .filter(|_| a.recv && a.shared.srq.is_none());
+        while let Some(rq) = rq {
+            let ci = rq.ci.load(Ordering::Relaxed);
+            if n == wc.len() || ci == rq.pi.load(Ordering::Acquire) {
+                break;
+            }
+            wc[n] = flushed(
+                rq.wr_id[(ci & rq.mask) as usize].load(Ordering::Relaxed),
+                WcOpcode::Recv,
+            );
+            n += 1;
+            rq.ci.store(ci.wrapping_add(1), Ordering::Release);
+        }
+    }
+    n
 }
 
 /// The send queue of `a` and the slot of the WQE at `counter`, which must be outstanding.

@@ -13,7 +13,7 @@
 use crate::cmdq::{CmdQueue, CommandObserver, DEFAULT_CMD_TIMEOUT, SlotClass};
 use crate::eq::{ASYNC_EVENTS, EventQueue};
 use crate::error::DriverError;
-use crate::health::{self, HealthMonitor, HealthRegisters};
+use crate::health::{self, FatalReason, HealthMonitor, HealthRegisters};
 use crate::key_variants::KeyVariants;
 use crate::pages::{FirmwarePages, PagePhase};
 use crate::uar::Uar;
@@ -26,7 +26,7 @@ use rnic_hw_regs::cmd::{
     SetHcaCapIn, SetIssiIn, SetRoceAddressIn, TEARDOWN_HCA_PROFILE_GRACEFUL, TeardownHcaIn, op_mod,
 };
 use rnic_hw_regs::ctx::{ROCE_L3_TYPE_IPV4, ROCE_L3_TYPE_IPV6, ROCE_VERSION_2};
-use rnic_hw_regs::eqe::EqeEvent;
+use rnic_hw_regs::eqe::{EqeEvent, EventType};
 use rnic_hw_regs::init_seg::{self, CmdqAddrLSz, FwVersion, NicInterface};
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -372,6 +372,8 @@ struct Resources {
     pending: Vec<EqeEvent>,
     /// Set when the device stopped answering: teardown issues no more commands.
     dead: bool,
+    /// The fatal event was handed to [`Hca::process_events`]' caller.
+    fatal_reported: bool,
     closed: bool,
 }
 
@@ -802,6 +804,18 @@ impl Hca {
     /// # Ok(()) }
     /// ```
     pub fn process_events(&self) -> Result<Vec<EqeEvent>, DriverError> {
+        if self.res().closed {
+            return Err(DriverError::Closed);
+        }
+        // A dead device: its fatal event once (IBV_EVENT_DEVICE_FATAL), then the error.
+        if let Err(e) = self.check_health() {
+            let mut res = self.res();
+            if res.fatal_reported {
+                return Err(e);
+            }
+            res.fatal_reported = true;
+            return Ok(vec![EqeEvent::Other(EventType::InternalError)]);
+        }
         let mut res = self.res();
         if res.closed || res.dead {
             return Err(DriverError::Closed);
@@ -822,14 +836,45 @@ impl Hca {
     /// # Ok(()) }
     /// ```
     pub fn check_health(&self) -> Result<(), DriverError> {
+        if let Some(reason) = self.cmdq.fatal_reason() {
+            return Err(DriverError::DeviceFatal { reason });
+        }
         let mut m = self.health.lock().unwrap_or_else(|e| e.into_inner());
         match m.check(&*self.bus) {
             Some(reason) => {
                 self.res().dead = true;
+                self.cmdq.declare_fatal(reason);
                 Err(DriverError::DeviceFatal { reason })
             }
             None => Ok(()),
         }
+    }
+
+    /// Why the device was declared dead (by [`Hca::check_health`] or by a command that found
+    /// it fatal), `None` while it is alive. A dead device's objects answer every call with
+    /// [`DriverError::DeviceFatal`] (posting: [`PostErrorKind::DeviceFatal`](crate::wr::PostErrorKind::DeviceFatal)),
+    /// its QPs read as in the error state, and its CQs return every outstanding work request
+    /// as a `WR_FLUSH_ERR` completion, as `ibv_poll_cq` does after `IBV_EVENT_DEVICE_FATAL`.
+    ///
+    /// ```
+    /// use rnic_hw_regs::init_seg::HealthSyndrome;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?;
+    /// assert!(hca.fatal_reason().is_none());
+    /// dev.raise_health_syndrome(HealthSyndrome::FwCrc);
+    /// assert!(hca.check_health().is_err());
+    /// assert!(hca.fatal_reason().is_some());
+    /// # Ok(()) }
+    /// ```
+    pub fn fatal_reason(&self) -> Option<FatalReason> {
+        self.cmdq.fatal_reason()
+    }
+
+    /// Whether the device was declared dead: one relaxed load, for the data path.
+    #[inline(always)]
+    pub(crate) fn is_dead(&self) -> bool {
+        self.cmdq.is_dead()
     }
 
     /// The command queue (for object commands).

@@ -18,6 +18,8 @@
 use rnic_hw_regs::Bus;
 use rnic_hw_regs::init_seg::{self, HEALTH_COUNTER_MISSES, HealthSyndrome, NicInterface};
 use std::fmt;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Why the driver considers the device dead.
@@ -79,6 +81,40 @@ impl fmt::Display for FatalReason {
                 "health counter stuck at {counter:#x} for {samples} samples (firmware not responding)"
             ),
         }
+    }
+}
+
+/// Whether the driver has declared the device dead, and why: set once (by a health check or
+/// a command that found the device fatal) and never cleared; a function reset and a new
+/// [`Hca`](crate::Hca) are the way on. The data path reads only the flag (one relaxed load).
+#[derive(Debug, Default)]
+pub(crate) struct FatalState {
+    dead: AtomicBool,
+    reason: Mutex<Option<FatalReason>>,
+}
+
+impl FatalState {
+    /// Declares the device dead for `reason`; true the first time (the caller then reports
+    /// it once), false when it already was.
+    pub(crate) fn declare(&self, reason: FatalReason) -> bool {
+        let mut r = self.reason.lock().unwrap_or_else(|e| e.into_inner());
+        if r.is_some() {
+            return false;
+        }
+        *r = Some(reason);
+        self.dead.store(true, Ordering::Release);
+        true
+    }
+
+    /// Whether the device was declared dead.
+    #[inline(always)]
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Relaxed)
+    }
+
+    /// Why, once declared.
+    pub(crate) fn reason(&self) -> Option<FatalReason> {
+        *self.reason.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -67,6 +67,12 @@ impl Qp {
                 kind: PostErrorKind::Busy,
             });
         };
+        if self.pd.hca().is_dead() {
+            return Err(PostError {
+                index: 0,
+                kind: PostErrorKind::DeviceFatal,
+            });
+        }
         let sq = &self.shared.sq;
         let start = sq.pi.load(Ordering::Relaxed) as u16;
         let mut pi = start;
@@ -326,6 +332,12 @@ impl Qp {
                 kind: PostErrorKind::Busy,
             });
         };
+        if self.pd.hca().is_dead() {
+            return Err(PostError {
+                index: 0,
+                kind: PostErrorKind::DeviceFatal,
+            });
+        }
         let start = rq.pi.load(Ordering::Relaxed);
         let mut pi = start;
         let mut ci = rq.ci.load(Ordering::Acquire);

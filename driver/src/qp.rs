@@ -1294,6 +1294,9 @@ impl Qp {
     /// ```
     #[inline]
     pub fn state(&self) -> QpState {
+        if self.pd.hca().is_dead() {
+            return QpState::Err; // a dead device's QPs are in error: their work is flushed
+        }
         QpState::try_from(self.state.load(Ordering::Acquire)).unwrap_or(QpState::Err)
     }
 

@@ -295,6 +295,12 @@ impl Srq {
                 kind: PostErrorKind::Busy,
             });
         };
+        if self.pd.hca().is_dead() {
+            return Err(PostError {
+                index: 0,
+                kind: PostErrorKind::DeviceFatal,
+            });
+        }
         let start = self.pi.load(Ordering::Relaxed);
         let mut pi = start;
         let mut head = self.head.load(Ordering::Relaxed) as usize;

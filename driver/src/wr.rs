@@ -395,6 +395,9 @@ pub enum PostErrorKind {
     AhOtherPd,
     /// An SGE longer than 2^31 - 1 bytes.
     SgeTooLong,
+    /// The device was declared dead ([`Hca::fatal_reason`](crate::Hca::fatal_reason)):
+    /// nothing is posted; outstanding work completes as `WR_FLUSH_ERR`.
+    DeviceFatal,
 }
 
 impl fmt::Display for PostError {

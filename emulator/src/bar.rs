@@ -75,6 +75,21 @@ impl Bar {
         }
     }
 
+    /// Back to power-on after a function-level reset: no command queue address, firmware
+    /// `initializing`, no health syndrome, the health counter running. A dead PCI link stays
+    /// dead (no reset reaches the function): `false`.
+    pub(crate) fn reset(&self) -> bool {
+        if self.pci_dead.load(Ordering::Acquire) {
+            return false;
+        }
+        self.cmdq_addr_h.store(0, Ordering::Release);
+        self.cmdq_addr_l.store(0, Ordering::Release);
+        self.health_syndrome.store(0, Ordering::Release);
+        self.health_frozen.store(false, Ordering::Release);
+        self.initializing.store(true, Ordering::Release);
+        true
+    }
+
     /// Length of BAR0.
     pub(crate) fn len(&self) -> usize {
         self.len

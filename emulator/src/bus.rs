@@ -185,6 +185,10 @@ impl Bus for EmuBus {
     fn wait_irq(&self, vector: u16, timeout: Duration) -> Result<bool, BusError> {
         Ok(self.shared.irqs.wait(vector, timeout))
     }
+
+    fn function_reset(&self) -> Result<(), BusError> {
+        self.shared.function_reset()
+    }
 }
 
 #[cfg(test)]

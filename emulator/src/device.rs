@@ -146,6 +146,20 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A function-level reset (see [`Device::function_reset`]).
+    pub(crate) fn function_reset(&self) -> Result<(), rnic_hw_regs::BusError> {
+        let mut st = self.lock();
+        if !self.bar.reset() {
+            return Err(rnic_hw_regs::BusError::DeviceLost);
+        }
+        while self.pending.pop().is_some() {}
+        let port = std::mem::replace(&mut st.port, crate::port::Port::new());
+        *st = DeviceState::new(st.profile.clone());
+        st.port = port;
+        st.port.reset();
+        Ok(())
+    }
+
     /// Wakes the device thread (threaded mode).
     fn unpark(&self) {
         if let Some(u) = &self.unparker {
@@ -699,6 +713,30 @@ impl Device {
     /// ```
     pub fn kill_pci_link(&self) {
         self.shared.bar.kill_pci_link();
+    }
+
+    /// A PCI function-level reset (FLR), as VFIO's `VFIO_DEVICE_RESET` gives a real function:
+    /// the device drops every object, firmware page and command-queue setting, its counters
+    /// and any health syndrome or hung firmware, and comes back as at power-on, waiting for a
+    /// driver to bring it up. The port's link and capture stay (the cable is still plugged
+    /// in), and so do the host's DMA mappings (they are the IOMMU's, not the device's). A
+    /// dead PCI link does not come back: `Err(DeviceLost)`.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    /// use rnic_hw_regs::init_seg::HealthSyndrome;
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// dev.raise_health_syndrome(HealthSyndrome::FwCrc);
+    /// dev.function_reset().unwrap();
+    /// let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default()).unwrap();
+    /// assert!(hca.check_health().is_ok());
+    /// # drop(hca);
+    /// dev.kill_pci_link();
+    /// assert!(dev.function_reset().is_err());
+    /// ```
+    pub fn function_reset(&self) -> Result<(), rnic_hw_regs::BusError> {
+        self.shared.function_reset()
     }
 
     /// A snapshot of the device's counters.

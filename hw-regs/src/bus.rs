@@ -139,4 +139,11 @@ pub trait Bus: Send + Sync {
         let _ = vector;
         None
     }
+
+    /// Resets the function (a PCI function-level reset): the device drops all its state and
+    /// comes back as at power-on, for a new bring-up; the DMA mappings made through this bus
+    /// stay. The way on after a fatal error. [`BusError::Unsupported`] when the bus cannot.
+    fn function_reset(&self) -> Result<(), BusError> {
+        Err(BusError::Unsupported)
+    }
 }

@@ -6,7 +6,7 @@
 use rnic_driver::cq::Cq;
 use rnic_driver::pd::Pd;
 use rnic_driver::qp::{AddressVector, InitAttr, Mtu, Qp, QpConfig, QpType, RtrAttr, RtsAttr};
-use rnic_driver::wr::{Access, WorkCompletion};
+use rnic_driver::wr::{Access, Payload, SendFlags, SendOp, SendWr, Sge, WorkCompletion};
 use rnic_driver::{Hca, HcaConfig};
 use rnic_emulator::{Device, EmuBus, Profile, RunMode};
 use rnic_hw_regs::{Bus, BusError, DmaRegion};
@@ -55,6 +55,9 @@ impl Bus for RecordingBus {
     }
     fn wait_irq(&self, vector: u16, timeout: Duration) -> Result<bool, BusError> {
         self.inner.wait_irq(vector, timeout)
+    }
+    fn function_reset(&self) -> Result<(), BusError> {
+        self.inner.function_reset()
     }
 }
 
@@ -226,4 +229,15 @@ pub fn log_warnings() {
     static LOGGER: L = L;
     let _ = log::set_logger(&LOGGER);
     log::set_max_level(log::LevelFilter::Warn);
+}
+
+/// A send work request of `op` over `sgl` (not UD).
+pub fn send_wr<'a>(wr_id: u64, op: SendOp, sgl: &'a [Sge], flags: SendFlags) -> SendWr<'a> {
+    SendWr {
+        wr_id,
+        op,
+        payload: Payload::Sgl(sgl),
+        flags,
+        ud: None,
+    }
 }

@@ -18,16 +18,6 @@ use rnic_driver::wr::*;
 use rnic_emulator::RunMode;
 use std::sync::Arc;
 
-fn send_wr<'a>(wr_id: u64, op: SendOp, sgl: &'a [Sge], flags: SendFlags) -> SendWr<'a> {
-    SendWr {
-        wr_id,
-        op,
-        payload: Payload::Sgl(sgl),
-        flags,
-        ud: None,
-    }
-}
-
 #[test]
 fn every_object_in_any_order() {
     for mode in MODES {

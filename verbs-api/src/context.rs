@@ -770,6 +770,9 @@ fn open_vfio(pci: &str, opts: &OpenOptions, sysfs: &Path) -> Result<DeviceHandle
         VfioOptions {
             irq_vectors: VFIO_IRQ_VECTORS,
             sysfs_root: sysfs.to_path_buf(),
+            // A function-level reset first: a function an earlier context left dead (or a
+            // process that crashed holding it) comes back clean.
+            reset: true,
             ..VfioOptions::default()
         },
     )

@@ -217,14 +217,7 @@ impl VfioBus {
         if opts.reset {
             device.reset();
         }
-        let mut cmd = [0u8; 2];
-        device.region_read(VFIO_PCI_CONFIG_REGION_INDEX, &mut cmd, PCI_COMMAND);
-        let cmd = u16::from_le_bytes(cmd) | PCI_COMMAND_MEMORY_MASTER;
-        device.region_write(
-            VFIO_PCI_CONFIG_REGION_INDEX,
-            &cmd.to_le_bytes(),
-            PCI_COMMAND,
-        );
+        enable_memory_and_master(&device);
 
         let bar_err = |what: String| VfioBusError::Bar {
             address: pci_addr.to_string(),
@@ -506,6 +499,19 @@ impl VfioBus {
     }
 }
 
+/// Sets the PCI command register's memory-space and bus-master bits (the BAR answers, the
+/// device may DMA); a function-level reset clears them.
+fn enable_memory_and_master(device: &VfioDevice) {
+    let mut cmd = [0u8; 2];
+    device.region_read(VFIO_PCI_CONFIG_REGION_INDEX, &mut cmd, PCI_COMMAND);
+    let cmd = u16::from_le_bytes(cmd) | PCI_COMMAND_MEMORY_MASTER;
+    device.region_write(
+        VFIO_PCI_CONFIG_REGION_INDEX,
+        &cmd.to_le_bytes(),
+        PCI_COMMAND,
+    );
+}
+
 impl Bus for VfioBus {
     fn read32(&self, offset: usize) -> u32 {
         if offset % 4 != 0 || offset.checked_add(4).is_none_or(|e| e > self.bar_len) {
@@ -621,6 +627,14 @@ impl Bus for VfioBus {
 
     fn irq_fd(&self, vector: u16) -> Option<i32> {
         self.irqs.get(usize::from(vector)).map(AsRawFd::as_raw_fd)
+    }
+
+    /// `VFIO_DEVICE_RESET` (a function-level reset), then memory space and bus mastering on
+    /// again.
+    fn function_reset(&self) -> Result<(), BusError> {
+        self.device.reset();
+        enable_memory_and_master(&self.device);
+        Ok(())
     }
 }
 

@@ -77,6 +77,14 @@ impl Port {
         }
     }
 
+    /// After a function-level reset: the link and the capture stay (the cable is still
+    /// plugged in), what was queued for the old QPs goes.
+    pub(crate) fn reset(&mut self) {
+        self.rx.clear();
+        self.ack_pending.clear();
+        self.read_pending.clear();
+    }
+
     /// Replaces the port's link.
     pub(crate) fn set_link(&mut self, link: Box<dyn Link>) {
         self.link_drops_seen = link.rx_drops();
