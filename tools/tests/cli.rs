@@ -391,6 +391,63 @@ fn write_bw_two_processes_and_pcap() {
     }
 }
 
+/// perftest 6.28's parameter negotiation between two rnic processes: on when both speak
+/// 6.29 (the default), skipped when either side speaks perftest 4.5's 6.06, in both roles;
+/// the run passes each way.
+#[test]
+fn parameter_negotiation_on_and_off_two_processes() {
+    let _g = heavy();
+    let run = |srv_ver: &str, cli_ver: &str, port: &str| {
+        let common = [
+            "-n",
+            "50",
+            "-s",
+            "4096",
+            "--timeout",
+            "20",
+            "--perftest-version",
+        ];
+        let side = |dev: &str, ver: &str, server: Option<&str>| {
+            let mut v: Vec<String> = ["write-bw", "-d", dev, "-p", port]
+                .iter()
+                .chain(common.iter())
+                .map(|s| s.to_string())
+                .collect();
+            v.push(ver.to_string());
+            v.extend(server.map(str::to_string));
+            Command::new(RNIC)
+                .args(&v)
+                .env("RUST_LOG", "rnic_tools=info")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("rnic")
+        };
+        let s = side("emu:127.0.0.91", srv_ver, None);
+        std::thread::sleep(Duration::from_millis(100));
+        let c = side("emu:127.0.0.92", cli_ver, Some("127.0.0.1"));
+        let (c, s) = (c.wait_with_output().unwrap(), s.wait_with_output().unwrap());
+        both_succeed(&s, &c);
+        (text(&s).1, text(&c).1)
+    };
+    let (se, ce) = run("6.29", "6.29", "18791");
+    for e in [&se, &ce] {
+        assert!(
+            e.contains("negotiation with a peer of version 6.29: sent and received"),
+            "{e}"
+        );
+    }
+    for (srv, cli, port) in [("6.06", "6.29", "18792"), ("6.29", "6.06", "18793")] {
+        let (se, ce) = run(srv, cli, port);
+        for e in [&se, &ce] {
+            assert!(e.contains("negotiation skipped"), "{e}");
+        }
+    }
+    let line = error_line(&["write-bw", "--perftest-version", "5.1"]);
+    assert!(line.contains("--perftest-version 5.1"), "{line}");
+}
+
 #[test]
 fn faults_are_recovered_by_rc() {
     let _g = heavy();

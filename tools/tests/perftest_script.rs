@@ -84,18 +84,46 @@ fn gid_v4(a: [u8; 4]) -> [u8; 16] {
     g
 }
 
-/// Versions, system data and MTU, as perftest's client does them; returns the server's
-/// version bytes.
-fn preamble(s: &mut TcpStream) -> Vec<u8> {
+/// Versions, system data and MTU, as perftest's client of version `version` does them, and
+/// from 6.28 on the parameter negotiation with the block `ours`; returns the server's
+/// version bytes and, when negotiated, its block.
+fn preamble(s: &mut TcpStream, version: &[u8; 4], ours: &[u8]) -> (Vec<u8>, Vec<u8>) {
     let mut v = [0u8; 16];
-    v[..4].copy_from_slice(b"6.06");
+    v[..4].copy_from_slice(version);
     let theirs = xchg(s, &v);
-    assert_eq!(&theirs[..5], b"6.06\0", "{theirs:?}");
+    // rnic speaks perftest 6.29 by default (older perftest reads only the number).
+    assert_eq!(&theirs[..5], b"6.29\0", "{theirs:?}");
     assert_eq!(xchg(s, &4096i32.to_be_bytes()), 4096i32.to_be_bytes());
     assert_eq!(xchg(s, &64i32.to_be_bytes()), 64i32.to_be_bytes());
     // The MTU enum as text, 2 bytes: rxe's 1024 is "3".
     assert_eq!(xchg(s, b"3\0"), b"3\0");
-    theirs
+    let negotiated = if version.as_slice() >= b"6.28".as_slice() {
+        xchg(s, ours)
+    } else {
+        Vec::new()
+    };
+    (theirs, negotiated)
+}
+
+/// `struct perftest_parameters_negotiate` (320 bytes with HAVE_MLX5DV) as perftest 6.29's
+/// `ib_write_bw` with default flags fills it, by the C struct's offsets: seven big-endian
+/// ints (test_method, connection_type, verb WRITE = 2, tst BW = 1, atomicType,
+/// test_type, report_fmt MBS = 1), size at 32 and iters at 40 (big-endian u64), num_of_qps
+/// at 52, duration at 56, the raw ibv_device_attr at 80 (max_qp_rd_atom at 80 + 144, host
+/// order), the mlx5dv comp mask at 312.
+fn write_bw_block() -> [u8; 320] {
+    let mut b = [0u8; 320];
+    let int =
+        |b: &mut [u8; 320], at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    int(&mut b, 8, 2);
+    int(&mut b, 12, 1);
+    int(&mut b, 24, 1);
+    b[32..40].copy_from_slice(&65536u64.to_be_bytes());
+    b[40..48].copy_from_slice(&5000u64.to_be_bytes());
+    int(&mut b, 52, 1);
+    int(&mut b, 56, 5);
+    b[80 + 144..80 + 148].copy_from_slice(&8u32.to_ne_bytes());
+    b
 }
 
 fn field(msg: &[u8], i: usize) -> u64 {
@@ -108,7 +136,15 @@ fn write_bw_server_follows_perftest_client_script() {
     let port = 18781u16;
     let srv = server("write-bw", "emu:127.0.0.81", port, "20");
     let mut s = connect(port);
-    preamble(&mut s);
+    // A perftest 6.29 client: the parameter block crosses, and the server's says the same
+    // test (any differing field would be a mismatch that ends perftest).
+    let ours = write_bw_block();
+    let (_, theirs) = preamble(&mut s, b"6.29", &ours);
+    assert_eq!(theirs.len(), 320);
+    assert_eq!(theirs[..80], ours[..80], "the test parameters");
+    let max_qp_rd_atom = u32::from_ne_bytes(theirs[80 + 144..80 + 148].try_into().unwrap());
+    assert!(max_qp_rd_atom >= 1, "the server's device attributes");
+    assert_eq!(&theirs[80..82], b"14", "fw_ver starts the attributes");
     let me = key_msg(
         0x123,
         0xabcdef,
@@ -121,7 +157,8 @@ fn write_bw_server_follows_perftest_client_script() {
     assert_eq!(theirs.len(), 108);
     assert_eq!(theirs[107], 0);
     assert_eq!(field(&theirs, 0), 0, "LID");
-    assert_eq!(field(&theirs, 1), 16, "OUT_READS");
+    // 16, capped by the client's max_qp_rd_atom of 8 (perftest's compare_ibv_device).
+    assert_eq!(field(&theirs, 1), 8, "OUT_READS");
     assert!(field(&theirs, 2) > 0, "QPN");
     let gid: Vec<u64> = (6..22).map(|i| field(&theirs, i)).collect();
     assert_eq!(
@@ -167,7 +204,8 @@ fn read_lat_server_follows_perftest_client_script() {
     let port = 18782u16;
     let srv = server("read-lat", "emu:127.0.0.83", port, "20");
     let mut s = connect(port);
-    preamble(&mut s);
+    // A perftest 4.5 client (6.06): no negotiation, the QP messages follow the MTU.
+    preamble(&mut s, b"6.06", &[]);
     let me = key_msg(0x77, 0x1, 0x99, 0x1000, gid_v4([127, 0, 0, 84]));
     // Latency tests: one extra hand shake first, then per QP twice, then the barrier.
     let first = xchg(&mut s, &me);

@@ -124,9 +124,10 @@ fn open(dev: &str, faults: &str, seed: u64) -> Result<Context, Box<dyn std::erro
 }
 
 fn options() -> ConnectOptions {
-    // A short retransmission timeout (2^10 x 4.096 us) so tail losses cost little.
+    // A short retransmission timeout (2^12 x 4.096 us = 16.8 ms) so tail losses cost little,
+    // long enough that seven in a row outlast a busy machine not scheduling the peer.
     ConnectOptions {
-        timeout: 10,
+        timeout: 12,
         io_timeout: T,
         ..ConnectOptions::default()
     }

@@ -3,6 +3,7 @@
 
 pub mod bw;
 pub mod lat;
+pub mod negotiate;
 pub mod plot;
 pub mod protocol;
 pub mod report;
@@ -176,6 +177,14 @@ pub struct PerfArgs {
     /// events) after the run, in `rdma statistic show`'s layout.
     #[arg(long = "emu-counters")]
     pub emu_counters: bool,
+    /// The perftest version to speak (its version string): 6.28 and newer negotiate the
+    /// test parameters with a peer that is as new; `6.06` speaks perftest 4.5's protocol
+    /// only.
+    #[arg(long = "perftest-version", value_name = "X.YY", default_value = protocol::VERSION)]
+    pub perftest_version: String,
+    /// Accepted for perftest's command lines: rnic has one posting path.
+    #[arg(long = "use_old_post_send")]
+    pub use_old_post_send: bool,
 }
 
 /// The resolved configuration of a run.
@@ -223,6 +232,8 @@ pub struct PerfConfig {
     pub gid_index: u32,
     /// Gb/sec.
     pub gbits: bool,
+    /// The perftest version string rnic sends (`--perftest-version`).
+    pub perftest_version: String,
 }
 
 /// The largest `-a` size: 2^23 (perftest's `MAX_SIZE`).
@@ -247,6 +258,18 @@ impl PerfConfig {
         }
         if conn == Conn::Uc && matches!(verb, Verb::Read | Verb::Atomic) {
             return usage(format!("{} is not possible over UC", verb.title()));
+        }
+        let v = &a.perftest_version;
+        if v.len() != 4
+            || v.parse::<f64>()
+                .map_or(true, |x| x < protocol::MIN_PEER_VERSION)
+        {
+            return usage(format!(
+                "--perftest-version {v}: a version X.YY from {} (e.g. {} or {})",
+                protocol::MIN_PEER_VERSION,
+                protocol::OLD_VERSION,
+                protocol::VERSION
+            ));
         }
         let atomic_cmp_swap = match a.atomic_type.as_str() {
             "FETCH_AND_ADD" => false,
@@ -397,6 +420,7 @@ impl PerfConfig {
             atomic_cmp_swap,
             gid_index: a.gid_index.unwrap_or(1),
             gbits: a.report_gbits,
+            perftest_version: a.perftest_version.clone(),
         })
     }
 

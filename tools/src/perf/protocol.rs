@@ -22,14 +22,20 @@
 //! the test, connection type, size and iterations, so two `rnic` processes detect parameters
 //! that differ (perftest itself only reads the version with `atof`).
 
+use super::negotiate;
 use crate::error::ToolError;
 use crate::oob;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-/// The version string perftest 4.5+0.17 (Debian 12) sends; ours, so that peer accepts us.
-pub const VERSION: &str = "6.06";
+/// The version string rnic sends by default: the newest perftest protocol it speaks (with
+/// the parameter negotiation of 6.28). Peers back to 5.70 accept it: they read the number
+/// with `atof` and refuse only what is older than 5.70.
+pub const VERSION: &str = "6.29";
+/// The version string perftest 4.5+0.17 (Debian 12) sends: `--perftest-version 6.06` speaks
+/// its protocol only.
+pub const OLD_VERSION: &str = "6.06";
 /// Size of the version exchange.
 pub const VERSION_LEN: usize = 16;
 /// Size of the per-QP message with a GID.
@@ -134,10 +140,11 @@ pub struct TestSig {
 
 const SIG_MAGIC: u8 = b'R';
 
-/// Builds our 16 version bytes: `VERSION`, NUL, then the signature.
-pub fn version_bytes(sig: &TestSig) -> [u8; VERSION_LEN] {
+/// Builds our 16 version bytes: `version` (4 characters, `X.YY`), NUL, then the signature.
+pub fn version_bytes(version: &str, sig: &TestSig) -> [u8; VERSION_LEN] {
     let mut v = [0u8; VERSION_LEN];
-    v[..VERSION.len()].copy_from_slice(VERSION.as_bytes());
+    let n = version.len().min(4);
+    v[..n].copy_from_slice(&version.as_bytes()[..n]);
     v[5] = SIG_MAGIC;
     v[6] = sig.test;
     v[7] = sig.conn;
@@ -238,6 +245,8 @@ pub struct Comm {
     client: bool,
     /// Peer's version as a number (`atof`), once exchanged.
     pub peer_version: f64,
+    /// Ours, as sent.
+    own_version: f64,
     /// The read timeout of ordinary exchanges.
     pub timeout: Duration,
 }
@@ -250,6 +259,7 @@ impl Comm {
             stream,
             client,
             peer_version: 0.0,
+            own_version: 0.0,
             timeout,
         }
     }
@@ -303,10 +313,15 @@ impl Comm {
         Ok(theirs)
     }
 
-    /// Step 1: versions. Returns the peer's rnic signature if it has one.
-    pub fn exchange_versions(&mut self, sig: &TestSig) -> Result<Option<TestSig>, ToolError> {
+    /// Step 1: versions (ours is `version`). Returns the peer's rnic signature if it has one.
+    pub fn exchange_versions(
+        &mut self,
+        version: &str,
+        sig: &TestSig,
+    ) -> Result<Option<TestSig>, ToolError> {
         let t = self.timeout;
-        let v = self.xchg(&version_bytes(sig), "version", t)?;
+        self.own_version = version.parse().unwrap_or(0.0);
+        let v = self.xchg(&version_bytes(version, sig), "version", t)?;
         let mut arr = [0u8; VERSION_LEN];
         arr.copy_from_slice(&v);
         let (ver, peer_sig) = parse_version(&arr);
@@ -359,6 +374,22 @@ impl Comm {
         } else {
             mtu_enum
         })
+    }
+
+    /// Step 3b (both sides 6.28 or newer): the parameter negotiation. Sends `ours` and
+    /// returns the peer's block, parsed; `None` when either side is older and nothing is
+    /// exchanged (each side decides from the other's version, so both skip it alike).
+    pub fn negotiate(
+        &mut self,
+        ours: &[u8; negotiate::LEN],
+    ) -> Result<Option<negotiate::Remote>, ToolError> {
+        let v = negotiate::NEGOTIATION_VERSION;
+        if self.peer_version < v || self.own_version < v {
+            return Ok(None);
+        }
+        let t = self.timeout;
+        let r = self.xchg(ours, "parameter negotiation", t)?;
+        negotiate::decode(&r).map(Some)
     }
 
     /// A per-QP message exchange (`ctx_hand_shake`), also used as a barrier.
@@ -464,9 +495,12 @@ mod tests {
             size: 65536,
             iters: 5000,
         };
-        let v = version_bytes(&sig);
+        let v = version_bytes(OLD_VERSION, &sig);
         assert_eq!(&v[..5], b"6.06\0");
         assert_eq!(parse_version(&v), (6.06, Some(sig)));
+        let v = version_bytes(VERSION, &sig);
+        assert_eq!(&v[..5], b"6.29\0");
+        assert_eq!(parse_version(&v), (6.29, Some(sig)));
         // What perftest itself sends: strncpy of "6.06" into 16 zeroed bytes.
         let mut real = [0u8; 16];
         real[..4].copy_from_slice(b"6.06");
@@ -497,18 +531,21 @@ mod tests {
         let server = std::thread::spawn(move || {
             let (s, _) = l.accept().unwrap();
             let mut c = Comm::new(s, false, t);
-            c.exchange_versions(&sig).unwrap();
+            c.exchange_versions(OLD_VERSION, &sig).unwrap();
             assert_eq!(c.check_sys_data(4096, 64).unwrap(), (8192, 64));
             assert_eq!(c.exchange_mtu(5).unwrap(), 3);
+            // perftest 4.5's protocol on this side: nothing to negotiate.
+            assert_eq!(c.negotiate(&[1; negotiate::LEN]).unwrap(), None);
             let r = c.hand_shake(&dest(), t).unwrap();
             let rep = c.xchg_bw_report(&BwReport::default()).unwrap();
             c.close(&dest()).unwrap();
             (r, rep)
         });
         let mut c = Comm::new(TcpStream::connect(addr).unwrap(), true, t);
-        c.exchange_versions(&sig).unwrap();
+        c.exchange_versions(VERSION, &sig).unwrap();
         assert_eq!(c.check_sys_data(8192, 32).unwrap(), (8192, 64));
         assert_eq!(c.exchange_mtu(3).unwrap(), 3);
+        assert_eq!(c.negotiate(&[2; negotiate::LEN]).unwrap(), None); // the peer is 6.06
         let mut mine = dest();
         mine.qpn = 0x22;
         assert_eq!(c.hand_shake(&mine, t).unwrap(), dest());
@@ -540,7 +577,7 @@ mod tests {
                 size: 8,
                 iters: 10,
             };
-            c.exchange_versions(&sig).map(|_| ())
+            c.exchange_versions(VERSION, &sig).map(|_| ())
         });
         let mut c = Comm::new(TcpStream::connect(addr).unwrap(), true, t);
         let sig = TestSig {
@@ -549,8 +586,51 @@ mod tests {
             size: 16,
             iters: 10,
         };
-        let e = c.exchange_versions(&sig).unwrap_err();
+        let e = c.exchange_versions(VERSION, &sig).unwrap_err();
         assert!(matches!(e, ToolError::Mismatch(_)), "{e}");
         assert!(server.join().unwrap().is_err());
+    }
+
+    /// Both sides 6.28 or newer: the 320-byte blocks cross, each side reads the other's.
+    #[test]
+    fn negotiation_over_tcp() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let t = Duration::from_secs(5);
+        let sig = TestSig {
+            test: 2,
+            conn: 0,
+            size: 8,
+            iters: 10,
+        };
+        let ctx = rnic_verbs::Context::open("emu0").unwrap();
+        let attr = ctx.query_device();
+        let ours = negotiate::Params {
+            verb: 2,
+            tst: 1,
+            size: 8,
+            ..negotiate::Params::default()
+        };
+        let theirs = negotiate::Params { size: 16, ..ours };
+        let (a, b) = (
+            negotiate::encode(&ours, &attr),
+            negotiate::encode(&theirs, &attr),
+        );
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut c = Comm::new(s, false, t);
+            c.exchange_versions(VERSION, &sig).unwrap();
+            c.negotiate(&b).unwrap().unwrap()
+        });
+        let mut c = Comm::new(TcpStream::connect(addr).unwrap(), true, t);
+        c.exchange_versions(VERSION, &sig).unwrap();
+        let got = c.negotiate(&a).unwrap().unwrap();
+        assert_eq!(got.params, theirs);
+        assert_eq!(got.max_qp_rd_atom, attr.max_qp_rd_atom);
+        assert_eq!(server.join().unwrap().params, ours);
+        assert_eq!(
+            negotiate::mismatch(&ours, &got.params).unwrap(),
+            " size mismatch: local=8, remote=16"
+        );
     }
 }

@@ -9,7 +9,7 @@
 use super::protocol::{BwReport, Comm, PerfDest};
 use super::report::{self, BwResult, RESULT_LINE};
 use super::res::Res;
-use super::{Conn, PerfArgs, PerfConfig, TestKind, Verb, plot};
+use super::{Conn, PerfArgs, PerfConfig, TestKind, Verb, negotiate, plot};
 use crate::error::ToolError;
 use crate::oob;
 use crate::rdma::{self, EmuOpts, mtu_bytes, mtu_enum};
@@ -110,7 +110,7 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
         Tcp::Connect(h) => oob::connect(&h, p.port, p.timeout)?,
     };
     let mut comm = Comm::new(stream, client, p.timeout);
-    comm.exchange_versions(&cfg.sig())?;
+    comm.exchange_versions(&cfg.perftest_version, &cfg.sig())?;
     comm.check_sys_data(4096, 64)?;
     let mtu = comm.exchange_mtu(want_mtu)?;
     let mtu_b = mtu_bytes(mtu);
@@ -125,6 +125,31 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
     cfg.gid_index = gid_index;
     // perftest's ctx_set_out_reads: at most what the device serves as responder.
     cfg.out_reads = cfg.out_reads.min(dev_reads).max(1);
+    let mine = negotiate::Params::of(&cfg, mtu_b);
+    let negotiated = comm.negotiate(&negotiate::encode(&mine, &ctx.query_device()))?;
+    match &negotiated {
+        Some(_) => log::info!(
+            "perftest parameter negotiation with a peer of version {}: sent and received",
+            comm.peer_version
+        ),
+        None => log::info!(
+            "perftest parameter negotiation skipped: peer version {}, ours {}",
+            comm.peer_version,
+            cfg.perftest_version
+        ),
+    }
+    if let Some(r) = negotiated {
+        if let Some(m) = negotiate::mismatch(&mine, &r.params) {
+            return Err(ToolError::Mismatch(m.trim_start().to_string()));
+        }
+        // perftest's compare_ibv_device.
+        if cfg.out_reads > r.max_qp_rd_atom {
+            p.out.put(
+                " out_reads is greater than remote max_qp_rd_atom, using remote max_qp_rd_atom\n",
+            );
+            cfg.out_reads = r.max_qp_rd_atom.max(1);
+        }
+    }
     let cfg = &cfg;
     let mut res = Res::create(ctx, cfg, max_size, gid_index)?;
     let mine = res.my_dests(cfg)?;
