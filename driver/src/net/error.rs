@@ -9,7 +9,9 @@ use std::net::IpAddr;
 /// use rnic_driver::net::arp::ArpFrame;
 /// use rnic_driver::net::FrameError;
 ///
-/// assert_eq!(ArpFrame::parse(&[0; 20]), Err(FrameError::Short));
+/// let mut f = [0u8; 20];
+/// f[12..14].copy_from_slice(&[0x08, 0x06]); // ARP, cut short
+/// assert_eq!(ArpFrame::parse(&f), Err(FrameError::Short));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {

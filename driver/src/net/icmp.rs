@@ -146,6 +146,36 @@ impl<'a> EchoFrame<'a> {
         })
     }
 
+    /// A request from `eth_src` / `src_ip` to `eth_dst` / `dst_ip` (TTL [`REPLY_TTL`]), as
+    /// `ping` sends.
+    ///
+    /// ```
+    /// # use rnic_driver::net::icmp::{EchoFrame, EchoKind};
+    /// let r = EchoFrame::request([2; 6], [1; 6], [10, 0, 0, 2].into(), [10, 0, 0, 1].into(), 7, 1, b"hi");
+    /// assert_eq!((r.kind, r.eth_dst, r.ttl), (EchoKind::Request, [1; 6], 64));
+    /// ```
+    pub fn request(
+        eth_src: [u8; 6],
+        eth_dst: [u8; 6],
+        src_ip: Ipv4Addr,
+        dst_ip: Ipv4Addr,
+        ident: u16,
+        seq_no: u16,
+        data: &'a [u8],
+    ) -> EchoFrame<'a> {
+        EchoFrame {
+            eth_dst,
+            eth_src,
+            src_ip,
+            dst_ip,
+            kind: EchoKind::Request,
+            ident,
+            seq_no,
+            ttl: REPLY_TTL,
+            data,
+        }
+    }
+
     /// The frame's length when emitted (before padding to 60 bytes).
     ///
     /// ```
@@ -231,17 +261,16 @@ mod tests {
     use super::*;
 
     fn request(buf: &mut [u8]) -> usize {
-        EchoFrame {
-            eth_dst: [2, 0, 0, 0, 0, 1],
-            eth_src: [2, 0, 0, 0, 0, 2],
-            src_ip: [10, 0, 0, 2].into(),
-            dst_ip: [10, 0, 0, 1].into(),
-            kind: EchoKind::Request,
-            ident: 0x1234,
-            seq_no: 9,
-            ttl: 64,
-            data: &[0x5A; 32],
-        }
+        let (us, peer) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        EchoFrame::request(
+            peer,
+            us,
+            [10, 0, 0, 2].into(),
+            [10, 0, 0, 1].into(),
+            0x1234,
+            9,
+            &[0x5A; 32],
+        )
         .emit(buf)
         .unwrap()
     }

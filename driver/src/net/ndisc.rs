@@ -104,7 +104,8 @@ impl NdFrame {
     ///
     /// let mut f = [0u8; 60];
     /// f[12..14].copy_from_slice(&[0x86, 0xDD]);
-    /// assert_eq!(NdFrame::parse(&f), Err(FrameError::Short)); // 46 bytes: no room for IPv6
+    /// assert_eq!(NdFrame::parse(&f), Err(FrameError::Malformed)); // IP version 0
+    /// assert_eq!(NdFrame::parse(&f[..50]), Err(FrameError::Short)); // no room for IPv6
     /// ```
     pub fn parse(frame: &[u8]) -> Result<NdFrame, FrameError> {
         let l2 = eth::parse(frame)?;

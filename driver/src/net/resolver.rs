@@ -350,25 +350,14 @@ impl Resolver {
         let c = &mut self.counters;
         let mut sent = 0;
         for e in self.table.iter_mut() {
-            let due = |p: &Probe| now_ns.saturating_sub(p.last_sent_ns) >= cfg.retransmit_ns;
-            match &mut e.state {
-                NeighbourState::Incomplete(p) if due(p) => {
-                    if p.attempts >= cfg.max_attempts {
-                        c.timeouts += 1;
-                        e.state = NeighbourState::Failed {
-                            attempts: p.attempts,
-                            at_ns: now_ns,
-                        };
-                        continue;
-                    }
-                    p.attempts += 1;
-                    p.last_sent_ns = now_ns;
-                    c.retries += 1;
-                    match send_request(port, e.ip, None, tx) {
-                        Ok(()) => sent += 1,
-                        Err(_) => c.tx_errors += 1,
-                    }
-                }
+            // The request in flight, and where it goes (None: broadcast / multicast).
+            let (p, unicast) = match &mut e.state {
+                NeighbourState::Incomplete(p) => (p, None),
+                NeighbourState::Stale {
+                    mac,
+                    probe: Some(p),
+                    ..
+                } => (p, Some(*mac)),
                 NeighbourState::Reachable { mac, confirmed_ns }
                     if now_ns.saturating_sub(*confirmed_ns) >= cfg.reachable_ns =>
                 {
@@ -377,30 +366,29 @@ impl Resolver {
                         since_ns: now_ns,
                         probe: None,
                     };
+                    continue;
                 }
-                NeighbourState::Stale {
-                    mac,
-                    probe: Some(p),
-                    ..
-                } if due(p) => {
-                    if p.attempts >= cfg.max_attempts {
-                        // The peer stopped answering at its old MAC: ask everyone next time.
-                        c.timeouts += 1;
-                        e.state = NeighbourState::Failed {
-                            attempts: p.attempts,
-                            at_ns: now_ns,
-                        };
-                        continue;
-                    }
-                    p.attempts += 1;
-                    p.last_sent_ns = now_ns;
-                    c.retries += 1;
-                    match send_request(port, e.ip, Some(*mac), tx) {
-                        Ok(()) => sent += 1,
-                        Err(_) => c.tx_errors += 1,
-                    }
-                }
-                _ => {}
+                _ => continue,
+            };
+            if now_ns.saturating_sub(p.last_sent_ns) < cfg.retransmit_ns {
+                continue;
+            }
+            if p.attempts >= cfg.max_attempts {
+                // Unanswered (a stale peer no longer at its old MAC too): fail for a while,
+                // then ask everyone afresh.
+                c.timeouts += 1;
+                e.state = NeighbourState::Failed {
+                    attempts: p.attempts,
+                    at_ns: now_ns,
+                };
+                continue;
+            }
+            p.attempts += 1;
+            p.last_sent_ns = now_ns;
+            c.retries += 1;
+            match send_request(port, e.ip, unicast, tx) {
+                Ok(()) => sent += 1,
+                Err(_) => c.tx_errors += 1,
             }
         }
         let expired = self.table.retain(|e| match e.state {
@@ -675,4 +663,369 @@ fn send_request(
     }
     .map_err(|_| TxError("request does not fit"))?;
     tx.send_frame(&buf[..n])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::arp::ArpFrame;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    const US: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    const PEER: [u8; 6] = [2, 0, 0, 0, 0, 2];
+    const S: u64 = 1_000_000_000;
+
+    /// Every frame sent, or refusal of all of them.
+    #[derive(Default)]
+    struct Wire {
+        sent: Vec<Vec<u8>>,
+        refuse: bool,
+    }
+
+    impl FrameTx for Wire {
+        fn send_frame(&mut self, f: &[u8]) -> Result<(), TxError> {
+            if self.refuse {
+                return Err(TxError("refused"));
+            }
+            self.sent.push(f.to_vec());
+            Ok(())
+        }
+    }
+
+    fn port() -> PortAddrs {
+        let mut p = PortAddrs::new(US);
+        p.add_ipv4(Ipv4Addr::new(10, 0, 0, 1), 24).unwrap();
+        p.add_ipv6("fe80::1".parse().unwrap()).unwrap();
+        p
+    }
+
+    fn peer4() -> IpAddr {
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2))
+    }
+
+    /// The peer's ARP reply to the port.
+    fn arp_reply(from_ip: [u8; 4], from_mac: [u8; 6]) -> [u8; 60] {
+        let mut b = [0u8; 60];
+        ArpFrame::request(US, [10, 0, 0, 1].into(), from_ip.into())
+            .reply_from(from_mac)
+            .emit(&mut b)
+            .unwrap();
+        b
+    }
+
+    /// The port, a wire, the default configuration and a resolver that knows the peer
+    /// (reachable from time 0).
+    fn known_peer() -> (PortAddrs, Wire, ResolverConfig, Resolver) {
+        let cfg = ResolverConfig::default();
+        let mut r = Resolver::new(cfg);
+        r.insert(peer4(), PEER, 0);
+        (port(), Wire::default(), cfg, r)
+    }
+
+    fn arp_of(f: &[u8]) -> ArpFrame {
+        ArpFrame::parse(f).unwrap()
+    }
+
+    #[test]
+    fn resolve_request_reply_learned() {
+        let (p, mut w) = (port(), Wire::default());
+        let mut r = Resolver::new(ResolverConfig::default());
+        assert_eq!(r.resolve(peer4(), &p, 0, &mut w), Ok(Resolution::Pending));
+        let req = arp_of(&w.sent[0]);
+        assert_eq!(
+            (req.op, req.eth_dst, req.target_ip),
+            (ArpOp::Request, [0xFF; 6], Ipv4Addr::new(10, 0, 0, 2))
+        );
+        assert_eq!(req.sender_ip, Ipv4Addr::new(10, 0, 0, 1));
+        // Asking again before the interval sends nothing: one request per address.
+        assert_eq!(
+            r.resolve(peer4(), &p, S / 2, &mut w),
+            Ok(Resolution::Pending)
+        );
+        assert_eq!(w.sent.len(), 1);
+        assert!(r.learn(&arp_reply([10, 0, 0, 2], PEER), &p, S / 2));
+        assert_eq!(
+            r.resolve(peer4(), &p, S / 2, &mut w),
+            Ok(Resolution::Mac(PEER))
+        );
+        assert!(matches!(
+            r.table().get(peer4()).unwrap().state,
+            NeighbourState::Reachable { .. }
+        ));
+        assert_eq!(r.poll(&p, S, &mut w), 0, "nothing in flight");
+        assert_eq!((r.counters().requests, r.counters().updated), (1, 1));
+    }
+
+    #[test]
+    fn retries_then_a_timeout_naming_the_address_then_held_then_asked_afresh() {
+        let (p, mut w) = (port(), Wire::default());
+        let mut r = Resolver::new(ResolverConfig::default());
+        r.resolve(peer4(), &p, 0, &mut w).unwrap();
+        assert_eq!(r.next_deadline_ns(), Some(S));
+        assert_eq!(r.poll(&p, S - 1, &mut w), 0, "not due yet");
+        assert_eq!(r.poll(&p, S, &mut w), 1);
+        assert_eq!(r.poll(&p, 2 * S, &mut w), 1);
+        assert_eq!(r.poll(&p, 3 * S, &mut w), 0, "three sent: given up");
+        assert_eq!(w.sent.len(), 3);
+        let e = r.resolve(peer4(), &p, 3 * S, &mut w).unwrap_err();
+        assert_eq!(
+            e,
+            ResolveError::Unanswered {
+                ip: peer4(),
+                attempts: 3
+            }
+        );
+        assert!(e.to_string().contains("10.0.0.2"));
+        // A caller retrying at once gets the failure without a request (flood protection).
+        for t in 0..100 {
+            assert!(r.resolve(peer4(), &p, 3 * S + t, &mut w).is_err());
+        }
+        assert_eq!(w.sent.len(), 3);
+        assert_eq!(r.counters().held_failures, 101);
+        // After the hold, a new resolution.
+        let later = 3 * S + r.config().failed_hold_ns;
+        assert_eq!(
+            r.resolve(peer4(), &p, later, &mut w),
+            Ok(Resolution::Pending)
+        );
+        assert_eq!(w.sent.len(), 4);
+        assert_eq!(r.counters().timeouts, 1);
+    }
+
+    #[test]
+    fn entries_age_to_stale_are_confirmed_by_unicast_and_expire() {
+        let (p, mut w, cfg, mut r) = known_peer();
+        r.poll(&p, cfg.reachable_ns, &mut w);
+        assert!(matches!(
+            r.table().get(peer4()).unwrap().state,
+            NeighbourState::Stale { probe: None, .. }
+        ));
+        assert!(w.sent.is_empty(), "ageing alone sends nothing");
+        // Used while stale: the MAC at once, and a unicast confirmation.
+        let t = cfg.reachable_ns + 1;
+        assert_eq!(r.resolve(peer4(), &p, t, &mut w), Ok(Resolution::Mac(PEER)));
+        let probe = arp_of(&w.sent[0]);
+        assert_eq!(
+            (probe.eth_dst, probe.target_ip),
+            (PEER, Ipv4Addr::new(10, 0, 0, 2))
+        );
+        // Answered: reachable again (refreshed).
+        assert!(r.learn(&arp_reply([10, 0, 0, 2], PEER), &p, t + 1));
+        assert!(matches!(
+            r.table().get(peer4()).unwrap().state,
+            NeighbourState::Reachable { confirmed_ns, .. } if confirmed_ns == t + 1
+        ));
+        // Stale and unused for stale_ns: dropped.
+        let t2 = t + 1 + cfg.reachable_ns;
+        r.poll(&p, t2, &mut w);
+        r.poll(&p, t2 + cfg.stale_ns, &mut w);
+        assert!(r.table().get(peer4()).is_none());
+        assert_eq!(r.counters().expired, 1);
+    }
+
+    #[test]
+    fn a_stale_peer_that_stops_answering_fails() {
+        let (p, mut w, cfg, mut r) = known_peer();
+        let t = cfg.reachable_ns;
+        assert_eq!(r.resolve(peer4(), &p, t, &mut w), Ok(Resolution::Mac(PEER)));
+        for k in 1..=3 {
+            r.poll(&p, t + k * S, &mut w);
+        }
+        assert_eq!(w.sent.len(), 3, "three unicast confirmations");
+        assert!(w.sent.iter().all(|f| arp_of(f).eth_dst == PEER));
+        assert!(matches!(
+            r.resolve(peer4(), &p, t + 3 * S, &mut w),
+            Err(ResolveError::Unanswered { attempts: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn a_full_table_evicts_the_least_recently_used() {
+        let p = port();
+        let mut r = Resolver::new(ResolverConfig {
+            capacity: 4,
+            ..ResolverConfig::default()
+        });
+        for i in 0..5u8 {
+            // Each asks for the port: learned.
+            let mut f = [0u8; 60];
+            let mac = [2, 0, 0, 0, 1, i];
+            ArpFrame::request(mac, [10, 0, 0, 10 + i].into(), [10, 0, 0, 1].into())
+                .emit(&mut f)
+                .unwrap();
+            assert!(r.learn(&f, &p, u64::from(i)));
+        }
+        assert_eq!((r.table().len(), r.table().evictions()), (4, 1));
+        assert!(
+            r.table().get([10, 0, 0, 10].into()).is_none(),
+            "the oldest went"
+        );
+        assert_eq!(r.counters().learned, 5);
+    }
+
+    #[test]
+    fn pending_resolutions_are_bounded() {
+        let (p, mut w) = (port(), Wire::default());
+        let mut r = Resolver::new(ResolverConfig {
+            max_pending: 2,
+            ..ResolverConfig::default()
+        });
+        assert!(r.resolve([10, 0, 0, 2].into(), &p, 0, &mut w).is_ok());
+        assert!(r.resolve([10, 0, 0, 3].into(), &p, 0, &mut w).is_ok());
+        let e = r.resolve([10, 0, 0, 4].into(), &p, 0, &mut w);
+        assert_eq!(
+            e,
+            Err(ResolveError::TooManyPending {
+                ip: [10, 0, 0, 4].into()
+            })
+        );
+        assert_eq!((w.sent.len(), r.counters().pending_full), (2, 1));
+        // A flood of distinct addresses sends no more than the bound.
+        for i in 0..200u8 {
+            let _ = r.resolve([10, 0, 1, i].into(), &p, 1, &mut w);
+        }
+        assert_eq!(w.sent.len(), 2);
+        assert!(r.table().len() <= r.table().capacity());
+    }
+
+    #[test]
+    fn what_is_not_a_neighbour_is_refused() {
+        let (p, mut w) = (port(), Wire::default());
+        let mut r = Resolver::new(ResolverConfig::default());
+        for ip in [
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), // ours
+            IpAddr::V4(Ipv4Addr::BROADCAST),
+            IpAddr::V4(Ipv4Addr::new(224, 0, 0, 5)),
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+            IpAddr::V6("ff02::1".parse().unwrap()),
+        ] {
+            assert_eq!(
+                r.resolve(ip, &p, 0, &mut w),
+                Err(ResolveError::NotNeighbour { ip })
+            );
+        }
+        let v6only = {
+            let mut p = PortAddrs::new(US);
+            p.add_ipv6("fe80::1".parse().unwrap()).unwrap();
+            p
+        };
+        let e = r.resolve(peer4(), &v6only, 0, &mut w);
+        assert_eq!(e, Err(ResolveError::NoSourceAddress { ip: peer4() }));
+        assert!(w.sent.is_empty());
+    }
+
+    #[test]
+    fn a_refused_request_is_an_error_and_retried_by_poll() {
+        let p = port();
+        let mut w = Wire {
+            refuse: true,
+            ..Wire::default()
+        };
+        let mut r = Resolver::new(ResolverConfig::default());
+        let e = r.resolve(peer4(), &p, 0, &mut w).unwrap_err();
+        assert!(matches!(e, ResolveError::Tx { .. }));
+        w.refuse = false;
+        assert_eq!(r.poll(&p, S, &mut w), 1, "the retry goes out");
+        assert_eq!(r.counters().tx_errors, 1);
+    }
+
+    #[test]
+    fn learning_rules() {
+        let p = port();
+        let mut r = Resolver::new(ResolverConfig::default());
+        // A gratuitous ARP from a stranger adds nothing...
+        let mut g = [0u8; 60];
+        ArpFrame::gratuitous(PEER, [10, 0, 0, 2].into())
+            .emit(&mut g)
+            .unwrap();
+        assert!(!r.learn(&g, &p, 0));
+        assert!(r.table().is_empty());
+        // ...but moves an address the table holds to its new MAC (stale, to confirm).
+        r.insert(peer4(), [2, 0, 0, 0, 0, 9], 0);
+        assert!(r.learn(&g, &p, 1));
+        let st = r.table().get(peer4()).unwrap().state;
+        assert!(
+            matches!(st, NeighbourState::Stale { mac: PEER, .. }),
+            "{st:?}"
+        );
+        // The same news again changes nothing.
+        assert!(!r.learn(&g, &p, 2));
+        // Impossible senders: a broadcast MAC, our own MAC, our own address, a probe.
+        for (mac, ip) in [
+            ([0xFF; 6], [10, 0, 0, 3]),
+            (US, [10, 0, 0, 3]),
+            (PEER, [10, 0, 0, 1]),
+            (PEER, [0, 0, 0, 0]),
+        ] {
+            let mut f = [0u8; 60];
+            ArpFrame::request(mac, ip.into(), [10, 0, 0, 1].into())
+                .emit(&mut f)
+                .unwrap();
+            assert!(!r.learn(&f, &p, 3), "{mac:?} {ip:?}");
+        }
+        // Not ARP or ND, or malformed.
+        assert!(!r.learn(&[0u8; 60], &p, 3));
+        assert!(!r.learn(&g[..30], &p, 3));
+        assert_eq!(r.counters().ignored, 7);
+    }
+
+    #[test]
+    fn ipv6_solicit_advert_learned() {
+        let (p, mut w) = (port(), Wire::default());
+        let mut r = Resolver::new(ResolverConfig::default());
+        let peer: Ipv6Addr = "fe80::2".parse().unwrap();
+        assert_eq!(
+            r.resolve(peer.into(), &p, 0, &mut w),
+            Ok(Resolution::Pending)
+        );
+        let ns = NdFrame::parse(&w.sent[0]).unwrap();
+        assert_eq!(
+            (ns.target, ns.eth_dst, ns.lladdr),
+            (peer, [0x33, 0x33, 0xFF, 0, 0, 2], Some(US))
+        );
+        let na = ns.advert_from(PEER); // the peer answers our solicitation
+        let mut unsolicited = NdFrame::unsolicited_advert(PEER, peer);
+        let mut b = [0u8; 128];
+        // An unsolicited advert for an address being asked for: stale, usable.
+        unsolicited.dst_ip = ns.src_ip;
+        let n = unsolicited.emit(&mut b).unwrap();
+        assert!(r.learn(&b[..n], &p, 1));
+        let n = na.emit(&mut b).unwrap();
+        assert!(r.learn(&b[..n], &p, 2));
+        assert!(matches!(
+            r.table().get(peer.into()).unwrap().state,
+            NeighbourState::Reachable { mac: PEER, .. }
+        ));
+        assert_eq!(
+            r.resolve(peer.into(), &p, 3, &mut w),
+            Ok(Resolution::Mac(PEER))
+        );
+    }
+
+    #[test]
+    fn announcements_at_bring_up_and_for_a_new_address() {
+        let (mut p, mut w) = (port(), Wire::default());
+        let mut r = Resolver::new(ResolverConfig::default());
+        assert_eq!(r.announce(&p, &mut w), 2);
+        let g = arp_of(&w.sent[0]);
+        assert!(g.is_gratuitous() && g.eth_dst == [0xFF; 6] && g.sender_mac == US);
+        let na = NdFrame::parse(&w.sent[1]).unwrap();
+        assert!(matches!(
+            na.message,
+            NdMessage::Advert {
+                solicited: false,
+                override_: true,
+                ..
+            }
+        ));
+        p.add_ipv4([10, 0, 0, 5].into(), 24).unwrap();
+        r.announce_addr([10, 0, 0, 5].into(), &p, &mut w).unwrap();
+        assert_eq!(arp_of(&w.sent[2]).sender_ip, Ipv4Addr::new(10, 0, 0, 5));
+        assert!(
+            r.announce_addr([10, 0, 0, 6].into(), &p, &mut w).is_err(),
+            "not ours"
+        );
+        assert_eq!(r.counters().announcements, 3);
+    }
 }

@@ -17,7 +17,10 @@ use super::ndisc::{NdFrame, NdMessage, solicited_node};
 /// use rnic_driver::net::{responder::reply, NoReply, PortAddrs};
 ///
 /// let port = PortAddrs::new([2, 0, 0, 0, 0, 1]);
-/// assert_eq!(reply(&[0; 60], &port, &mut [0; 128]), Err(NoReply::Unsupported)); // EtherType 0
+/// let mut f = [0u8; 60];
+/// f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]); // from a station
+/// assert_eq!(reply(&f, &port, &mut [0; 128]), Err(NoReply::Unsupported)); // EtherType 0
+/// assert_eq!(reply(&[0; 60], &port, &mut [0; 128]), Err(NoReply::NotForUs)); // from MAC 0
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoReply {
@@ -236,19 +239,9 @@ mod tests {
 
     fn ping(dst_mac: [u8; 6], dst: [u8; 4], data: &[u8]) -> Vec<u8> {
         let mut b = vec![0u8; 14 + 28 + data.len() + 60];
-        let n = EchoFrame {
-            eth_dst: dst_mac,
-            eth_src: PEER,
-            src_ip: [10, 0, 0, 2].into(),
-            dst_ip: dst.into(),
-            kind: EchoKind::Request,
-            ident: 77,
-            seq_no: 3,
-            ttl: 64,
-            data,
-        }
-        .emit(&mut b)
-        .unwrap();
+        let n = EchoFrame::request(PEER, dst_mac, [10, 0, 0, 2].into(), dst.into(), 77, 3, data)
+            .emit(&mut b)
+            .unwrap();
         b.truncate(n);
         b
     }
