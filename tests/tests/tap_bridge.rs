@@ -1,7 +1,8 @@
 //! Two emulated ConnectX devices, each on its own Linux TAP interface, the two TAPs on one
 //! Linux bridge: the real driver connects an RC pair across them and SENDs both ways, so every
 //! frame (requests and ACKs) crosses the kernel's bridge as whole Ethernet frames, and each
-//! receiving port checks the ICRC against the real headers. Needs root (CAP_NET_ADMIN),
+//! receiving port checks the ICRC against the real headers; and the same through the verbs
+//! API with two `emu-tap:` devices. Needs root (CAP_NET_ADMIN),
 //! `/dev/net/tun` and iproute2's `ip`; skips with the reason printed otherwise.
 
 #[path = "driver_fixture.rs"]
@@ -128,17 +129,26 @@ fn path_to(fx: &Fx) -> AddressVector {
     }
 }
 
-#[test]
-fn rc_sends_cross_a_linux_bridge_between_two_taps() {
+/// A new bridge (up, IPv6 off) named for this process and `which`, or `None` (the reason
+/// printed) where the test cannot run.
+fn bridge(which: char) -> Option<(Bridge, u32)> {
     if let Some(why) = skip_reason() {
         eprintln!("skipping: {why}");
-        return;
+        return None;
     }
     let tag = std::process::id() % 100_000;
-    let bridge = Bridge(format!("rnbr{tag}"));
+    let bridge = Bridge(format!("rnbr{which}{tag}"));
     ip(&["link", "add", &bridge.0, "type", "bridge"]).expect("a bridge");
     quiet(&bridge.0);
     ip(&["link", "set", &bridge.0, "up"]).expect("bridge up");
+    Some((bridge, tag))
+}
+
+#[test]
+fn rc_sends_cross_a_linux_bridge_between_two_taps() {
+    let Some((bridge, tag)) = bridge('d') else {
+        return;
+    };
     let (a, tap_a) = station(
         &format!("rnta{tag}"),
         &bridge.0,
@@ -184,4 +194,61 @@ fn rc_sends_cross_a_linux_bridge_between_two_taps() {
         );
         assert_eq!(t.tx_errors.load(Ordering::Relaxed), 0);
     }
+}
+
+#[test]
+fn emu_tap_devices_connect_through_verbs_across_a_bridge() {
+    use rnic_verbs::{
+        AccessFlags, ConnectOptions, Context, Mtu, QpType, RecvWr, SendWr, WcStatus,
+        WorkCompletion, connect_pair,
+    };
+    let Some((bridge, tag)) = bridge('v') else {
+        return;
+    };
+    let (ta, tb) = (format!("rnva{tag}"), format!("rnvb{tag}"));
+    let na = format!("emu-tap:{ta},10.78.0.1/24");
+    let a = Context::open(&na).expect("open an emu-tap device as root");
+    let b = Context::open(&format!("emu-tap:{tb},10.78.0.2/24")).unwrap();
+    assert_eq!(a.name(), na, "the canonical name is the one given");
+    assert!(
+        rnic_verbs::devices().iter().any(|d| d.name == na),
+        "listed while open"
+    );
+    for t in [&ta, &tb] {
+        quiet(t);
+        ip(&["link", "set", t, "master", &bridge.0]).expect("TAP on the bridge");
+    }
+    let port = a.query_port(1).unwrap();
+    assert_eq!(
+        port.active_mtu,
+        Mtu::Mtu1024,
+        "a 1500-byte TAP: active MTU 1024"
+    );
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let (ca, cb) = (a.create_cq(8, None).unwrap(), b.create_cq(8, None).unwrap());
+    let qa = pa.create_qp(QpType::Rc, &ca, &ca).build().unwrap();
+    let qb = pb.create_qp(QpType::Rc, &cb, &cb).build().unwrap();
+    connect_pair(&qa, &qb, &ConnectOptions::default()).unwrap();
+    let (ma, mb) = (
+        pa.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap(),
+        pb.reg_mr(4096, AccessFlags::LOCAL_WRITE).unwrap(),
+    );
+    let msg = pattern(2500, 9);
+    ma.write(0, &msg).unwrap();
+    qb.post_recv(&[RecvWr::new(1, &[mb.sge_all().unwrap()])])
+        .unwrap();
+    qa.post_send(&[SendWr::send(2, &[ma.sge(0, 2500).unwrap()]).signaled()])
+        .unwrap();
+    let t = std::time::Duration::from_secs(10);
+    let mut wc = [WorkCompletion::default(); 1];
+    assert_eq!(ca.poll_blocking(&mut wc, t).unwrap(), 1);
+    assert_eq!(wc[0].status(), WcStatus::Success, "{:?}", wc[0]);
+    assert_eq!(cb.poll_blocking(&mut wc, t).unwrap(), 1);
+    assert_eq!(
+        (wc[0].status(), wc[0].byte_len()),
+        (WcStatus::Success, 2500)
+    );
+    let mut got = vec![0u8; 2500];
+    mb.read(0, &mut got).unwrap();
+    assert_eq!(got, msg);
 }
