@@ -110,7 +110,8 @@ const RX_BATCH: usize = 64;
 /// How long the reader waits in `poll` before it looks at the stop flag again (ms).
 const POLL_MS: i32 = 20;
 
-/// How long the reader pauses after `poll` failed (it should not: the descriptor is valid).
+/// How long the reader pauses after `poll` or a read failed (the interface was deleted under
+/// the descriptor, say), so a broken descriptor costs no CPU.
 const POLL_BACKOFF: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The Ethernet header and one 802.1Q tag: what a frame may carry beyond the MTU.
@@ -144,7 +145,8 @@ pub struct TapStats {
     pub ring_full: AtomicU64,
     /// Frame buffers the reader allocated (at most the ring's capacity: they are reused).
     pub ring_buffers: AtomicU64,
-    /// Reads that failed with an error other than "nothing waiting" (the reader goes on).
+    /// Waits and reads that failed with an error other than "nothing waiting" (the
+    /// interface deleted under the link, say); the reader backs off and goes on.
     pub rx_errors: AtomicU64,
 }
 
@@ -396,6 +398,7 @@ impl Reader {
                         Ok(None) => break,
                         Err(_) => {
                             self.stats.rx_errors.fetch_add(1, Ordering::Relaxed);
+                            std::thread::sleep(POLL_BACKOFF);
                             break;
                         }
                     }
@@ -410,8 +413,10 @@ impl Reader {
                         break;
                     }
                     Err(_) => {
+                        // A descriptor that fails keeps failing: back off, do not spin.
                         self.stats.rx_errors.fetch_add(1, Ordering::Relaxed);
                         spare = Some(f);
+                        std::thread::sleep(POLL_BACKOFF);
                         break;
                     }
                 };
@@ -693,6 +698,34 @@ mod tests {
         let _first = TapLink::open(&name).unwrap();
         let e = TapLink::open(&name).expect_err("one descriptor per TAP");
         assert!(matches!(e, TapError::Busy { .. }), "{e}");
+    }
+
+    #[test]
+    fn an_interface_deleted_under_the_link_costs_errors_not_cpu() {
+        let Some((mut link, sock)) = tap() else {
+            return;
+        };
+        drop(sock);
+        let deleted = std::process::Command::new("ip")
+            .args(["link", "del", link.ifname()])
+            .status();
+        if !deleted.is_ok_and(|s| s.success()) {
+            eprintln!("skipping: `ip link del` not available");
+            return;
+        }
+        let stats = link.stats();
+        std::thread::sleep(Duration::from_millis(200));
+        let errors = stats.rx_errors.load(Ordering::Relaxed);
+        // The hang-up is seen as an error (not as "nothing yet", which would spin on a
+        // descriptor that is always ready), and each one costs a 20 ms pause.
+        assert!((1..=20).contains(&errors), "{errors} errors in 200 ms");
+        link.transmit(&marked(1, 60));
+        assert_eq!(
+            stats.tx_errors.load(Ordering::Relaxed),
+            1,
+            "the kernel refuses the write"
+        );
+        assert!(!link.receive(&mut Vec::new()));
     }
 
     #[test]

@@ -124,6 +124,13 @@ pub(super) fn poll_readable(fd: BorrowedFd<'_>, timeout_ms: i32) -> io::Result<b
             }
         }
         0 => Ok(false),
+        // An interface deleted under the descriptor reports an error or a hang-up without
+        // data, at once and forever: an error, so the caller backs off instead of spinning.
+        _ if p.revents & libc::POLLIN == 0
+            && p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 =>
+        {
+            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+        }
         _ => Ok(p.revents & libc::POLLIN != 0),
     }
 }
