@@ -15,6 +15,9 @@
 //! - the data path ([`post`], [`cq::Cq::poll`], [`wr`]): posting and polling without
 //!   allocation, locks or system calls, over the work-queue bookkeeping (`wq`) the QP, SRQ
 //!   and CQ share and the CQE field reads (`cqe`) the CQ polls with.
+//! - [`net`]: what a kernel netdev would do for the port's addresses: ARP / neighbour
+//!   discovery / ICMP echo answers, and a neighbour resolver with a bounded, ageing table,
+//!   over any sender of one Ethernet frame ([`net::FrameTx`]).
 //!
 //! Nothing here knows whether the bus is a real ConnectX or the emulator.
 //!
@@ -59,6 +62,7 @@ pub mod hca;
 pub mod health;
 mod key_variants;
 pub mod mr;
+pub mod net;
 pub mod pages;
 pub mod pd;
 pub mod post;

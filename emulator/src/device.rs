@@ -608,6 +608,33 @@ impl Device {
         dev
     }
 
+    /// A device with `profile`, running as `mode` says, whose port is the Linux TAP
+    /// interface `ifname` ([`crate::link::TapLink::open`]: created if it does not exist,
+    /// which needs `CAP_NET_ADMIN`). The port's MTU is the interface's (the wire's limit, not
+    /// the profile's), and the port answers to the profile's MAC; its IP addresses are the
+    /// GIDs the driver sets, as on a real port. Returns the link's counters beside it.
+    ///
+    /// ```no_run
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let (dev, stats) = Device::on_tap(Profile::default(), RunMode::Threaded, "rnic0")?;
+    /// # drop((dev, stats));
+    /// # Ok::<(), rnic_emulator::link::TapError>(())
+    /// ```
+    pub fn on_tap(
+        profile: Profile,
+        mode: RunMode,
+        ifname: &str,
+    ) -> Result<(Self, Arc<crate::link::TapStats>), crate::link::TapError> {
+        let link = crate::link::TapLink::open(ifname)?;
+        let stats = link.stats();
+        let profile = Profile {
+            port_mtu: u16::try_from(link.mtu()).unwrap_or(u16::MAX),
+            ..profile
+        };
+        Ok((Device::with_link(profile, mode, link), stats))
+    }
+
     /// Writes every frame the port sends or receives from now on to a new pcap file at
     /// `path` (Ethernet link type; timestamps from the device clock). Replaces (and closes)
     /// a capture in progress.

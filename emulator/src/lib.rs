@@ -25,8 +25,10 @@
 //! Every parse returns a typed [`wire::WireError`] on malformed input and never panics.
 //!
 //! Devices meet through [`link`]s: [`link::InProcLink::pair`] in one process,
-//! [`link::UdpLink::bind`] across hosts (and to Linux rxe), either wrapped in a seeded
-//! [`link::FaultyLink`]; [`Device::with_link`] / [`Device::set_link`] attach one, and
+//! [`link::UdpLink::bind`] across hosts (and to Linux rxe), [`link::TapLink::open`] as an
+//! Ethernet endpoint of its own on a Linux TAP interface ([`Device::on_tap`]), any of them
+//! wrapped in a seeded [`link::FaultyLink`]; [`Device::with_link`] / [`Device::set_link`]
+//! attach one, and
 //! [`Device::capture_to`] writes the port's traffic to a pcap file.
 
 mod bar;

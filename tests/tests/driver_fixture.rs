@@ -73,7 +73,11 @@ pub struct Fx {
 pub const IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 
 pub fn open_with(mode: RunMode, cfg: HcaConfig) -> Fx {
-    let dev = Device::new(Profile::default(), mode);
+    open_on(Device::new(Profile::default(), mode), cfg)
+}
+
+/// Brings up the driver on `dev` (made and linked by the caller) with `cfg`.
+pub fn open_on(dev: Device, cfg: HcaConfig) -> Fx {
     let bus = Arc::new(RecordingBus {
         inner: dev.bus(),
         record: AtomicBool::new(false),
@@ -130,6 +134,11 @@ impl Fx {
     }
 
     pub fn connect(&self, q: &Qp, dest: u32, mtu: Mtu) {
+        self.connect_via(q, dest, mtu, self.self_av());
+    }
+
+    /// [`Fx::connect`] to a QP on the path `av` (another device's GID and MAC).
+    pub fn connect_via(&self, q: &Qp, dest: u32, mtu: Mtu, av: AddressVector) {
         let ud = q.qp_type() == QpType::Ud;
         q.to_init(&InitAttr {
             access: if q.qp_type() == QpType::Rc {
@@ -150,7 +159,7 @@ impl Fx {
                 path_mtu: Some(mtu),
                 dest_qpn: Some(dest),
                 rq_psn: 0x100,
-                av: Some(self.self_av()),
+                av: Some(av),
                 max_dest_rd_atomic: 4,
                 min_rnr_timer: 1,
             }

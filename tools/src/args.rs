@@ -28,7 +28,7 @@ use std::path::PathBuf;
 /// ```
 #[derive(Debug, Clone, Args)]
 pub struct DeviceArgs {
-    /// Device (`emu:<IPv4>`, `emu0`, `emu1`, `mlx5_<N>`, a PCI address); default: an emulated device.
+    /// Device (`emu:<IPv4>`, `emu-tap:<ifname>,<IPv4>/<prefix>`, `emu0`, `emu1`, `mlx5_<N>`, a PCI address); default: an emulated device.
     #[arg(short = 'd', long = "ib-dev")]
     pub device: Option<String>,
     /// Port of the device.

@@ -3,8 +3,10 @@
 //! A device is named as rdma-core names them (`mlx5_0`), by the PCI address of a ConnectX
 //! function bound to vfio-pci (`0000:03:00.0`, or the short `03:00.0`), or as an emulated device:
 //! `emu:<IPv4>` (a software ConnectX whose port is a UDP link bound to that address, so it
-//! talks RoCE v2 to Linux rxe or to another `rnic` process) or `emu0` / `emu1` (the two ends of
-//! an in-process pair, used by `--loopback`).
+//! talks RoCE v2 to Linux rxe or to another `rnic` process), `emu-tap:<ifname>,<IPv4>/<prefix>`
+//! (a software ConnectX whose port is a Linux TAP interface: an Ethernet endpoint of its own on
+//! a bridge; the verbs layer checks the part after `emu-tap:`) or `emu0` / `emu1` (the two
+//! ends of an in-process pair, used by `--loopback`).
 
 use crate::error::ToolError;
 use std::fmt;
@@ -15,6 +17,8 @@ use std::net::Ipv4Addr;
 pub enum DeviceName {
     /// An emulated device on a UDP link bound to this IPv4 address.
     EmuUdp(Ipv4Addr),
+    /// An emulated device on a TAP interface: `<ifname>,<IPv4>/<prefix>`, as given.
+    EmuTap(String),
     /// One end (0 or 1) of the in-process emulated pair.
     EmuPair(u8),
     /// A real device by its rdma-core style name, `mlx5_N`.
@@ -33,6 +37,12 @@ impl DeviceName {
                 .map(DeviceName::EmuUdp)
                 .map_err(|_| bad());
         }
+        if let Some(spec) = s.strip_prefix("emu-tap:") {
+            return spec
+                .contains(',')
+                .then(|| DeviceName::EmuTap(spec.to_string()))
+                .ok_or_else(bad);
+        }
         match s {
             "emu0" => return Ok(DeviceName::EmuPair(0)),
             "emu1" => return Ok(DeviceName::EmuPair(1)),
@@ -46,7 +56,10 @@ impl DeviceName {
 
     /// True for the emulated devices.
     pub fn is_emulated(&self) -> bool {
-        matches!(self, DeviceName::EmuUdp(_) | DeviceName::EmuPair(_))
+        matches!(
+            self,
+            DeviceName::EmuUdp(_) | DeviceName::EmuTap(_) | DeviceName::EmuPair(_)
+        )
     }
 }
 
@@ -54,6 +67,7 @@ impl fmt::Display for DeviceName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DeviceName::EmuUdp(ip) => write!(f, "emu:{ip}"),
+            DeviceName::EmuTap(spec) => write!(f, "emu-tap:{spec}"),
             DeviceName::EmuPair(n) => write!(f, "emu{n}"),
             DeviceName::Mlx5(n) => write!(f, "mlx5_{n}"),
             DeviceName::Pci(a) => f.write_str(a),
@@ -90,6 +104,10 @@ mod tests {
             DeviceName::EmuUdp(Ipv4Addr::new(127, 0, 0, 2))
         );
         assert_eq!(DeviceName::parse("emu1").unwrap(), DeviceName::EmuPair(1));
+        let tap = DeviceName::parse("emu-tap:tap0,10.0.0.1/24").unwrap();
+        assert_eq!(tap, DeviceName::EmuTap("tap0,10.0.0.1/24".into()));
+        assert!(tap.is_emulated());
+        assert_eq!(tap.to_string(), "emu-tap:tap0,10.0.0.1/24");
         assert_eq!(DeviceName::parse("mlx5_3").unwrap(), DeviceName::Mlx5(3));
         assert_eq!(
             DeviceName::parse("03:00.1").unwrap(),
@@ -107,6 +125,7 @@ mod tests {
             "0000:03:40.0",
             "",
             "emu:",
+            "emu-tap:tap0",
         ] {
             assert!(DeviceName::parse(bad).is_err(), "{bad}");
         }

@@ -6,7 +6,9 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
     /// A `-d` argument that names no kind of device.
-    #[error("bad device name `{0}` (expected emu:<IPv4>, emu0, emu1, mlx5_<N> or a PCI address)")]
+    #[error(
+        "bad device name `{0}` (expected emu:<IPv4>, emu-tap:<ifname>,<IPv4>/<prefix>, emu0, emu1, mlx5_<N> or a PCI address)"
+    )]
     BadDeviceName(String),
     /// A `--emu-faults` argument that does not parse.
     #[error("bad fault specification: {0}")]

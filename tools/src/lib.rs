@@ -26,6 +26,10 @@
 //! rnic rc-pingpong -d emu:127.0.0.2 -c 127.0.0.1
 //! rnic write-bw -d emu:10.11.0.1 -x 1               # ib_write_bw -d rxe0 -x 1 10.11.0.1 pairs with it
 //! rnic send-bw -d emu:127.0.0.2 --emu-faults loss=0.05,seed=7 --pcap run.pcap 127.0.0.1
+//!
+//! # as root: a port of its own on a Linux bridge (TAP rnic0, created if missing, put on br0)
+//! rnic rc-pingpong -d emu-tap:rnic0,10.12.0.1/24 -c &
+//! ip link set rnic0 master br0
 //! ```
 //!
 //! Without `-d`, a server uses `emu:127.0.0.1` and a client `emu:127.0.0.2` (and says so on

@@ -10,7 +10,7 @@ use crate::{Gid, Mtu};
 use rnic_driver::vfio::{VfioBus, VfioOptions, discovery};
 use rnic_driver::{Hca, HcaConfig};
 use rnic_emulator::link::{
-    FaultConfig, FaultCounters, FaultStats, FaultyLink, InProcLink, Link, UdpLink,
+    FaultConfig, FaultCounters, FaultStats, FaultyLink, InProcLink, Link, TapLink, UdpLink,
 };
 use rnic_emulator::{Device, Profile, RunMode};
 use rnic_hw_regs::Bus;
@@ -256,6 +256,19 @@ impl Context {
                     why: format!("UDP link: {e}"),
                 })?;
                 open_emulated(&key, ip, link, ETHERNET_MTU, &opts.emu)?
+            }
+            DeviceName::EmuTap { ref ifname, ip, .. } => {
+                let link = TapLink::open(ifname).map_err(|e| Error::NoSuchDevice {
+                    name: key.clone(),
+                    why: format!("TAP link: {e}"),
+                })?;
+                // A TAP this open created is down; one an administrator set up (on a bridge)
+                // stays as it is, and setting it up needs CAP_NET_ADMIN it may not have.
+                if let Err(e) = link.set_up() {
+                    log::warn!("{key}: {e}: the interface stays as it is");
+                }
+                let mtu = u16::try_from(link.mtu()).unwrap_or(u16::MAX);
+                open_emulated(&key, ip, link, mtu, &opts.emu)?
             }
             DeviceName::Mlx5Index(_) | DeviceName::Pci(_) => open_vfio(&key, opts, sysfs)?,
         };

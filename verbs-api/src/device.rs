@@ -9,6 +9,7 @@
 //! | `0000:3b:00.0` | the ConnectX function bound to vfio-pci at that PCI address |
 //! | `emu0`, `emu1` | an in-process pair of emulated ConnectX devices joined by a link: IPv4 192.0.2.1 and 192.0.2.2 (documentation addresses), created on first open |
 //! | `emu:<IPv4>` | an emulated ConnectX whose port speaks RoCE v2 over UDP on `<IPv4>`:4791 |
+//! | `emu-tap:<ifname>,<IPv4>/<prefix>` | an emulated ConnectX whose port is the Linux TAP interface `<ifname>` (created if missing, which needs `CAP_NET_ADMIN`), with IPv4 address `<IPv4>` on a `/<prefix>` subnet |
 //!
 //! Every emulated device has GID 0 = `fe80::` + the modified EUI-64 of its MAC and GID 1 =
 //! `::ffff:a.b.c.d` (both RoCE v2), as rxe's table looks; its MAC is derived from its IPv4
@@ -19,7 +20,12 @@
 //! `emu0` and `emu1` are joined by an in-process link ([`rnic_emulator::link::InProcLink`]);
 //! an `emu:<IPv4>` device's port is a UDP socket bound to `<IPv4>:4791`
 //! ([`rnic_emulator::link::UdpLink`]): it talks to other `emu:` devices, in this process or
-//! another, and to Linux rxe. [`EmuOptions`] adds fault injection and pcap capture.
+//! another, and to Linux rxe. An `emu-tap:` device's port is a TAP interface
+//! ([`rnic_emulator::link::TapLink`]): whole Ethernet frames, so on a Linux bridge it is an
+//! endpoint of its own, with its port MTU the interface's. It answers no ARP yet, so a
+//! kernel peer (rxe) needs a static neighbour entry for it (`ip neigh add <IPv4> lladdr
+//! <its MAC> dev <bridge>`); two rnic devices find each other's MACs as `emu:` devices do.
+//! [`EmuOptions`] adds fault injection and pcap capture.
 
 use crate::error::{Error, Result};
 use rnic_driver::vfio::discovery;
@@ -50,6 +56,14 @@ pub const EMU1_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
 /// );
 /// assert_eq!("mlx5_1".parse::<DeviceName>().unwrap(), DeviceName::Mlx5Index(1));
 /// assert!("emu:not-an-ip".parse::<DeviceName>().is_err());
+/// assert_eq!(
+///     "emu-tap:tap0,10.0.0.1/24".parse::<DeviceName>().unwrap(),
+///     DeviceName::EmuTap { ifname: "tap0".into(), ip: Ipv4Addr::new(10, 0, 0, 1), prefix: 24 }
+/// );
+/// for bad in ["emu-tap:tap0,10.0.0.1", "emu-tap:tap0,10.0.0.1/33", "emu-tap:a/b,10.0.0.1/24",
+///             "emu-tap:,10.0.0.1/24", "emu-tap:tap0,224.0.0.1/4", "emu-tap:tap0"] {
+///     assert!(bad.parse::<DeviceName>().is_err(), "{bad}");
+/// }
 /// assert_eq!(DeviceName::EmuPair(1).to_string(), "emu1");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -58,6 +72,15 @@ pub enum DeviceName {
     EmuPair(u8),
     /// `emu:<IPv4>`: an emulated device on that address.
     EmuUdp(Ipv4Addr),
+    /// `emu-tap:<ifname>,<IPv4>/<prefix>`: an emulated device on a Linux TAP interface.
+    EmuTap {
+        /// The TAP interface.
+        ifname: String,
+        /// The port's IPv4 address.
+        ip: Ipv4Addr,
+        /// Its subnet's prefix length (0 to 32).
+        prefix: u8,
+    },
     /// `mlx5_N`: the N-th ConnectX function bound to vfio-pci.
     Mlx5Index(usize),
     /// A PCI address `DDDD:BB:DD.F`.
@@ -86,6 +109,9 @@ impl FromStr for DeviceName {
             }
             return Ok(DeviceName::EmuUdp(ip));
         }
+        if let Some(spec) = s.strip_prefix("emu-tap:") {
+            return parse_tap(spec).map_err(bad);
+        }
         if let Some(n) = s.strip_prefix("mlx5_") {
             return n
                 .parse()
@@ -96,9 +122,39 @@ impl FromStr for DeviceName {
             return Ok(DeviceName::Pci(s.to_ascii_lowercase()));
         }
         Err(bad(
-            "names are emu0, emu1, emu:<IPv4>, mlx5_<N> or a PCI address DDDD:BB:DD.F",
+            "names are emu0, emu1, emu:<IPv4>, emu-tap:<ifname>,<IPv4>/<prefix>, mlx5_<N> or a \
+             PCI address DDDD:BB:DD.F",
         ))
     }
+}
+
+/// The part of an `emu-tap:` name after the prefix: `<ifname>,<IPv4>/<prefix>`.
+fn parse_tap(spec: &str) -> std::result::Result<DeviceName, &'static str> {
+    const USAGE: &str = "emu-tap:<ifname>,<IPv4>/<prefix>, e.g. emu-tap:tap0,10.0.0.1/24";
+    let (ifname, addr) = spec.split_once(',').ok_or(USAGE)?;
+    let (ip, prefix) = addr.split_once('/').ok_or(USAGE)?;
+    // What the kernel takes as an interface name (dev_valid_name); TapLink checks it again.
+    let name_ok = !ifname.is_empty()
+        && ifname.len() < 16
+        && !ifname
+            .bytes()
+            .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace());
+    if !name_ok {
+        return Err("the interface name must be 1 to 15 bytes without '/', ':' or spaces");
+    }
+    let ip: Ipv4Addr = ip.parse().map_err(|_| USAGE)?;
+    if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() {
+        return Err("the address must be a unicast IPv4 address");
+    }
+    let prefix: u8 = prefix.parse().map_err(|_| USAGE)?;
+    if prefix > 32 {
+        return Err("the prefix length is 0 to 32");
+    }
+    Ok(DeviceName::EmuTap {
+        ifname: ifname.to_string(),
+        ip,
+        prefix,
+    })
 }
 
 impl fmt::Display for DeviceName {
@@ -106,6 +162,9 @@ impl fmt::Display for DeviceName {
         match self {
             DeviceName::EmuPair(i) => write!(f, "emu{i}"),
             DeviceName::EmuUdp(ip) => write!(f, "emu:{ip}"),
+            DeviceName::EmuTap { ifname, ip, prefix } => {
+                write!(f, "emu-tap:{ifname},{ip}/{prefix}")
+            }
             DeviceName::Mlx5Index(i) => write!(f, "mlx5_{i}"),
             DeviceName::Pci(a) => f.write_str(a),
         }
@@ -126,7 +185,7 @@ impl DeviceName {
         match self {
             DeviceName::EmuPair(0) => Some(EMU0_IP),
             DeviceName::EmuPair(_) => Some(EMU1_IP),
-            DeviceName::EmuUdp(ip) => Some(*ip),
+            DeviceName::EmuUdp(ip) | DeviceName::EmuTap { ip, .. } => Some(*ip),
             _ => None,
         }
     }
@@ -740,8 +799,14 @@ pub fn devices_in(sysfs_pci_devices: &Path) -> Vec<DeviceInfo> {
     };
     out.push(emu("emu0".into(), EMU0_IP));
     out.push(emu("emu1".into(), EMU1_IP));
-    for ip in crate::registry::open_udp_emulated() {
-        out.push(emu(format!("emu:{ip}"), ip));
+    for name in crate::registry::open_emulated_by_address() {
+        if let Some(ip) = name
+            .parse::<DeviceName>()
+            .ok()
+            .and_then(|n| n.emulated_ip())
+        {
+            out.push(emu(name, ip));
+        }
     }
     out
 }

@@ -4,7 +4,6 @@
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
 use std::sync::{Mutex, MutexGuard, Weak};
 
 /// One open device's handle. A dead entry is a device being closed: its handle's `Drop`
@@ -22,11 +21,13 @@ pub(crate) fn lock() -> MutexGuard<'static, Open> {
     OPEN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The `emu:<IPv4>` devices open now.
-pub(crate) fn open_udp_emulated() -> Vec<Ipv4Addr> {
+/// The names of the `emu:<IPv4>` and `emu-tap:...` devices open now.
+pub(crate) fn open_emulated_by_address() -> Vec<String> {
     lock()
         .iter()
-        .filter(|(_, w)| w.strong_count() > 0)
-        .filter_map(|(n, _)| n.strip_prefix("emu:")?.parse().ok())
+        .filter(|(n, w)| {
+            w.strong_count() > 0 && (n.starts_with("emu:") || n.starts_with("emu-tap:"))
+        })
+        .map(|(n, _)| n.clone())
         .collect()
 }

@@ -5,6 +5,8 @@
 //!   no allocation per frame in steady state). Each end wakes the peer device's thread.
 //! - [`UdpLink::bind`]: a UDP socket on `<IPv4>:4791`, the wire Linux rxe speaks; see the
 //!   [`udp`] module for what the kernel adds and what is (not) ICRC-verified.
+//! - [`TapLink::open`]: a Linux TAP interface (`/dev/net/tun`): whole Ethernet frames, so
+//!   the device is an endpoint of its own on a Linux bridge; see the [`tap`] module.
 //! - [`FaultyLink`]: wraps any link with seeded, reproducible loss, duplication, reordering,
 //!   delay and corruption ([`FaultConfig`], parsed from a spec such as
 //!   `loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001,delay=100us,seed=7`).
@@ -16,6 +18,9 @@
 mod faults;
 mod inproc;
 pub(crate) mod pcap;
+mod rx_ring;
+pub mod tap;
+mod tap_sys;
 pub mod udp;
 mod udp_sys;
 
@@ -24,6 +29,7 @@ use std::sync::{Arc, Weak};
 
 pub use faults::{FaultConfig, FaultCounters, FaultSpecError, FaultStats, FaultyLink, SplitMix64};
 pub use inproc::{InProcLink, QUEUE_FRAMES};
+pub use tap::{TAP_RING_FRAMES, TapError, TapLink, TapStats};
 pub use udp::{LinkError, UdpLink};
 
 use crate::Clock;

@@ -86,11 +86,11 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
 
+use super::rx_ring::RingEnd;
 use super::{Link, LinkEnv, LinkRxDrops, Waker, udp_sys};
 use crate::wire::{
     EthRepr, EthernetAddress, EthernetFrame, Ipv4Packet, Ipv4Repr, ROCE_V2_PORT, UdpPacket, UdpRepr,
@@ -331,11 +331,8 @@ pub struct UdpLink {
     main: Arc<UdpSocket>,
     /// Per source port sockets (None: the port could not be bound).
     sport: HashMap<u16, Option<UdpSocket>>,
-    rx: Receiver<Vec<u8>>,
-    free: Sender<Vec<u8>>,
-    waker: Arc<OnceLock<Waker>>,
-    stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<()>>,
+    /// The receive ring the reader thread fills.
+    ring: RingEnd,
     stats: Arc<UdpStats>,
     /// Frames waiting for the next batch send (at most [`udp_sys::MAX_BATCH`]).
     tx: Vec<Queued>,
@@ -499,11 +496,7 @@ impl UdpLink {
             ip,
             main,
             sport: HashMap::new(),
-            rx,
-            free,
-            waker,
-            stop,
-            reader: Some(reader),
+            ring: RingEnd::new(rx, free, waker, stop, reader),
             stats,
             tx: Vec::with_capacity(udp_sys::MAX_BATCH),
             pool: Vec::with_capacity(udp_sys::MAX_BATCH),
@@ -1170,20 +1163,11 @@ impl Link for UdpLink {
     /// takes the next frame off the receive ring.
     fn receive(&mut self, buf: &mut Vec<u8>) -> bool {
         self.flush();
-        match self.rx.try_recv() {
-            Ok(mut f) => {
-                std::mem::swap(buf, &mut f);
-                f.clear();
-                // One buffer back for the one taken: the reader's pool stays at its size.
-                let _ = self.free.try_send(f);
-                true
-            }
-            Err(_) => false,
-        }
+        self.ring.take(buf)
     }
 
     fn attach(&mut self, env: &LinkEnv) {
-        let _ = self.waker.set(env.waker.clone());
+        self.ring.attach(env);
     }
 
     fn rx_ip_header_exact(&self) -> bool {
@@ -1201,11 +1185,8 @@ impl Link for UdpLink {
 
 impl Drop for UdpLink {
     fn drop(&mut self) {
+        // The reader stops when the ring end is dropped, after this.
         self.flush();
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.reader.take() {
-            let _ = t.join();
-        }
     }
 }
 
