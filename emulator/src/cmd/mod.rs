@@ -677,6 +677,7 @@ fn dispatch(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         O::QuerySrq => srq::query_srq(ctx, cmd),
         O::ArmRq => srq::arm_rq(ctx, cmd),
         O::ResizeSrq => fail(CmdStatus::BadOp, syndrome::UNSUPPORTED_OPCODE),
+        _ => fail(CmdStatus::BadOp, syndrome::UNSUPPORTED_OPCODE),
     }
 }
 
