@@ -395,6 +395,14 @@ pub enum PostErrorKind {
     AhOtherPd,
     /// An SGE longer than 2^31 - 1 bytes.
     SgeTooLong,
+    /// A raw Ethernet send with fewer bytes inline than the device requires (the L2 header,
+    /// see [`crate::eth::RawSq::post_send`]).
+    InlineTooShort {
+        /// Bytes given.
+        given: usize,
+        /// The least the device takes.
+        min: usize,
+    },
 }
 
 impl fmt::Display for PostError {
