@@ -490,16 +490,11 @@ struct Sq {
     tisn: u32,
 }
 
-fn sq(e: &mut Eth) -> Sq {
-    let cq = e.r.cq(6);
-    let mut t = CreateTisIn::new_cmd();
-    t.ctx_mut().set_transport_domain(e.td);
-    let tisn = e.r.h.ok(&t, &[]).view::<CreateTisOut>().tisn();
-    let (buf, pas) = e.r.h.queue_buf(64 << 4);
-    let dbr = e.r.h.alloc(64);
+/// A CREATE_SQ of 16 WQEBBs on `cqn` and `tisn`, the L2 header inline.
+fn sq_in(e: &Eth, cqn: u32, tisn: u32, dbr: u64) -> CreateSqIn {
     let mut i = CreateSqIn::new_cmd();
     let c = i.ctx_mut();
-    c.set_cqn(cq.cqn);
+    c.set_cqn(cqn);
     c.set_tis_lst_sz(1);
     c.set_tis_num_0(tisn);
     c.set_min_wqe_inline_mode(1);
@@ -510,6 +505,17 @@ fn sq(e: &mut Eth) -> Sq {
     wq.set_dbr_addr(dbr);
     wq.set_log_wq_stride(6);
     wq.set_log_wq_sz(4);
+    i
+}
+
+fn sq(e: &mut Eth) -> Sq {
+    let cq = e.r.cq(6);
+    let mut t = CreateTisIn::new_cmd();
+    t.ctx_mut().set_transport_domain(e.td);
+    let tisn = e.r.h.ok(&t, &[]).view::<CreateTisOut>().tisn();
+    let (buf, pas) = e.r.h.queue_buf(64 << 4);
+    let dbr = e.r.h.alloc(64);
+    let i = sq_in(e, cq.cqn, tisn, dbr);
     // A stride other than a WQEBB is refused first.
     let mut wrong = i;
     wrong.ctx_mut().wq_mut().set_log_wq_stride(5);
@@ -664,4 +670,115 @@ proptest! {
         prop_assert_eq!(delivered + dropped + roce, fed);
         prop_assert_eq!(one_cqe_per_delivery(&mut e, &mut rq), delivered);
     }
+}
+
+/// A change that spoils a CREATE_RQ input.
+type Breaks = fn(&mut CreateRqIn);
+
+#[test]
+fn bad_rq_and_sq_contexts_get_the_prm_status() {
+    let mut e = Eth::new();
+    let cq = e.r.cq(4);
+    let (_, pas) = e.r.h.queue_buf(4096);
+    let dbr = e.r.h.alloc(64);
+    let good_rq = || {
+        let mut i = CreateRqIn::new_cmd();
+        let c = i.ctx_mut();
+        c.set_cqn(cq.cqn);
+        let wq = c.wq_mut();
+        wq.set_wq_type(WqType::Cyclic.into());
+        wq.set_pd(e.r.pd);
+        wq.set_dbr_addr(dbr);
+        wq.set_log_wq_stride(4);
+        wq.set_log_wq_sz(4);
+        i
+    };
+    let cases: [(Breaks, CmdStatus); 10] = [
+        (|i| i.ctx_mut().wq_mut().set_wq_type(0), CmdStatus::BadParam),
+        (
+            |i| i.ctx_mut().wq_mut().set_pd(0x999),
+            CmdStatus::BadResource,
+        ),
+        (|i| i.ctx_mut().set_cqn(0x999), CmdStatus::BadResource),
+        (
+            |i| i.ctx_mut().wq_mut().set_log_wq_sz(31),
+            CmdStatus::BadSize,
+        ),
+        (
+            |i| i.ctx_mut().wq_mut().set_log_wq_stride(3),
+            CmdStatus::BadSize,
+        ),
+        (
+            |i| {
+                let d = i.ctx().wq().dbr_addr();
+                i.ctx_mut().wq_mut().set_dbr_addr(d + 4)
+            },
+            CmdStatus::BadParam,
+        ),
+        (
+            |i| i.ctx_mut().wq_mut().set_page_offset(1),
+            CmdStatus::BadParam,
+        ),
+        (|i| i.ctx_mut().set_state(1), CmdStatus::BadParam),
+        (|i| i.ctx_mut().set_mem_rq_type(1), CmdStatus::BadParam),
+        (|i| i.ctx_mut().set_hairpin(true), CmdStatus::BadParam),
+    ];
+    for (k, (break_it, status)) in cases.iter().enumerate() {
+        let mut i = good_rq();
+        break_it(&mut i);
+        let r = e.r.h.exec(&i, &pas);
+        assert_eq!(r.cmd_status(), *status, "case {k}");
+        assert_ne!(r.syndrome, 0, "case {k}");
+    }
+    // A PAS shorter than the ring (1024 WQEs of 16 bytes need 4 pages).
+    let mut i = good_rq();
+    i.ctx_mut().wq_mut().set_log_wq_sz(10);
+    e.r.h
+        .exec(&i, &pas)
+        .expect_status(CmdStatus::BadInputLength);
+    let rqn = e.r.h.ok(&good_rq(), &pas).view::<CreateRqOut>().rqn();
+    // The CQ and the PD are in use now.
+    let mut d = rnic_hw_regs::cmd::DestroyCqIn::new_cmd();
+    d.set_cqn(cq.cqn);
+    e.r.h.exec(&d, &[]).expect_status(CmdStatus::ResourceBusy);
+    let mut d = rnic_hw_regs::cmd::DeallocPdIn::new_cmd();
+    d.set_pd(e.r.pd);
+    e.r.h.exec(&d, &[]).expect_status(CmdStatus::ResourceBusy);
+    // MODIFY_RQ of an unknown RQ, and with a field selected.
+    let mut m = ModifyRqIn::new_cmd();
+    m.set_rqn(rqn + 1000);
+    m.ctx_mut().set_state(WqState::Rdy.into());
+    e.r.h.exec(&m, &[]).expect_status(CmdStatus::BadResource);
+    m.set_rqn(rqn);
+    m.set_modify_bitmask(2);
+    e.r.h.exec(&m, &[]).expect_status(CmdStatus::BadParam);
+
+    // SQs: a UAR that is not allocated, a TIS list that is not one TIS, an inline mode
+    // beyond TCP_UDP.
+    let mut t = CreateTisIn::new_cmd();
+    t.ctx_mut().set_transport_domain(e.td);
+    let tisn = e.r.h.ok(&t, &[]).view::<CreateTisOut>().tisn();
+    let good_sq = sq_in(&e, cq.cqn, tisn, dbr);
+    let mut i = good_sq;
+    i.ctx_mut().wq_mut().set_uar_page(0x777);
+    e.r.h.exec(&i, &pas).expect_status(CmdStatus::BadResource);
+    let mut i = good_sq;
+    i.ctx_mut().set_tis_num_0(tisn + 50);
+    e.r.h.exec(&i, &pas).expect_status(CmdStatus::BadResource);
+    let mut i = good_sq;
+    i.ctx_mut().set_tis_lst_sz(2);
+    e.r.h.exec(&i, &pas).expect_status(CmdStatus::BadResource);
+    let mut i = good_sq;
+    i.ctx_mut().set_min_wqe_inline_mode(4);
+    e.r.h.exec(&i, &pas).expect_status(CmdStatus::BadParam);
+    let sqn = e.r.h.ok(&good_sq, &pas).view::<CreateSqOut>().sqn();
+    // A doorbell for the SQ while in RST is a bad doorbell, not a send.
+    let before = e.r.counters().bad_doorbells;
+    e.r.h.bus.write64(
+        uar_bar_offset(e.r.up.uar) + UAR_SEND_DB_0,
+        u64::from(sqn << 8 | 1),
+    );
+    while e.r.h.dev.step() != 0 {}
+    assert_eq!(e.r.counters().bad_doorbells, before + 1);
+    assert_eq!(e.r.counters().raw_tx, 0);
 }
