@@ -782,3 +782,100 @@ fn bad_rq_and_sq_contexts_get_the_prm_status() {
     assert_eq!(e.r.counters().bad_doorbells, before + 1);
     assert_eq!(e.r.counters().raw_tx, 0);
 }
+
+#[test]
+fn a_rule_and_a_miss_lead_on_to_a_table_of_a_higher_level() {
+    let mut e = Eth::new();
+    let mut rq = e.rq(3);
+    assert!(e.modify_rq(&rq, WqState::Rst, WqState::Rdy).is_ok());
+    for k in 0..8 {
+        e.post(&mut rq, k * 256, 256);
+    }
+    let tirn = e.tir(rq.rqn).view::<CreateTirOut>().tirn();
+    // Level 1: ARP to the TIR (tag 5).
+    let inner = e.table(2, 1);
+    let g1 = e
+        .group(inner, 0, 1, &ethertype_proto(0xFFFF, 0))
+        .view::<CreateFlowGroupOut>()
+        .group_id();
+    let tir = Some((destination_type::TIR, tirn));
+    assert!(
+        e.fte(inner, 0, g1, &ethertype_proto(0x0806, 0), tir, 5)
+            .is_ok()
+    );
+    // Level 0 (the root): a miss goes on to level 1; IPv6 is forwarded there by a rule.
+    let mut t = CreateFlowTableIn::new_cmd();
+    t.set_table_type(table_type::NIC_RX);
+    t.flow_table_context_mut().set_log_size(2);
+    t.flow_table_context_mut().set_table_miss_action(1);
+    t.flow_table_context_mut().set_table_miss_id(inner);
+    let root = e.r.h.ok(&t, &[]).view::<CreateFlowTableOut>().table_id();
+    // A miss to a table that is not of a higher level is refused.
+    let mut same = t;
+    same.flow_table_context_mut().set_level(1);
+    e.r.h.exec(&same, &[]).expect_status(CmdStatus::BadParam);
+    let g0 = e
+        .group(root, 0, 1, &ethertype_proto(0xFFFF, 0))
+        .view::<CreateFlowGroupOut>()
+        .group_id();
+    let next = Some((destination_type::FLOW_TABLE, inner));
+    assert!(
+        e.fte(root, 0, g0, &ethertype_proto(0x86DD, 0), next, 0)
+            .is_ok()
+    );
+    assert!(e.root(root).is_ok());
+    // The inner table is referenced (miss and forward): busy.
+    let mut d = DestroyFlowTableIn::new_cmd();
+    d.set_table_id(inner);
+    e.r.h.exec(&d, &[]).expect_status(CmdStatus::ResourceBusy);
+    // ARP misses the root and matches at level 1; IPv6 is forwarded and misses there.
+    e.feed(&eth_frame([0xFF; 6], 0x0806, &[]));
+    e.feed(&eth_frame(ME_MAC, 0x86DD, &[]));
+    let c = e.r.one(&mut rq.cq);
+    assert_eq!((c.qpn(), c.byte_cnt()), (5, 60));
+    assert!(e.r.poll(&mut rq.cq).is_none());
+    assert_eq!(e.r.counters().drops.steering_no_match, 1);
+}
+
+#[test]
+fn vlan_tags_are_stripped_into_the_cqe_unless_vsd() {
+    let mut e = Eth::new();
+    let mut rq = e.rq(2);
+    // `Eth::rq` creates with vsd set; this one strips (vsd 0).
+    let (buf, pas) = e.r.h.queue_buf(16 << 2);
+    let dbr = e.r.h.alloc(64);
+    let mut i = CreateRqIn::new_cmd();
+    let c = i.ctx_mut();
+    c.set_cqn(rq.cq.cqn);
+    let wq = c.wq_mut();
+    wq.set_wq_type(WqType::Cyclic.into());
+    wq.set_pd(e.r.pd);
+    wq.set_dbr_addr(dbr);
+    wq.set_log_wq_stride(4);
+    wq.set_log_wq_sz(2);
+    rq.rqn = e.r.h.ok(&i, &pas).view::<CreateRqOut>().rqn();
+    (rq.buf, rq.dbr, rq.pi) = (buf, dbr, 0);
+    assert!(e.modify_rq(&rq, WqState::Rst, WqState::Rdy).is_ok());
+    e.post(&mut rq, 0, 256);
+    let tirn = e.tir(rq.rqn).view::<CreateTirOut>().tirn();
+    let table = e.table(1, 0);
+    let g = e
+        .group(table, 0, 0, &FteMatchParam::default())
+        .view::<CreateFlowGroupOut>()
+        .group_id();
+    let tir = Some((destination_type::TIR, tirn));
+    assert!(
+        e.fte(table, 0, g, &FteMatchParam::default(), tir, 0)
+            .is_ok()
+    );
+    assert!(e.root(table).is_ok());
+    let mut tagged = eth_frame(ME_MAC, 0x8100, &[0x20, 0x07, 0x08, 0x06]);
+    tagged.resize(64, 0);
+    e.feed(&tagged);
+    let c = e.r.one(&mut rq.cq);
+    assert!(c.cvlan_present());
+    assert_eq!((c.vlan_info(), c.byte_cnt()), (0x2007, 60));
+    let mut want = tagged[..12].to_vec();
+    want.extend_from_slice(&tagged[16..]);
+    assert_eq!(e.r.read(&rq.mr, 0, 60), want);
+}
