@@ -63,15 +63,21 @@ impl Eth {
         Eth { r, wire, td }
     }
 
-    /// CREATE_RQ of 2^log_size WQEs of 16 bytes (one data segment), in RST.
+    /// CREATE_RQ of 2^log_size WQEs of 16 bytes (one data segment), in RST, VLAN
+    /// stripping off.
     fn rq(&mut self, log_size: u8) -> Rq {
+        self.rq_with(log_size, true)
+    }
+
+    /// [`Eth::rq`] with `vsd` (VLAN stripping disabled) given.
+    fn rq_with(&mut self, log_size: u8, vsd: bool) -> Rq {
         let cq = self.r.cq(6);
         let (buf, pas) = self.r.h.queue_buf(16 << log_size);
         let dbr = self.r.h.alloc(64);
         let mut i = CreateRqIn::new_cmd();
         let c = i.ctx_mut();
         c.set_cqn(cq.cqn);
-        c.set_vsd(true);
+        c.set_vsd(vsd);
         let wq = c.wq_mut();
         wq.set_wq_type(WqType::Cyclic.into());
         wq.set_pd(self.r.pd);
@@ -840,21 +846,7 @@ fn a_rule_and_a_miss_lead_on_to_a_table_of_a_higher_level() {
 #[test]
 fn vlan_tags_are_stripped_into_the_cqe_unless_vsd() {
     let mut e = Eth::new();
-    let mut rq = e.rq(2);
-    // `Eth::rq` creates with vsd set; this one strips (vsd 0).
-    let (buf, pas) = e.r.h.queue_buf(16 << 2);
-    let dbr = e.r.h.alloc(64);
-    let mut i = CreateRqIn::new_cmd();
-    let c = i.ctx_mut();
-    c.set_cqn(rq.cq.cqn);
-    let wq = c.wq_mut();
-    wq.set_wq_type(WqType::Cyclic.into());
-    wq.set_pd(e.r.pd);
-    wq.set_dbr_addr(dbr);
-    wq.set_log_wq_stride(4);
-    wq.set_log_wq_sz(2);
-    rq.rqn = e.r.h.ok(&i, &pas).view::<CreateRqOut>().rqn();
-    (rq.buf, rq.dbr, rq.pi) = (buf, dbr, 0);
+    let mut rq = e.rq_with(2, false);
     assert!(e.modify_rq(&rq, WqState::Rst, WqState::Rdy).is_ok());
     e.post(&mut rq, 0, 256);
     let tirn = e.tir(rq.rqn).view::<CreateTirOut>().tirn();
