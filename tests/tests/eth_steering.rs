@@ -12,7 +12,7 @@ use rnic_driver::mr::Mr;
 use rnic_driver::pd::Pd;
 use rnic_driver::qp::{AddressVector, InitAttr, Mtu, Qp, QpConfig, QpType, RtrAttr, RtsAttr};
 use rnic_driver::wr::{
-    Access, Payload, PostErrorKind, SendFlags, SendOp, SendWr, WcStatus, WorkCompletion,
+    Access, Payload, PostErrorKind, SendFlags, SendOp, SendWr, Sge, WcStatus, WorkCompletion,
 };
 use rnic_driver::{DriverError, Hca, HcaConfig, cq::Cq};
 use rnic_emulator::link::InProcLink;
@@ -318,6 +318,21 @@ fn bad_steering_calls_give_the_typed_error_with_the_prm_status() {
         a.sq.post_send(1, &[0; 14], &[a.mr.sge(0, 46)], true)
             .unwrap_err();
     assert_eq!(e.kind, PostErrorKind::InlineTooShort { given: 14, min: 18 });
+    // A data segment under a key that does not exist: an error completion, and the SQ, now
+    // in ERR, flushes what follows.
+    let bad = Sge {
+        addr: a.mr.addr(),
+        len: 46,
+        lkey: a.mr.lkey() ^ 0xFFFF_FF00,
+    };
+    a.sq.post_send(2, &[0xFF; 18], &[bad], false)
+        .expect("posted");
+    a.sq.post_send(3, &[0xFF; 18], &[a.mr.sge(0, 46)], true)
+        .expect("posted");
+    let mut wc = [EthCompletion::default(); 4];
+    assert_eq!(a.sq.poll(&mut wc).expect("poll SQ"), 2);
+    assert_eq!((wc[0].wr_id, wc[0].status), (2, WcStatus::LocProtErr));
+    assert_eq!((wc[1].wr_id, wc[1].status), (3, WcStatus::WrFlushErr));
     // Rules on a second group of their own, then everything torn down in order by drop.
     let g2 = Arc::new(
         FlowGroup::create(&a.table, 8, 15, &FlowMatch::new().dmac([0; 6])).expect("group"),
