@@ -676,6 +676,16 @@ impl Cq {
     /// ```
     #[inline]
     pub fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize, PollError> {
+        self.with_poll_claim(|st| self.poll_claimed(st, wc))
+    }
+
+    /// Runs `f` with the poll state, holding the poll claim: 0 polled while a control
+    /// operation (clean) holds it, `Busy` while another poller does.
+    #[inline(always)]
+    fn with_poll_claim(
+        &self,
+        f: impl FnOnce(&mut PollState) -> Result<usize, PollError>,
+    ) -> Result<usize, PollError> {
         match self
             .claim
             .compare_exchange(FREE, POLLING, Ordering::Acquire, Ordering::Relaxed)
@@ -686,7 +696,7 @@ impl Cq {
         }
         // SAFETY: the claim is held.
         let st = unsafe { &mut *self.st.get() };
-        let r = self.poll_claimed(st, wc);
+        let r = f(st);
         self.claim.store(FREE, Ordering::Release);
         r
     }
@@ -700,10 +710,26 @@ impl Cq {
         if self.hca.is_dead() {
             return Ok(flush_outstanding(st, wc));
         }
+        self.drain(st, wc.len(), |st, cqe, op_own, n| {
+            parse(st, cqe, op_own, &mut wc[n])
+        })
+    }
+
+    /// Takes up to `max` software-owned CQEs in order, handing each to `each` (with the
+    /// poll state, the entry, its `op_own` byte and how many were taken before it), then
+    /// writes the consumer index once. An entry `each` refuses is consumed and returned as
+    /// [`PollError::BadCqe`] when it is the first, else left for the next call.
+    #[inline(always)]
+    fn drain(
+        &self,
+        st: &mut PollState,
+        max: usize,
+        mut each: impl FnMut(&mut PollState, Cqe, u8, usize) -> Result<(), (u32, BadCqe)>,
+    ) -> Result<usize, PollError> {
         let start = st.ci;
         let mut n = 0;
         let mut res = Ok(());
-        while n < wc.len() {
+        while n < max {
             let cqe = self.cqe_at(st.ci);
             let op_own = cqe.op_own();
             if !cqe_is_sw_owned(op_own, st.ci, self.log_size) {
@@ -711,7 +737,7 @@ impl Cq {
             }
             // The body only after the owner byte says the entry is ours.
             fence(Ordering::Acquire);
-            match parse(st, cqe, op_own, &mut wc[n]) {
+            match each(st, cqe, op_own, n) {
                 Ok(()) => {
                     n += 1;
                     st.ci = st.ci.wrapping_add(1);
@@ -737,6 +763,22 @@ impl Cq {
             self.ci_mirror.store(st.ci, Ordering::Release);
         }
         res.map(|()| n)
+    }
+
+    /// Polls up to `max` CQEs of a CQ no QP uses (the raw Ethernet queues' own CQs, see
+    /// [`crate::eth`]), handing each to `each` with its `op_own` byte and index in the batch;
+    /// `each` refuses an impossible entry with the QPN field and what is wrong.
+    pub(crate) fn poll_raw(
+        &self,
+        max: usize,
+        mut each: impl FnMut(Cqe, u8, usize) -> Result<(), (u32, BadCqe)>,
+    ) -> Result<usize, PollError> {
+        // A dead device's ring is not read (what it writes is not trusted); the raw queues'
+        // work is not tracked per WQE here, so nothing is flushed for them.
+        if self.hca.is_dead() {
+            return Ok(0);
+        }
+        self.with_poll_claim(|st| self.drain(st, max, |_, cqe, op_own, n| each(cqe, op_own, n)))
     }
 
     fn teardown(&mut self) -> Result<(), DriverError> {

@@ -50,6 +50,14 @@ pub(crate) const SEND_OPCODE: Field<u8> = Field::named("send_opcode");
 pub(crate) const QPN: Field<u32> = Field::named("qpn");
 /// `wqe_counter`.
 pub(crate) const WQE_COUNTER: Field<u16> = Field::named("wqe_counter");
+/// `l3_hdr_type` (Ethernet receive CQEs).
+pub(crate) const L3_HDR_TYPE: Field<u8> = Field::named("l3_hdr_type");
+/// `l4_hdr_type` (Ethernet receive CQEs).
+pub(crate) const L4_HDR_TYPE: Field<u8> = Field::named("l4_hdr_type");
+/// `cvlan_present` (Ethernet receive CQEs).
+pub(crate) const CVLAN_PRESENT: Field<bool> = Field::named("cvlan_present");
+/// `vlan_info` (Ethernet receive CQEs).
+pub(crate) const VLAN_INFO: Field<u16> = Field::named("vlan_info");
 const OPCODE: Field<u8> = Field::named("opcode");
 const FORMAT: Field<u8> = Field::named("format");
 const OWNER: Field<bool> = Field::named("owner");

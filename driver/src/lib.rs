@@ -58,6 +58,7 @@ mod dma;
 pub mod doc_fixture;
 pub mod eq;
 pub mod error;
+pub mod eth;
 pub mod hca;
 pub mod health;
 mod key_variants;

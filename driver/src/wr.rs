@@ -398,6 +398,14 @@ pub enum PostErrorKind {
     /// The device was declared dead ([`Hca::fatal_reason`](crate::Hca::fatal_reason)):
     /// nothing is posted; outstanding work completes as `WR_FLUSH_ERR`.
     DeviceFatal,
+    /// A raw Ethernet send with fewer bytes inline than the device requires (the L2 header,
+    /// see [`crate::eth::RawSq::post_send`]).
+    InlineTooShort {
+        /// Bytes given.
+        given: usize,
+        /// The least the device takes.
+        min: usize,
+    },
 }
 
 impl fmt::Display for PostError {

@@ -499,9 +499,9 @@ impl Device {
     /// let (a, mut peer) = InProcLink::pair();
     /// let dev = Device::with_link(Profile::default(), RunMode::Deterministic, a);
     /// assert_eq!(dev.step(), 0); // nothing queued
-    /// peer.transmit(&[0xFF; 60]);
+    /// peer.transmit(&[0xFF; 60]); // not RoCE v2, and no flow table to steer it with
     /// assert_eq!(dev.step(), 1);
-    /// assert_eq!(dev.counters().drops.malformed, 1);
+    /// assert_eq!(dev.counters().drops.steering_no_root, 1);
     /// ```
     pub fn step(&self) -> usize {
         self.shared.step()

@@ -49,10 +49,13 @@ mod mkey;
 mod pages;
 pub mod port;
 mod profile;
+mod raw_rq;
+mod raw_sq;
 mod resources;
 mod rq;
 mod sq;
 mod state;
+mod steering;
 mod transport;
 pub mod wire;
 

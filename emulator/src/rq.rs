@@ -45,7 +45,7 @@ pub(crate) fn recycle(ctx: &mut Ctx<'_>, w: RecvWqe) {
 }
 
 /// Parses data segments from `bytes` until the terminator or the end.
-fn parse_segs(bytes: &[u8], segs: &mut Vec<Seg>) {
+pub(crate) fn parse_segs(bytes: &[u8], segs: &mut Vec<Seg>) {
     segs.clear();
     for d in bytes.chunks_exact(16) {
         let bc = u32::from_be_bytes([d[0], d[1], d[2], d[3]]) & 0x7FFF_FFFF;

@@ -54,6 +54,10 @@ pub struct Counters {
     pub drops: RxDrops,
     /// Transport events (retransmissions, duplicates, NAKs) per kind.
     pub transport: TransportCounters,
+    /// Whole Ethernet frames raw SQs transmitted (also counted in `frames_tx`).
+    pub raw_tx: u64,
+    /// Received frames flow steering delivered into an RQ's WQE.
+    pub raw_rx: u64,
 }
 
 /// Why received frames were dropped (roce-v2.md section 1 and the transport's own rules):
@@ -65,9 +69,12 @@ pub struct Counters {
 ///
 /// let (a, mut peer) = InProcLink::pair();
 /// let dev = Device::with_link(Profile::default(), RunMode::Deterministic, a);
-/// peer.transmit(&[0xFF; 60]);
+/// peer.transmit(&[0xFF; 13]); // shorter than an Ethernet header
 /// dev.step();
 /// assert_eq!(dev.counters().drops.malformed, 1);
+/// peer.transmit(&[0xFF; 60]); // an Ethernet frame, not RoCE v2: for flow steering
+/// dev.step();
+/// assert_eq!(dev.counters().drops.steering_no_root, 1);
 /// ```
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -122,6 +129,21 @@ pub struct RxDrops {
     /// socket buffer; see [`crate::link::LinkRxDrops::overflow`]), like a NIC's port buffer
     /// discards.
     pub link_overflow: u64,
+    /// Not RoCE v2 for this function, and no NIC RX root flow table is set.
+    pub steering_no_root: u64,
+    /// No flow table entry matched and the table's miss action is the default (drop).
+    pub steering_no_match: u64,
+    /// The matching flow table entry's action is drop.
+    pub steering_drop_rule: u64,
+    /// Steered to an RQ that is not in RDY.
+    pub rq_not_ready: u64,
+    /// Steered to an RQ with no receive WQE posted.
+    pub rq_no_wqe: u64,
+    /// Longer than the RQ's receive WQE (the WQE is not consumed).
+    pub frame_too_long: u64,
+    /// The RQ's doorbell record or WQE could not be read (an IOMMU fault), or its scatter
+    /// failed (an error CQE reports that one; the RQ enters ERR).
+    pub rq_error: u64,
 }
 
 impl RxDrops {
@@ -156,6 +178,13 @@ impl RxDrops {
             + self.other
             + self.ring_full
             + self.link_overflow
+            + self.steering_no_root
+            + self.steering_no_match
+            + self.steering_drop_rule
+            + self.rq_not_ready
+            + self.rq_no_wqe
+            + self.frame_too_long
+            + self.rq_error
     }
 }
 

@@ -104,6 +104,59 @@ fn steady_state_transfers_do_not_allocate() {
     );
 }
 
+/// Raw Ethernet once warmed up: an SQ object sending an ICMP frame to the device's own
+/// address (so it loops back through the port), flow steering matching it, and the RQ
+/// delivery with its CQE allocate nothing; frame buffers and segment lists are recycled.
+#[test]
+fn raw_send_steer_and_deliver_do_not_allocate() {
+    use rig::Access;
+    use rig::eth::{Eth, ME_MAC, eth_frame, ethertype_proto, ipv4, ring_sq, sq, write_send};
+    use rnic_hw_regs::ctx::{WqState, destination_type};
+
+    let mut e = Eth::new();
+    let mut rq = e.rq(3);
+    assert!(e.modify_rq(&rq, WqState::Rst, WqState::Rdy).is_ok());
+    let (tirn, table, g) = e.steer_to(rq.rqn, 2, 1, &ethertype_proto(0xFFFF, 0xFF));
+    let tir = Some((destination_type::TIR, tirn));
+    assert!(
+        e.fte(table, 0, g, &ethertype_proto(0x0800, 1), tir, 3)
+            .is_ok()
+    );
+    assert!(e.root(table).is_ok());
+    let mut s = sq(&mut e);
+    let mr = e.r.mr(4096, Access::ALL);
+    let frame = eth_frame(
+        ME_MAC,
+        0x0800,
+        &ipv4(1, [10, 0, 0, 2], &[8, 0, 0, 0, 0, 1, 0, 1]),
+    );
+    e.r.h.dev.set_auto_step(false);
+    let mut per_round = Vec::new();
+    for round in 0..6 {
+        e.post(&mut rq, 0, 256);
+        let first = write_send(&mut e, &mut s, &frame, 18, &mr);
+        let before = allocations();
+        ring_sq(&mut e, first);
+        per_round.push(allocations() - before);
+        assert_eq!(
+            e.r.one(&mut s.cq).wqe_counter(),
+            s.pi.wrapping_sub(1),
+            "round {round}"
+        );
+        assert_eq!(
+            e.r.one(&mut rq.cq).byte_cnt() as usize,
+            frame.len(),
+            "round {round}"
+        );
+    }
+    println!("allocations per round (raw send + steer + deliver): {per_round:?}");
+    assert_eq!(
+        per_round[3..],
+        [0, 0, 0],
+        "allocations per round: {per_round:?}"
+    );
+}
+
 /// The UDP link's batches: once warmed up (the flow's socket bound, the buffer pool full),
 /// queueing 100 frames (no copy, a buffer handed back for each), sending them in batches
 /// (`sendmmsg`, the headers on the stack), a borrowed frame sent at once, and taking the

@@ -27,6 +27,26 @@ pub const CQE_OP_OWN_INIT_RDMA_CORE: u8 = 0xF0;
 /// `op_own` format value of a compressed CQE block (mini CQEs).
 pub const CQE_FORMAT_COMPRESSED: u8 = 3;
 
+/// `l3_hdr_type` of an Ethernet receive CQE.
+pub mod l3_hdr_type {
+    /// Not IP.
+    pub const NONE: u8 = 0;
+    /// IPv6.
+    pub const IPV6: u8 = 1;
+    /// IPv4.
+    pub const IPV4: u8 = 2;
+}
+
+/// `l4_hdr_type` of an Ethernet receive CQE.
+pub mod l4_hdr_type {
+    /// No L4 header the device parses (ICMP, ARP, ...).
+    pub const NONE: u8 = 0;
+    /// TCP.
+    pub const TCP: u8 = 1;
+    /// UDP.
+    pub const UDP: u8 = 2;
+}
+
 code_enum! {
     /// CQE opcode (`op_own` bits 7:4).
     pub enum CqeOpcode: u8 {
@@ -102,6 +122,14 @@ prm_layout! {
     pub struct Cqe64("", 64) {
         /// Remote LID (InfiniBand).
         slid / set_slid: u16 = dw(0x14, 15, 0);
+        /// Ethernet receive: the packet's L4 header type ([`l4_hdr_type`]).
+        l4_hdr_type / set_l4_hdr_type: u8 = dw(0x1C, 22, 20);
+        /// Ethernet receive: the packet's L3 header type ([`l3_hdr_type`]).
+        l3_hdr_type / set_l3_hdr_type: u8 = dw(0x1C, 19, 18);
+        /// Ethernet receive: the packet carried a VLAN tag (stripped into `vlan_info`).
+        cvlan_present / set_cvlan_present: bool = dw(0x1C, 16, 16);
+        /// Ethernet receive: the stripped VLAN tag's TCI.
+        vlan_info / set_vlan_info: u16 = dw(0x1C, 15, 0);
         /// L3 header present: 1 GRH in the receive buffer, 2 in the CQE (responder CQEs).
         grh / set_grh: u8 = dw(0x18, 29, 28);
         /// Source QPN (responder CQEs of UD QPs).

@@ -290,6 +290,59 @@ prm_layout! {
     }
 }
 
+prm_layout! {
+    /// The Ethernet segment of a raw packet send WQE (`mlx5_wqe_eth_seg`, 16 bytes), after the
+    /// control segment: offload flags, then the first `inline_hdr_sz` bytes of the frame
+    /// inline, starting at byte 14 ([`ETH_SEG_INLINE_START`]) and running on into the next DS
+    /// units; the rest of the frame follows in data segments.
+    pub struct EthSeg("", 16) {
+        /// Software parser: outer L4 header offset (in 2-byte units).
+        swp_outer_l4_offset / set_swp_outer_l4_offset: u8 = dw(0x00, 31, 24);
+        /// Software parser: outer L3 header offset.
+        swp_outer_l3_offset / set_swp_outer_l3_offset: u8 = dw(0x00, 23, 16);
+        /// Software parser: inner L4 header offset.
+        swp_inner_l4_offset / set_swp_inner_l4_offset: u8 = dw(0x00, 15, 8);
+        /// Software parser: inner L3 header offset.
+        swp_inner_l3_offset / set_swp_inner_l3_offset: u8 = dw(0x00, 7, 0);
+        /// Checksum offload flags ([`ETH_WQE_L3_CSUM`], [`ETH_WQE_L4_CSUM`]).
+        cs_flags / set_cs_flags: u8 = dw(0x04, 31, 24);
+        /// Software parser flags.
+        swp_flags / set_swp_flags: u8 = dw(0x04, 23, 16);
+        /// TCP segmentation: the MSS (0 no LSO).
+        mss / set_mss: u16 = dw(0x04, 15, 0);
+        /// Metadata for the NIC TX flow table.
+        flow_table_metadata / set_flow_table_metadata: u32 = dw(0x08, 31, 0);
+        /// Number of frame bytes inlined from [`ETH_SEG_INLINE_START`].
+        inline_hdr_sz / set_inline_hdr_sz: u16 = dw(0x0C, 31, 16);
+    }
+}
+
+/// Byte offset, inside the Ethernet segment, of the first inlined frame byte.
+pub const ETH_SEG_INLINE_START: usize = 14;
+/// The least a ConnectX-4 needs inlined (`min_wqe_inline_mode` L2): the Ethernet header and
+/// one VLAN tag's room, 14 + 4 bytes, as mlx5e's `MLX5E_MIN_INLINE`.
+pub const ETH_L2_INLINE_HEADER_SIZE: usize = 18;
+/// `cs_flags`: compute the IPv4 header checksum.
+pub const ETH_WQE_L3_CSUM: u8 = 1 << 6;
+/// `cs_flags`: compute the TCP / UDP checksum.
+pub const ETH_WQE_L4_CSUM: u8 = 1 << 7;
+
+/// DS units the Ethernet segment takes with `inline_len` frame bytes inline (the first 2 fit
+/// in the segment itself, the rest run on, padded to 16).
+///
+/// ```
+/// use rnic_hw_regs::wqe::{eth_seg_ds, ETH_L2_INLINE_HEADER_SIZE};
+///
+/// assert_eq!(eth_seg_ds(0), 1);
+/// assert_eq!(eth_seg_ds(2), 1);
+/// assert_eq!(eth_seg_ds(ETH_L2_INLINE_HEADER_SIZE), 2);
+/// assert_eq!(eth_seg_ds(19), 3);
+/// ```
+#[inline]
+pub const fn eth_seg_ds(inline_len: usize) -> usize {
+    (ETH_SEG_INLINE_START + inline_len).div_ceil(DS_SIZE)
+}
+
 /// DS units an inline segment with `len` data bytes takes: header and data, padded to 16.
 ///
 /// ```
@@ -500,5 +553,22 @@ mod tests {
         );
         assert_eq!(&b[0x20..0x30], &[0xFE; 16]);
         assert_eq!(av.dc_key() >> 32, 0x8001_0000);
+    }
+}
+
+#[cfg(test)]
+mod eth_seg_tests {
+    use super::*;
+    use zerocopy::IntoBytes;
+
+    #[test]
+    fn eth_seg_inline_header_size_and_start() {
+        let mut e = EthSeg::default();
+        e.set_inline_hdr_sz(ETH_L2_INLINE_HEADER_SIZE as u16);
+        e.set_cs_flags(ETH_WQE_L3_CSUM | ETH_WQE_L4_CSUM);
+        let b = e.as_bytes();
+        assert_eq!(&b[12..14], &[0, 18]);
+        assert_eq!(b[4], 0xC0);
+        assert_eq!(ETH_SEG_INLINE_START, 14);
     }
 }

@@ -3,7 +3,7 @@
 //! CREATE_CQ needs an allocated UAR and an existing EQ (`c_eqn`; BAD_RESOURCE otherwise; the
 //! PRM leaves open whether firmware accepts a CQ without an EQ, and this device does not), a
 //! size within `log_max_cq_sz` (BAD_SIZE), 64- or 128-byte CQEs, an 8-byte aligned doorbell
-//! record and a PAS covering the queue. DESTROY_CQ of a CQ a QP or SRQ uses is RESOURCE_BUSY.
+//! record and a PAS covering the queue. DESTROY_CQ of a CQ a QP, SRQ, RQ or SQ uses is RESOURCE_BUSY.
 //! MODIFY_CQ changes moderation (period, count, period mode) and the EQ; resizing is not
 //! modelled (cap `cq_resize` 0), so op_mod 1 is BAD_OP.
 
@@ -107,7 +107,9 @@ pub(super) fn destroy_cq(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         .qps
         .iter()
         .any(|(_, q)| q.ctx.cqn_snd() == cqn || q.ctx.cqn_rcv() == cqn)
-        || res.srqs.iter().any(|(_, s)| s.cqn == cqn);
+        || res.srqs.iter().any(|(_, s)| s.cqn == cqn)
+        || res.eth_rqs.iter().any(|(_, q)| q.wq.cqn == cqn)
+        || res.eth_sqs.iter().any(|(_, q)| q.wq.cqn == cqn);
     ensure(!busy, CmdStatus::ResourceBusy, syn::CQ_BUSY)?;
     res.cqs.remove(cqn);
     Ok(())

@@ -23,14 +23,20 @@ mod access_reg;
 mod caps;
 mod cq;
 mod eq;
+mod flow;
 mod hca;
 mod mkey;
 pub(crate) mod pages;
 mod pd_uar;
 mod qp;
 mod roce_addr;
+mod rq;
+mod sq;
 mod srq;
+mod tis_tir;
+mod transport_domain;
 mod vport;
+mod wq;
 
 use crate::bar::Bar;
 use crate::ctx::Ctx;
@@ -122,7 +128,8 @@ macro_rules! syndromes {
 /// traced to the rule that caused it. Firmware syndromes are opaque 32-bit values; these are
 /// the emulator's own, grouped by family in the high half (0x0100 processor, 0x0200 HCA life
 /// cycle, 0x0300 pages, 0x0400 capabilities, 0x0500 ACCESS_REG, 0x0600 vport, 0x0700 GID
-/// table, 0x0800 PD/UAR, 0x0900 EQ, 0x0A00 CQ, 0x0B00 MKey, 0x0C00 QP, 0x0D00 SRQ).
+/// table, 0x0800 PD/UAR, 0x0900 EQ, 0x0A00 CQ, 0x0B00 MKey, 0x0C00 QP, 0x0D00 SRQ,
+/// 0x0E00 transport domain / TIS / TIR, 0x0F00 RQ / SQ objects, 0x1000 flow steering).
 pub(crate) mod syndrome {
     syndromes! {
         /// The opcode is not one this device implements.
@@ -402,6 +409,127 @@ pub(crate) mod syndrome {
         SRQ_PAGE_SIZE = 0x0D00_000C;
         /// CREATE_SRQ with a PAS entry not aligned to the page size.
         SRQ_PAS_MISALIGNED = 0x0D00_000D;
+
+        /// ALLOC_TRANSPORT_DOMAIN with every domain in use.
+        TD_TABLE_FULL = 0x0E00_0001;
+        /// A transport domain that is not allocated.
+        TD_UNKNOWN = 0x0E00_0002;
+        /// DEALLOC_TRANSPORT_DOMAIN of a domain a TIS or TIR uses.
+        TD_BUSY = 0x0E00_0003;
+        /// CREATE_TIS / CREATE_TIR with every TIS / TIR in use.
+        TIX_TABLE_FULL = 0x0E00_0004;
+        /// A TIS number that does not exist.
+        TIS_UNKNOWN = 0x0E00_0005;
+        /// DESTROY_TIS of a TIS an SQ transmits through.
+        TIS_BUSY = 0x0E00_0006;
+        /// CREATE_TIS / CREATE_TIR with an offload this device does not model (TLS, LAG
+        /// affinity, underlay QPN, LRO / packet merge, tunneled offloads).
+        TIX_UNSUPPORTED = 0x0E00_0007;
+        /// CREATE_TIS with a priority above 7.
+        TIS_PRIO = 0x0E00_0008;
+        /// A TIR number that does not exist.
+        TIR_UNKNOWN = 0x0E00_0009;
+        /// DESTROY_TIR of a TIR a flow table entry forwards to.
+        TIR_BUSY = 0x0E00_000A;
+        /// CREATE_TIR with indirect dispatch (RQ tables are not modelled) or another type.
+        TIR_DISP_TYPE = 0x0E00_000B;
+        /// CREATE_TIR whose `inline_rqn` is not an RQ.
+        TIR_BAD_RQN = 0x0E00_000C;
+
+        /// CREATE_RQ / CREATE_SQ with a wq_type other than cyclic.
+        WQ_TYPE = 0x0F00_0001;
+        /// CREATE_RQ / CREATE_SQ whose `wq.pd` does not exist.
+        WQ_BAD_PD = 0x0F00_0002;
+        /// CREATE_RQ / CREATE_SQ whose CQ does not exist.
+        WQ_BAD_CQN = 0x0F00_0003;
+        /// CREATE_RQ / CREATE_SQ larger than log_max_wq_sz.
+        WQ_TOO_BIG = 0x0F00_0004;
+        /// CREATE_RQ with a stride outside 16 ..= max_wqe_sz_rq, or CREATE_SQ with a stride
+        /// other than one WQEBB.
+        WQ_STRIDE = 0x0F00_0005;
+        /// A wq with a non-zero page_offset.
+        WQ_PAGE_OFFSET = 0x0F00_0006;
+        /// A wq doorbell record address that is not 8-byte aligned.
+        WQ_DBR_MISALIGNED = 0x0F00_0007;
+        /// A wq page size beyond 2^30 bytes.
+        WQ_PAGE_SIZE = 0x0F00_0008;
+        /// A wq PAS entry not aligned to the page size.
+        WQ_PAS_MISALIGNED = 0x0F00_0009;
+        /// A wq whose PAS does not cover the queue.
+        WQ_PAS_SHORT = 0x0F00_000A;
+        /// CREATE_RQ / CREATE_SQ in a state other than RST.
+        WQ_CREATE_STATE = 0x0F00_000B;
+        /// CREATE_RQ / CREATE_SQ with every RQ / SQ in use.
+        WQ_TABLE_FULL = 0x0F00_000C;
+        /// An RQ number that does not exist.
+        RQ_UNKNOWN = 0x0F00_000D;
+        /// An SQ number that does not exist.
+        SQ_UNKNOWN = 0x0F00_000E;
+        /// DESTROY_RQ of an RQ a TIR delivers to.
+        RQ_BUSY = 0x0F00_000F;
+        /// MODIFY_RQ / MODIFY_SQ whose current state is not the queue's.
+        WQ_CURRENT_STATE = 0x0F00_0010;
+        /// MODIFY_RQ / MODIFY_SQ to a state the current one cannot move to (or no state).
+        WQ_TRANSITION = 0x0F00_0011;
+        /// MODIFY_RQ / MODIFY_SQ with a modify_bitmask bit this device does not implement.
+        WQ_MODIFY_FIELD = 0x0F00_0012;
+        /// CREATE_RQ / CREATE_SQ of a kind not modelled (RMP, hairpin, cross-channel,
+        /// multi-packet, UMR, software parser).
+        WQ_UNSUPPORTED = 0x0F00_0013;
+        /// CREATE_SQ with a UAR that is not allocated.
+        SQ_BAD_UAR = 0x0F00_0014;
+        /// CREATE_SQ whose TIS list is not one existing TIS.
+        SQ_BAD_TIS = 0x0F00_0015;
+        /// CREATE_SQ with a min_wqe_inline_mode above TCP_UDP.
+        SQ_INLINE_MODE = 0x0F00_0016;
+
+        /// A flow table type other than NIC RX (the one this device steers with).
+        FT_TYPE = 0x1000_0001;
+        /// CREATE_FLOW_TABLE with a feature not modelled (software owner, reformat, decap,
+        /// termination).
+        FT_UNSUPPORTED = 0x1000_0002;
+        /// CREATE_FLOW_TABLE larger than 2^MAX_LOG_FT_SIZE entries.
+        FT_TOO_BIG = 0x1000_0003;
+        /// CREATE_FLOW_TABLE with a table_miss_action other than default or goto table.
+        FT_MISS_ACTION = 0x1000_0004;
+        /// A miss or forward to a table that does not exist or is not of a higher level.
+        FT_BAD_NEXT = 0x1000_0005;
+        /// CREATE_FLOW_TABLE with every table in use.
+        FT_TABLE_FULL = 0x1000_0006;
+        /// A flow table number that does not exist.
+        FT_UNKNOWN = 0x1000_0007;
+        /// DESTROY_FLOW_TABLE of a table that has groups, is the root, or is another
+        /// table's miss or forward destination.
+        FT_BUSY = 0x1000_0008;
+        /// CREATE_FLOW_GROUP whose index range is empty or beyond the table.
+        FG_RANGE = 0x1000_0009;
+        /// CREATE_FLOW_GROUP whose index range overlaps another group of the table.
+        FG_OVERLAP = 0x1000_000A;
+        /// CREATE_FLOW_GROUP with criteria in a set not modelled (misc parameters) or a
+        /// group type other than 0.
+        FG_CRITERIA = 0x1000_000B;
+        /// A flow group number that does not exist (in that table).
+        FG_UNKNOWN = 0x1000_000C;
+        /// DESTROY_FLOW_GROUP of a group that has entries.
+        FG_BUSY = 0x1000_000D;
+        /// SET_FLOW_TABLE_ENTRY at an index no group of the table holds, or naming another
+        /// group than the one that holds it.
+        FTE_INDEX = 0x1000_000E;
+        /// SET_FLOW_TABLE_ENTRY (op_mod 0) at an index that already has an entry.
+        FTE_EXISTS = 0x1000_000F;
+        /// SET_FLOW_TABLE_ENTRY with an action other than forward or drop alone.
+        FTE_ACTION = 0x1000_0010;
+        /// SET_FLOW_TABLE_ENTRY whose destination list is not one destination (forward) or
+        /// empty (drop), or uses the extended format or flow counters.
+        FTE_DESTS = 0x1000_0011;
+        /// SET_FLOW_TABLE_ENTRY with a destination type other than TIR or flow table.
+        FTE_DEST_TYPE = 0x1000_0012;
+        /// SET_FLOW_TABLE_ENTRY forwarding to a TIR that does not exist.
+        FTE_BAD_TIR = 0x1000_0013;
+        /// SET_FLOW_TABLE_ENTRY whose match value has bits the group's criteria do not mask.
+        FTE_VALUE_OUTSIDE_CRITERIA = 0x1000_0014;
+        /// DELETE / QUERY_FLOW_TABLE_ENTRY of an index with no entry.
+        FTE_UNKNOWN = 0x1000_0015;
     }
 }
 
@@ -677,6 +805,31 @@ fn dispatch(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         O::QuerySrq => srq::query_srq(ctx, cmd),
         O::ArmRq => srq::arm_rq(ctx, cmd),
         O::ResizeSrq => fail(CmdStatus::BadOp, syndrome::UNSUPPORTED_OPCODE),
+        O::AllocTransportDomain => transport_domain::alloc_transport_domain(ctx, cmd),
+        O::DeallocTransportDomain => transport_domain::dealloc_transport_domain(ctx, cmd),
+        O::CreateTis => tis_tir::create_tis(ctx, cmd),
+        O::DestroyTis => tis_tir::destroy_tis(ctx, cmd),
+        O::QueryTis => tis_tir::query_tis(ctx, cmd),
+        O::CreateTir => tis_tir::create_tir(ctx, cmd),
+        O::DestroyTir => tis_tir::destroy_tir(ctx, cmd),
+        O::QueryTir => tis_tir::query_tir(ctx, cmd),
+        O::CreateRq => rq::create_rq(ctx, cmd),
+        O::ModifyRq => rq::modify_rq(ctx, cmd),
+        O::DestroyRq => rq::destroy_rq(ctx, cmd),
+        O::QueryRq => rq::query_rq(ctx, cmd),
+        O::CreateSq => sq::create_sq(ctx, cmd),
+        O::ModifySq => sq::modify_sq(ctx, cmd),
+        O::DestroySq => sq::destroy_sq(ctx, cmd),
+        O::QuerySq => sq::query_sq(ctx, cmd),
+        O::CreateFlowTable => flow::create_flow_table(ctx, cmd),
+        O::DestroyFlowTable => flow::destroy_flow_table(ctx, cmd),
+        O::QueryFlowTable => flow::query_flow_table(ctx, cmd),
+        O::CreateFlowGroup => flow::create_flow_group(ctx, cmd),
+        O::DestroyFlowGroup => flow::destroy_flow_group(ctx, cmd),
+        O::SetFlowTableEntry => flow::set_fte(ctx, cmd),
+        O::QueryFlowTableEntry => flow::query_fte(ctx, cmd),
+        O::DeleteFlowTableEntry => flow::delete_fte(ctx, cmd),
+        O::SetFlowTableRoot => flow::set_flow_table_root(ctx, cmd),
     }
 }
 

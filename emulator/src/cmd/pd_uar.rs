@@ -45,7 +45,9 @@ pub(super) fn dealloc_pd(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     )?;
     let busy = res.mkeys.iter().any(|(_, m)| m.pd == pd)
         || res.qps.iter().any(|(_, q)| q.ctx.pd() == pd)
-        || res.srqs.iter().any(|(_, s)| s.pd == pd);
+        || res.srqs.iter().any(|(_, s)| s.pd == pd)
+        || res.eth_rqs.iter().any(|(_, q)| q.wq.dom.pd == pd)
+        || res.eth_sqs.iter().any(|(_, q)| q.wq.dom.pd == pd);
     ensure(!busy, CmdStatus::ResourceBusy, syn::PD_BUSY)?;
     res.pds.remove(pd);
     Ok(())
@@ -75,7 +77,8 @@ pub(super) fn dealloc_uar(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     )?;
     let busy = res.eqs.iter().any(|(_, e)| e.uar == uar)
         || res.cqs.iter().any(|(_, c)| c.uar == uar)
-        || res.qps.iter().any(|(_, q)| q.ctx.uar_page() == uar);
+        || res.qps.iter().any(|(_, q)| q.ctx.uar_page() == uar)
+        || res.eth_sqs.iter().any(|(_, q)| q.uar == uar);
     ensure(!busy, CmdStatus::ResourceBusy, syn::UAR_BUSY)?;
     res.uars.remove(uar);
     Ok(())

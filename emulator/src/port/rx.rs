@@ -89,11 +89,30 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> (usize, bool) {
     (n, false)
 }
 
-/// Checks one received frame and hands it to the transport. `exact`: the IP header is the
+/// Whether a frame (with match fields `f`) takes the RoCE v2 path rather than flow
+/// steering: IP / UDP to port 4791 (first fragment), addressed to one of the device's GIDs.
+/// Without a NIC RX root table every UDP 4791 frame takes it, so RoCE traffic for other
+/// addresses is counted under the RoCE rules (`not_our_ip`), as before steering existed.
+fn is_roce_for_us(ctx: &Ctx<'_>, frame: &[u8], f: &rnic_hw_regs::ctx::FteMatchSetLyr24) -> bool {
+    let roce = matches!(f.ip_version(), 4 | 6)
+        && f.ip_protocol() == u8::from(crate::wire::IpProtocol::Udp)
+        && f.udp_dport() == rnic_hw_regs::roce::ROCE_V2_PORT
+        && !f.frag();
+    roce && (ctx.state.res.flow.nic_rx_root.is_none()
+        || dest_gid(frame).is_some_and(|g| is_own_gid(ctx, &g)))
+}
+
+/// Checks one received frame and hands it to the transport (RoCE v2), or to flow steering. `exact`: the IP header is the
 /// sender's (false for a UDP link: the IP ID is unknown, see [`crate::link::udp`]).
 /// `sealed`: the frame carries its ICRC; an unsealed one came over an in-process link that
 /// nothing observes ([`crate::link::Link::receive_unsealed`]) and has no ICRC to check.
 fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool, sealed: bool) {
+    if let Some(fields) = crate::steering::packet_fields(frame) {
+        if !is_roce_for_us(ctx, frame, &fields) {
+            crate::steering::steer(ctx, frame, &fields);
+            return;
+        }
+    }
     let Ok(mut packet) = RocePacket::new_checked(&*frame) else {
         count_drop(ctx, |d| &mut d.malformed);
         return;

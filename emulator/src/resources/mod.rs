@@ -5,12 +5,18 @@
 //! the queue engines read and update them.
 
 mod buf;
+mod eth;
+mod flow;
 mod qp_transport;
 mod table;
 mod timer_queue;
 mod wqe;
 
 pub(crate) use buf::QueueBuf;
+pub(crate) use eth::{
+    EthRq, EthSq, EthWq, FIRST_RQN, FIRST_SQN, MAX_ETH_QUEUES, Tir, Tis, TransportDomain,
+};
+pub(crate) use flow::{FlowDest, FlowGroup, FlowSteering, FlowTable, Fte};
 pub(crate) use qp_transport::{
     InMsg, MsgKind, QpTransport, RdRes, ReadJob, ResKind, SPARE_WQES, WINDOW, advance_una,
 };
@@ -204,6 +210,16 @@ pub(crate) struct Resources {
     /// step by [`Resources::set_gid`].
     pub own_v2_gids: Vec<[u8; 16]>,
     pub vport: Vport,
+    /// Transport domains (ALLOC_TRANSPORT_DOMAIN).
+    pub tds: Table<TransportDomain>,
+    pub tises: Table<Tis>,
+    pub tirs: Table<Tir>,
+    /// Ethernet RQ objects (CREATE_RQ), numbered from [`FIRST_RQN`].
+    pub eth_rqs: Table<EthRq>,
+    /// Ethernet SQ objects (CREATE_SQ), numbered from [`FIRST_SQN`].
+    pub eth_sqs: Table<EthSq>,
+    /// Flow tables, groups, entries and the NIC RX root.
+    pub flow: FlowSteering,
 }
 
 impl Resources {
@@ -239,6 +255,16 @@ impl Resources {
                 roce_en: false,
                 mtu: profile.port_mtu,
                 admin_state: 2,
+            },
+            tds: Table::new(1, 1 << 12),
+            tises: Table::new(1, 1 << 12),
+            tirs: Table::new(1, 1 << 12),
+            eth_rqs: Table::new(FIRST_RQN, MAX_ETH_QUEUES),
+            eth_sqs: Table::new(FIRST_SQN, MAX_ETH_QUEUES),
+            flow: FlowSteering {
+                next_table: 1,
+                next_group: 1,
+                ..FlowSteering::default()
             },
         }
     }

@@ -133,6 +133,7 @@ pub use bth::{BthHeader, BthRepr};
 pub use cnp::{CnpHeader, CnpRepr};
 pub use deth::{DethHeader, DethRepr};
 pub use error::{HeaderKind, WireError};
+pub(crate) use eth::TPID_8021Q;
 pub use eth::{ETH_MIN_FRAME_LEN, EthRepr, VlanTag, ethernet_frame};
 pub use ieth::{IethHeader, IethRepr};
 pub use imm::{ImmDtHeader, ImmDtRepr};
@@ -146,7 +147,7 @@ pub use udp::{
 };
 
 pub use smoltcp::wire::{
-    EthernetAddress, EthernetFrame, EthernetProtocol, Ipv4Packet, Ipv6Packet, UdpPacket,
+    EthernetAddress, EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, Ipv6Packet, UdpPacket,
 };
 
 /// A header field's byte range (smoltcp's `wire::field::Field`): each header's private

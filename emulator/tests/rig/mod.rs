@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod eth;
 pub(crate) mod net;
 
 use rnic_hw_regs::Bus;

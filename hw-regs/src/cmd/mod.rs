@@ -51,26 +51,38 @@ mod access_reg;
 mod caps;
 mod cq;
 mod eq;
+mod flow;
 mod hca;
 mod mkey;
 mod pages;
 mod pd_uar;
 mod qp;
 mod roce_addr;
+mod rq;
+mod sq;
 mod srq;
+mod tir;
+mod tis;
+mod transport_domain;
 mod vport;
 
 pub use access_reg::*;
 pub use caps::*;
 pub use cq::*;
 pub use eq::*;
+pub use flow::*;
 pub use hca::*;
 pub use mkey::*;
 pub use pages::*;
 pub use pd_uar::*;
 pub use qp::*;
 pub use roce_addr::*;
+pub use rq::*;
+pub use sq::*;
 pub use srq::*;
+pub use tir::*;
+pub use tis::*;
+pub use transport_domain::*;
 pub use vport::*;
 
 /// A command input layout: its opcode and the layout of its output.
@@ -291,6 +303,56 @@ opcodes! {
     AccessReg = 0x805, "ACCESS_REG";
     /// Do nothing.
     Nop = 0x80D, "NOP";
+    /// Allocate a transport domain.
+    AllocTransportDomain = 0x816, "ALLOC_TRANSPORT_DOMAIN";
+    /// Free a transport domain.
+    DeallocTransportDomain = 0x817, "DEALLOC_TRANSPORT_DOMAIN";
+    /// Create a transport interface receive object.
+    CreateTir = 0x900, "CREATE_TIR";
+    /// Destroy a TIR.
+    DestroyTir = 0x902, "DESTROY_TIR";
+    /// Query a TIR.
+    QueryTir = 0x903, "QUERY_TIR";
+    /// Create an Ethernet send queue.
+    CreateSq = 0x904, "CREATE_SQ";
+    /// Modify an SQ (state transitions).
+    ModifySq = 0x905, "MODIFY_SQ";
+    /// Destroy an SQ.
+    DestroySq = 0x906, "DESTROY_SQ";
+    /// Query an SQ.
+    QuerySq = 0x907, "QUERY_SQ";
+    /// Create an Ethernet receive queue.
+    CreateRq = 0x908, "CREATE_RQ";
+    /// Modify an RQ (state transitions).
+    ModifyRq = 0x909, "MODIFY_RQ";
+    /// Destroy an RQ.
+    DestroyRq = 0x90A, "DESTROY_RQ";
+    /// Query an RQ.
+    QueryRq = 0x90B, "QUERY_RQ";
+    /// Create a transport interface send object.
+    CreateTis = 0x912, "CREATE_TIS";
+    /// Destroy a TIS.
+    DestroyTis = 0x914, "DESTROY_TIS";
+    /// Query a TIS.
+    QueryTis = 0x915, "QUERY_TIS";
+    /// Set the root flow table of a table type.
+    SetFlowTableRoot = 0x92F, "SET_FLOW_TABLE_ROOT";
+    /// Create a flow table.
+    CreateFlowTable = 0x930, "CREATE_FLOW_TABLE";
+    /// Destroy a flow table.
+    DestroyFlowTable = 0x931, "DESTROY_FLOW_TABLE";
+    /// Query a flow table.
+    QueryFlowTable = 0x932, "QUERY_FLOW_TABLE";
+    /// Create a flow group.
+    CreateFlowGroup = 0x933, "CREATE_FLOW_GROUP";
+    /// Destroy a flow group.
+    DestroyFlowGroup = 0x934, "DESTROY_FLOW_GROUP";
+    /// Set (create or modify) a flow table entry.
+    SetFlowTableEntry = 0x936, "SET_FLOW_TABLE_ENTRY";
+    /// Query a flow table entry.
+    QueryFlowTableEntry = 0x937, "QUERY_FLOW_TABLE_ENTRY";
+    /// Delete a flow table entry.
+    DeleteFlowTableEntry = 0x938, "DELETE_FLOW_TABLE_ENTRY";
 }
 
 impl CmdOpcode {
@@ -395,7 +457,7 @@ mod tests {
         assert_eq!(CmdOpcode::EnableHca.name(), "ENABLE_HCA");
         assert_eq!(CmdOpcode::Qp2Err.name(), "2ERR_QP");
         assert_eq!(CmdOpcode::try_from(0x106), Err(UnknownOpcode(0x106)));
-        assert_eq!(CmdOpcode::ALL.len(), 51);
+        assert_eq!(CmdOpcode::ALL.len(), 51 + 25);
     }
 
     #[test]

@@ -2,23 +2,74 @@
 //! a memory key or an address (`mlx5_ifc.h` `*_context` / `*c_bits` structures), and the
 //! values their fields take.
 
+/// Declares a context field's value enum: `#[repr(u8)]`, `TryFrom<u8>` (a value outside the
+/// PRM encoding is an [`InvalidValue`]) and `From<Enum> for u8`.
+macro_rules! ctx_value_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $value:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant = $value, )+
+        }
+
+        impl TryFrom<u8> for $name {
+            type Error = $crate::ctx::InvalidValue;
+
+            fn try_from(v: u8) -> Result<Self, $crate::ctx::InvalidValue> {
+                match v {
+                    $( $value => Ok(Self::$variant), )+
+                    other => Err($crate::ctx::InvalidValue(other)),
+                }
+            }
+        }
+
+        impl From<$name> for u8 {
+            fn from(v: $name) -> u8 {
+                v as u8
+            }
+        }
+    };
+}
+
 mod ads;
 mod cqc;
 mod eqc;
+mod flow_context;
+mod flow_table_context;
+mod fte_match;
 mod mkc;
 mod nic_vport_context;
 mod qpc;
 mod roce_addr_layout;
+mod rqc;
+mod sqc;
 mod srqc;
+mod tirc;
+mod tisc;
+mod wq;
 
 pub use ads::*;
 pub use cqc::*;
 pub use eqc::*;
+pub use flow_context::*;
+pub use flow_table_context::*;
+pub use fte_match::*;
 pub use mkc::*;
 pub use nic_vport_context::*;
 pub use qpc::*;
 pub use roce_addr_layout::*;
+pub use rqc::*;
+pub use sqc::*;
 pub use srqc::*;
+pub use tirc::*;
+pub use tisc::*;
+pub use wq::*;
 
 /// Error for a context field value outside its PRM encoding.
 ///
