@@ -8,12 +8,13 @@
 //!
 //! ```text
 //! cargo run --release -p rnic-verbs --example fault_campaign -- -n 1000000   # both processes
-//! cargo run --release -p rnic-verbs --example fault_campaign -- --server -d emu:127.0.0.1
-//! cargo run --release -p rnic-verbs --example fault_campaign -- -d emu:127.0.0.2 127.0.0.1
+//! cargo run --release -p rnic-verbs --example fault_campaign -- --server -d emu:127.0.0.221
+//! cargo run --release -p rnic-verbs --example fault_campaign -- -d emu:127.0.0.222 127.0.0.221
 //! ```
 //!
 //! Flags: `-n OPS` (100000), `--seed S` (7), `--faults SPEC` (`loss=0.05,dup=0.01,
-//! reorder=0.01,corrupt=0.001`, the seed added per side), `-p PORT` (18516), `-d DEV`.
+//! reorder=0.01,corrupt=0.001`, the seed added per side), `-p PORT` (18516), `-d DEV`,
+//! `--qp-timeout T` (14: 4.096 us x 2^T, rc_pingpong's).
 //! Without `--server` or a server address it starts the server as a child process.
 
 use rnic_emulator::link::SplitMix64;
@@ -38,6 +39,7 @@ struct Args {
     ops: u64,
     seed: u64,
     faults: String,
+    timeout: u8,
 }
 
 fn parse() -> Result<Args, String> {
@@ -49,6 +51,7 @@ fn parse() -> Result<Args, String> {
         ops: 100_000,
         seed: 7,
         faults: "loss=0.05,dup=0.01,reorder=0.01,corrupt=0.001".into(),
+        timeout: 14,
     };
     let mut it = std::env::args().skip(1);
     while let Some(x) = it.next() {
@@ -61,6 +64,7 @@ fn parse() -> Result<Args, String> {
             "-n" => a.ops = num("-n", val("-n")?)?,
             "--seed" => a.seed = num("--seed", val("--seed")?)?,
             "--faults" => a.faults = val("--faults")?,
+            "--qp-timeout" => a.timeout = num("--qp-timeout", val("--qp-timeout")?)? as u8,
             s if !s.starts_with('-') => a.peer = Some(s.to_string()),
             other => return Err(format!("unknown flag {other}")),
         }
@@ -123,11 +127,10 @@ fn open(dev: &str, faults: &str, seed: u64) -> Result<Context, Box<dyn std::erro
     )?)
 }
 
-fn options() -> ConnectOptions {
-    // A short retransmission timeout (2^12 x 4.096 us = 16.8 ms) so tail losses cost little,
-    // long enough that seven in a row outlast a busy machine not scheduling the peer.
+/// The connection: QP retransmission timeout 4.096 us x 2^`timeout` (`--qp-timeout`).
+fn options(timeout: u8) -> ConnectOptions {
     ConnectOptions {
-        timeout: 12,
+        timeout,
         io_timeout: T,
         ..ConnectOptions::default()
     }
@@ -147,7 +150,7 @@ fn print_counters(role: &str, ctx: &Context) {
 
 fn server(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let ctx = open(
-        a.dev.as_deref().unwrap_or("emu:127.0.0.1"),
+        a.dev.as_deref().unwrap_or("emu:127.0.0.221"),
         &a.faults,
         a.seed ^ 0xB,
     )?;
@@ -168,7 +171,7 @@ fn server(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             &[rbuf.sge(slot * SLOT, SLOT as u32)?],
         )])
     };
-    tcp_server(&qp, Some(&area), ("0.0.0.0", a.port), &options())?;
+    tcp_server(&qp, Some(&area), ("0.0.0.0", a.port), &options(a.timeout))?;
     // Receives are accepted from RTR on; a SEND that comes first is RNR-NAKed and retried.
     for slot in 0..BATCH {
         post(slot)?;
@@ -227,7 +230,7 @@ fn server(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
 
 fn client(a: &Args, peer: &str) -> Result<(), Box<dyn std::error::Error>> {
     let ctx = open(
-        a.dev.as_deref().unwrap_or("emu:127.0.0.2"),
+        a.dev.as_deref().unwrap_or("emu:127.0.0.222"),
         &a.faults,
         a.seed ^ 0xA,
     )?;
@@ -240,7 +243,7 @@ fn client(a: &Args, peer: &str) -> Result<(), Box<dyn std::error::Error>> {
     let src = pd.reg_mr(BATCH * SLOT, AccessFlags::LOCAL_WRITE)?;
     let back = pd.reg_mr(BATCH * SLOT, AccessFlags::LOCAL_WRITE)?;
     let check = pd.reg_mr(WRITE_AREA, AccessFlags::LOCAL_WRITE)?;
-    let remote = tcp_client(&qp, None, (peer, a.port), &options())?;
+    let remote = tcp_client(&qp, None, (peer, a.port), &options(a.timeout))?;
     let at = |off: usize| RemoteAddr {
         addr: remote.addr + off as u64,
         rkey: remote.rkey,
@@ -375,12 +378,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .local_addr()?
         .port();
     let mut child = std::process::Command::new(std::env::current_exe()?)
-        .args(["--server", "-d", "emu:127.0.0.1", "-p", &port.to_string()])
+        .args(["--server", "-d", "emu:127.0.0.221", "-p", &port.to_string()])
         .args(["-n", &a.ops.to_string(), "--seed", &a.seed.to_string()])
-        .args(["--faults", &a.faults])
+        .args([
+            "--faults",
+            &a.faults,
+            "--qp-timeout",
+            &a.timeout.to_string(),
+        ])
         .spawn()?;
     let a = Args { port, ..a };
-    let result = client(&a, "127.0.0.1");
+    let result = client(&a, "127.0.0.221");
     let status = child.wait()?;
     result?;
     if !status.success() {
