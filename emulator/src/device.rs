@@ -751,16 +751,18 @@ impl Device {
     ///
     /// ```
     /// use rnic_emulator::{Device, Profile, RunMode};
-    /// use rnic_hw_regs::init_seg::HealthSyndrome;
+    /// use rnic_hw_regs::init_seg::{HealthSyndrome, HEALTH_SYND, INITIALIZING};
+    /// use rnic_hw_regs::{Bus, BusError};
     ///
     /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// let bus = dev.bus();
     /// dev.raise_health_syndrome(HealthSyndrome::FwCrc);
-    /// dev.function_reset().unwrap();
-    /// let hca = rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default()).unwrap();
-    /// assert!(hca.check_health().is_ok());
-    /// # drop(hca);
+    /// assert_ne!(bus.read32(HEALTH_SYND), 0);
+    /// bus.function_reset().unwrap(); // what the driver calls (`Bus::function_reset`)
+    /// assert_eq!(bus.read32(HEALTH_SYND), 0);
+    /// assert_ne!(bus.read32(INITIALIZING) >> 31, 0); // waiting for a bring-up
     /// dev.kill_pci_link();
-    /// assert!(dev.function_reset().is_err());
+    /// assert_eq!(dev.function_reset(), Err(BusError::DeviceLost));
     /// ```
     pub fn function_reset(&self) -> Result<(), rnic_hw_regs::BusError> {
         self.shared.function_reset()
