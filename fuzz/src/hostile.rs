@@ -112,7 +112,6 @@ impl Hostile {
                     let n = (bytes / 64) as u32;
                     // SAFETY: the EQ's live ring of `n` entries.
                     unsafe { inject(ring.as_ptr(), n, self.eq.consumer_index(), entry) };
-                    let before = self.eq.consumer_index();
                     let got = self.eq.poll(&**hca.bus(), |_| {});
                     assert!(got <= n as usize, "one lap at most");
                 }
