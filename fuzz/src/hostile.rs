@@ -1,7 +1,8 @@
 //! The hostile-device harness: CQEs and EQEs that no good device writes, where the driver
 //! reads them (the `hostile_cqe_eqe` target and the seed-corpus example).
 
-use crate::{LiveDevice, Peer, connect};
+use crate::{DEV_IP, LiveDevice, Peer, connect};
+use rnic_driver::HcaConfig;
 use rnic_driver::cmdq::SlotClass;
 use rnic_driver::cq::Cq;
 use rnic_driver::eq::EventQueue;
@@ -14,6 +15,8 @@ use zerocopy::IntoBytes;
 
 /// One record: a kind byte and 64 bytes of CQE or EQE.
 pub const RECORD: usize = 65;
+/// Firmware pages the driver gives at most (the device's own ask is 36).
+pub const MAX_PAGES: usize = 256;
 /// Records one input may have.
 pub const MAX_RECORDS: usize = 16;
 
@@ -61,7 +64,16 @@ unsafe fn inject(ring: *mut u8, n: u32, ci: u32, entry: &[u8; 64]) {
 impl Hostile {
     /// Brings the device up (QPs connected to themselves) and creates the event queue.
     pub fn new() -> Self {
-        let d = LiveDevice::new(Peer::Itself);
+        // A hostile page request may ask for millions of pages: the driver gives at most
+        // this many (HcaConfig::max_firmware_pages), so an input costs bounded memory.
+        let d = LiveDevice::with_config(
+            Peer::Itself,
+            HcaConfig {
+                ipv4: Some(DEV_IP),
+                max_firmware_pages: MAX_PAGES,
+                ..HcaConfig::default()
+            },
+        );
         let eq = EventQueue::create(
             d.hca.cmdq(),
             &**d.hca.bus(),
@@ -120,12 +132,17 @@ impl Hostile {
                     cmd.set_eq_number(hca.eqn());
                     cmd.set_eqe(*entry);
                     let mut out = [0u8; 16];
+                    // Commands need the device running (it then also runs the posted work,
+                    // whose CQEs land where the injected ones may have moved the driver
+                    // past: more hostility, which polling must survive too).
+                    d.dev.set_auto_step(true);
                     // The device may refuse (a full EQ): a typed error either way.
                     let _ = hca
                         .cmdq()
                         .exec_raw(cmd.as_bytes(), &mut out, SlotClass::Regular);
                     // Page requests are served, other events returned; errors are typed.
                     let _ = hca.process_events();
+                    d.dev.set_auto_step(false);
                 }
             }
         }

@@ -148,19 +148,22 @@ impl LiveDevice {
     /// Brings the device up and the QPs to RTS, the RC and UC QPs connected to `peer`;
     /// receives posted on each.
     pub fn new(peer: Peer) -> Self {
+        Self::with_config(
+            peer,
+            HcaConfig {
+                ipv4: Some(DEV_IP),
+                ..HcaConfig::default()
+            },
+        )
+    }
+
+    /// [`LiveDevice::new`] with the driver configured by `cfg` (its `ipv4` should be
+    /// [`DEV_IP`]).
+    pub fn with_config(peer: Peer, cfg: HcaConfig) -> Self {
         let wire = FuzzLink::default();
         let dev = Device::with_link(Profile::default(), RunMode::Deterministic, wire.clone());
         let bus: Arc<dyn Bus> = Arc::new(dev.bus());
-        let hca = Arc::new(
-            Hca::open(
-                bus,
-                HcaConfig {
-                    ipv4: Some(DEV_IP),
-                    ..HcaConfig::default()
-                },
-            )
-            .expect("bring-up"),
-        );
+        let hca = Arc::new(Hca::open(bus, cfg).expect("bring-up"));
         let pd = Arc::new(Pd::alloc(&hca).expect("ALLOC_PD"));
         let mr = Mr::alloc(&pd, MR_LEN, Access::ALL).expect("MR");
         let target = |t: QpType| {
@@ -370,4 +373,5 @@ pub fn connect(q: &Qp, peer: Peer, mac: [u8; 6]) {
 }
 pub mod cmd;
 pub mod hostile;
+pub mod rx;
 pub mod wqe;
