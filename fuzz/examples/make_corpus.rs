@@ -196,6 +196,22 @@ fn main() {
     // SAFETY: as above.
     bytes.extend((0..128).map(|k| unsafe { sq.as_ptr().add(k).read_volatile() }));
     save("posted_wqes", "2-ud_send_inline", &bytes);
+    // Receive WQEs the driver writes (selector bit 7: the RQ).
+    for (sel, t) in d.targets().iter().enumerate() {
+        let rsge = [d.mr.sge(0, 512), d.mr.sge(1024, 512)];
+        for (name, sgl) in [("one", &rsge[..1]), ("two", &rsge[..])] {
+            d.dev.set_auto_step(true);
+            t.qp.to_reset().unwrap();
+            rnic_fuzz::connect(&t.qp, Peer::Itself, d.hca.mac());
+            d.dev.set_auto_step(false);
+            t.qp.post_recv(&[RecvWr { wr_id: 3, sgl }]).unwrap();
+            let (rq, _, stride) = t.qp.rq_ring();
+            let mut bytes = vec![0x80 | sel as u8];
+            // SAFETY: the first receive WQE of the live RQ ring; volatile reads.
+            bytes.extend((0..stride).map(|k| unsafe { rq.as_ptr().add(k).read_volatile() }));
+            save("posted_wqes", &format!("{sel}-recv_{name}"), &bytes);
+        }
+    }
     d.dev.set_auto_step(true);
 
     // hostile_cqe_eqe: CQEs the device really writes (a SEND to itself and its receive),

@@ -1,7 +1,9 @@
-//! WQEs posted to a live emulated SQ: the input's first byte picks the RC, UC or UD QP
-//! (each connected to itself, see `rnic_fuzz::Peer::Itself`), the rest is up to eight
-//! 64-byte WQE basic blocks written into the QP's send queue from index 0; the doorbell
-//! record and the UAR doorbell are written as a driver writes them (`rnic_fuzz::wqe`).
+//! WQEs posted to a live emulated SQ or RQ: the input's first byte picks the RC, UC or UD
+//! QP (byte % 3; each connected to itself, see `rnic_fuzz::Peer::Itself`) and the queue
+//! (bit 7: the RQ). For the SQ the rest is up to eight 64-byte WQE basic blocks written
+//! from index 0, the doorbell record and the UAR doorbell written as a driver writes them;
+//! for the RQ up to four receive WQEs, then a real SEND the QP sends itself consumes the
+//! first (`rnic_fuzz::wqe`).
 //!
 //! The device must answer with CQEs a device may write (requester success or error on the
 //! send CQ, responder completions on the receive CQ, each naming a WQE that exists), or
@@ -22,11 +24,21 @@ fuzz_target!(|data: &[u8]| {
     let mut guard = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
     let d = guard.get_or_insert_with(|| LiveDevice::new(Peer::Itself));
     let i = usize::from(sel % 3);
-    let nbb = wqe::post_raw(d, i, wqes);
-    d.dev.step();
-    for t in d.targets() {
-        wqe::check_cqes(&t.send_cq, true, nbb);
-        wqe::check_cqes(&t.recv_cq, false, u16::MAX);
+    if sel & 0x80 == 0 {
+        let nbb = wqe::post_raw(d, i, wqes);
+        d.dev.step();
+        for t in d.targets() {
+            wqe::check_cqes(&t.send_cq, true, nbb);
+            wqe::check_cqes(&t.recv_cq, false, u16::MAX);
+        }
+    } else {
+        // Receive WQEs, consumed by a real SEND the QP sends itself (one send block).
+        wqe::post_raw_recv(d, i, wqes);
+        d.dev.step();
+        for t in d.targets() {
+            wqe::check_cqes(&t.send_cq, true, 1);
+            wqe::check_cqes(&t.recv_cq, false, u16::MAX);
+        }
     }
     wqe::reset_target(d, i);
     d.recover();

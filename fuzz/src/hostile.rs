@@ -71,6 +71,7 @@ impl Hostile {
             HcaConfig {
                 ipv4: Some(DEV_IP),
                 max_firmware_pages: MAX_PAGES,
+                mkey_seed: Some(crate::MKEY_SEED),
                 ..HcaConfig::default()
             },
         );

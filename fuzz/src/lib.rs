@@ -39,6 +39,33 @@ pub const QKEY: u32 = 0x1111_2222;
 pub const START_PSN: u32 = 0x100;
 /// Bytes of the memory region remote requests may target.
 pub const MR_LEN: usize = 8192;
+/// Where that region lives: a fixed address (and fixed key variants, [`MKEY_SEED`]), so a
+/// frame naming it (a seed, or what the fuzzer learned) names it in every process.
+pub const MR_ADDR: usize = 0x5E00_0000_0000;
+/// The driver's key-variant seed (`HcaConfig::mkey_seed`): the same rkeys in every process.
+pub const MKEY_SEED: u64 = 0x5EED;
+
+/// The region's memory, mapped once per process at [`MR_ADDR`] and never unmapped (every
+/// live device of the process registers it).
+fn region_memory() -> *mut u8 {
+    static ADDR: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *ADDR.get_or_init(|| {
+        // SAFETY: an anonymous private mapping at an address nothing else maps
+        // (MAP_FIXED_NOREPLACE fails rather than replace a mapping).
+        let p = unsafe {
+            libc::mmap(
+                MR_ADDR as *mut libc::c_void,
+                MR_LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        assert_eq!(p as usize, MR_ADDR, "mmap at the region's fixed address");
+        MR_ADDR
+    }) as *mut u8
+}
 
 /// What the link carries, shared between the device's end and the target's.
 #[derive(Debug, Default)]
@@ -152,20 +179,24 @@ impl LiveDevice {
             peer,
             HcaConfig {
                 ipv4: Some(DEV_IP),
+                mkey_seed: Some(MKEY_SEED),
                 ..HcaConfig::default()
             },
         )
     }
 
     /// [`LiveDevice::new`] with the driver configured by `cfg` (its `ipv4` should be
-    /// [`DEV_IP`]).
+    /// [`DEV_IP`], its `mkey_seed` [`MKEY_SEED`]).
     pub fn with_config(peer: Peer, cfg: HcaConfig) -> Self {
         let wire = FuzzLink::default();
         let dev = Device::with_link(Profile::default(), RunMode::Deterministic, wire.clone());
         let bus: Arc<dyn Bus> = Arc::new(dev.bus());
         let hca = Arc::new(Hca::open(bus, cfg).expect("bring-up"));
         let pd = Arc::new(Pd::alloc(&hca).expect("ALLOC_PD"));
-        let mr = Mr::alloc(&pd, MR_LEN, Access::ALL).expect("MR");
+        // SAFETY: the region's memory stays mapped for the whole process, and the harness
+        // holds no reference into it.
+        let mr =
+            unsafe { Mr::register_raw(&pd, region_memory(), MR_LEN, Access::ALL) }.expect("MR");
         let target = |t: QpType| {
             let send_cq = Arc::new(Cq::create(&hca, 64, None).expect("CQ"));
             let recv_cq = Arc::new(Cq::create(&hca, 64, None).expect("CQ"));

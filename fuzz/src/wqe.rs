@@ -23,17 +23,9 @@ pub fn post_raw(d: &LiveDevice, i: usize, wqes: &[u8]) -> u16 {
     let nbb = bytes.div_ceil(WQEBB).max(1);
     let mut buf = vec![0u8; nbb * WQEBB];
     buf[..bytes].copy_from_slice(&wqes[..bytes]);
-    // SAFETY: `nbb * 64 <= len` bytes inside the live SQ ring and the 8-byte doorbell
-    // record; volatile writes, as a driver's.
-    unsafe {
-        for (k, b) in buf.iter().enumerate() {
-            sq.as_ptr().add(k).write_volatile(*b);
-        }
-        fence(Ordering::Release);
-        for (k, b) in (nbb as u32).to_be_bytes().iter().enumerate() {
-            dbrec.as_ptr().add(4 + k).write_volatile(*b);
-        }
-    }
+    // SAFETY: `nbb * 64 <= len` bytes inside the live SQ ring; dword 1 (send counter) of
+    // the doorbell record.
+    unsafe { write_ring(sq.as_ptr(), &buf, dbrec.as_ptr().add(4), nbb as u32) };
     fence(Ordering::SeqCst);
     let first = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
     let uar = d.hca.uar().expect("open");
@@ -41,6 +33,25 @@ pub fn post_raw(d: &LiveDevice, i: usize, wqes: &[u8]) -> u16 {
         .bus()
         .write64(uar.bar_offset() + send_doorbell_offset(0), first);
     nbb as u16
+}
+
+/// Writes `wqes` at the start of a work queue ring, then `count` (big-endian) into the
+/// doorbell record's counter at `counter`, with a release fence between, as a driver does.
+///
+/// # Safety
+///
+/// `ring` must have `wqes.len()` writable bytes and `counter` 4, both live.
+unsafe fn write_ring(ring: *mut u8, wqes: &[u8], counter: *mut u8, count: u32) {
+    // SAFETY: the caller's contract; volatile writes, no references.
+    unsafe {
+        for (k, b) in wqes.iter().enumerate() {
+            ring.add(k).write_volatile(*b);
+        }
+        fence(Ordering::Release);
+        for (k, b) in count.to_be_bytes().iter().enumerate() {
+            counter.add(k).write_volatile(*b);
+        }
+    }
 }
 
 /// Checks the CQEs software owns in `cq` from its consumer index on, without consuming
@@ -98,4 +109,42 @@ pub fn reset_target(d: &mut LiveDevice, i: usize) {
     t.qp.to_reset().expect("2RST");
     connect(&t.qp, d.peer, d.hca.mac());
     d.post_recvs(i, 8);
+}
+
+/// Receive WQEs one input may write.
+pub const MAX_RECV_WQES: usize = 4;
+
+/// Resets target `i` to RTS with no receives posted, writes `wqes` (cut to
+/// [`MAX_RECV_WQES`] receive WQEs of the RQ's stride, the last one zero-padded) into its
+/// receive queue from index 0 and their count into the doorbell record's receive counter,
+/// then posts a real 64-byte SEND from the QP to itself, which consumes the first of them.
+/// Returns the number of receive WQEs written.
+pub fn post_raw_recv(d: &mut LiveDevice, i: usize, wqes: &[u8]) -> u16 {
+    let t = d.targets()[i];
+    t.qp.to_reset().expect("2RST");
+    connect(&t.qp, d.peer, d.hca.mac());
+    let (rq, len, stride) = t.qp.rq_ring();
+    let (_, _, dbrec) = t.qp.sq_ring();
+    let bytes = wqes.len().min(MAX_RECV_WQES * stride).min(len);
+    let n = bytes.div_ceil(stride).max(1);
+    let mut buf = vec![0u8; n * stride];
+    buf[..bytes].copy_from_slice(&wqes[..bytes]);
+    // SAFETY: `n * stride <= len` bytes inside the live RQ ring; dword 0 (receive
+    // counter) of the doorbell record.
+    unsafe { write_ring(rq.as_ptr(), &buf, dbrec.as_ptr(), n as u32) };
+    let ud = (t.qp.qp_type() == rnic_driver::qp::QpType::Ud).then_some(rnic_driver::wr::UdDest {
+        ah: &d.self_ah,
+        remote_qpn: t.qp.qpn(),
+        remote_qkey: crate::QKEY,
+    });
+    let sge = [d.mr.sge(2048, 64)];
+    t.qp.post_send(&[rnic_driver::wr::SendWr {
+        wr_id: 1,
+        op: rnic_driver::wr::SendOp::Send,
+        payload: rnic_driver::wr::Payload::Sgl(&sge),
+        flags: rnic_driver::wr::SendFlags::SIGNALED,
+        ud,
+    }])
+    .expect("the SEND that consumes a receive WQE");
+    n as u16
 }
