@@ -11,6 +11,7 @@ use rnic_hw_regs::doorbell::{UAR_EQ_UPDATE_ARM, eq_doorbell};
 use rnic_hw_regs::eqe::{EQE_OWNER_INIT, EQE_SIZE, Eqe, EqeEvent, EventType, eqe_is_sw_owned};
 use rnic_hw_regs::layout::{FieldDesc, PrmLayout};
 use rnic_hw_regs::{Bus, DmaRegion};
+use std::ptr::NonNull;
 use std::sync::atomic::{Ordering, fence};
 use zerocopy::FromZeros;
 
@@ -184,6 +185,33 @@ impl EventQueue {
     /// ```
     pub fn consumer_index(&self) -> u32 {
         self.ci
+    }
+
+    /// The EQE ring in host memory: its first byte and its length in bytes (`2^log_size`
+    /// entries of [`EQE_SIZE`]), as [`crate::cq::Cq::cqe_ring`] gives a CQ's. For tests that
+    /// play the device writing EQEs, a hostile one included: access it with volatile
+    /// reads and writes, and only while the EQ exists.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let (cmdq, bus, uar) = (hca.cmdq(), &**hca.bus(), hca.uar().ok_or("closed")?);
+    /// let eq = rnic_driver::eq::EventQueue::create(cmdq, bus, uar, 3, &[])?;
+    /// let (ring, bytes) = eq.eqe_ring();
+    /// assert_eq!(bytes, 8 * 64);
+    /// // SAFETY: inside the live ring; volatile. Every entry starts with owner bit 1.
+    /// assert_eq!(unsafe { ring.as_ptr().add(63).read_volatile() }, 1);
+    /// # eq.destroy(cmdq, bus)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn eqe_ring(&self) -> (NonNull<u8>, usize) {
+        let len = EQE_SIZE << self.log_size;
+        match &self.buf {
+            Some(buf) => (buf.vaddr, len),
+            // Freed only by `destroy` / `free_buffer`, which consume `self`.
+            None => (NonNull::dangling(), 0),
+        }
     }
 
     /// Writes the consumer index and re-arms the EQ (UAR + 0x40).

@@ -838,6 +838,27 @@ impl Qp {
         (self.sq_base, self.sq_bytes_mask + 1, self.dbrec)
     }
 
+    /// The receive queue ring in host memory (`(start, bytes, stride)`: `bytes / stride`
+    /// receive WQEs; no bytes when the QP receives from an SRQ), beside
+    /// [`Qp::sq_ring`] whose doorbell record (dword 0) counts receives. For diagnostics and
+    /// tests that play the host writing receive WQEs; access it only with volatile reads
+    /// and writes, while the QP exists.
+    ///
+    /// ```
+    /// # use rnic_driver::doc_fixture::prelude::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
+    /// let (_rq, bytes, stride) = qp.rq_ring();
+    /// assert!(stride >= 16 && bytes >= stride * qp.caps().max_recv_wr as usize);
+    /// # Ok(()) }
+    /// ```
+    pub fn rq_ring(&self) -> (NonNull<u8>, usize, usize) {
+        // The RQ sits right before the SQ in the QP's buffer (`rq_bytes` long).
+        let bytes = self.sq_base.as_ptr() as usize - self.rq_base.as_ptr() as usize;
+        (self.rq_base, bytes, self.rq_stride)
+    }
+
     /// The SRQ, if the QP receives from one.
     ///
     /// ```

@@ -158,6 +158,17 @@ pub(crate) fn flush_in_error(ctx: &mut Ctx<'_>) {
     }
 }
 
+/// Completes receive WQE `w`, which QP `qpn`'s responder took from its RQ or SRQ and had
+/// not completed, with WR_FLUSH_ERR on the QP's receive CQ.
+pub(crate) fn flush_taken(ctx: &mut Ctx<'_>, qpn: u32, w: &RecvWqe) {
+    let Some(qpc) = ctx.state.res.qps.get(qpn).map(|qp| qp.ctx) else {
+        return;
+    };
+    let mut c = crate::cq::err_cqe(false, qpn, w.counter, 0, CqeSyndrome::WrFlush);
+    c.set_srqn_uidx(crate::cq::srqn_uidx(ctx, &qpc, w.srqn));
+    crate::cq::push(ctx, qpc.cqn_rcv(), &mut c);
+}
+
 /// Completes every posted receive WQE of QP `qpn`'s own RQ with WR_FLUSH_ERR on its receive
 /// CQ (SRQ WQEs belong to the SRQ and are not flushed), and watches the RQ for receives
 /// posted later ([`flush_in_error`]).

@@ -305,7 +305,12 @@ pub(crate) fn flush_qp(ctx: &mut Ctx<'_>, qpn: u32) {
 
 /// [`flush_qp`] with the QP's transport state taken out by the caller.
 pub(crate) fn flush_with(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
-    tr.resp.msg = None;
+    // A receive WQE the responder took and has not completed is flushed first, so the
+    // receive completions stay in the RQ's order.
+    let taken = tr.resp.msg.take().and_then(|m| m.recv);
+    if let Some(w) = taken.or_else(|| tr.resp.spare_recv.take()) {
+        crate::rq::flush_taken(ctx, qpn, &w);
+    }
     tr.resp.reads.clear();
     tr.resp.ack_pending = None;
     flush_send(ctx, qpn, tr);

@@ -85,6 +85,10 @@ pub(crate) struct ReadJob {
 pub(crate) struct RespState {
     /// The message in progress.
     pub msg: Option<InMsg>,
+    /// A receive WQE a UC message took and lost before it completed (a gap, a bad packet):
+    /// UC drops the message without completing the WQE, so the next message uses it (as
+    /// rxe keeps its receive WQE at the queue's head until a message completes it).
+    pub spare_recv: Option<RecvWqe>,
     /// A PSN sequence NAK was sent and the expected PSN has not arrived since.
     pub nak_sent: bool,
     /// READ and atomic resources, oldest first, at most `2^log_rra_max` (for duplicates).

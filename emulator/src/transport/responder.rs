@@ -292,6 +292,23 @@ fn resp_err(ctx: &Ctx<'_>, qpn: u32, qpc: &Qpc, recv: &RecvWqe, s: CqeSyndrome) 
     c
 }
 
+/// Loses the UC message in progress, keeping a receive WQE it took for the next message.
+fn lose_uc_msg(tr: &mut QpTransport) {
+    if let Some(w) = tr.resp.msg.take().and_then(|m| m.recv) {
+        tr.resp.spare_recv = Some(w);
+    }
+}
+
+/// The receive CQE syndrome of the responder's NAK `code`: what the requester sees, seen
+/// from the receive side (mlx5's responder error syndromes).
+fn nak_syndrome(code: NakCode) -> CqeSyndrome {
+    match code {
+        NakCode::InvalidRequest => CqeSyndrome::RemoteInvalReq,
+        NakCode::RemoteAccessError => CqeSyndrome::RemoteAccess,
+        _ => CqeSyndrome::RemoteOp,
+    }
+}
+
 /// A UD receive.
 fn ud_receive(
     ctx: &mut Ctx<'_>,
@@ -422,7 +439,7 @@ impl Responder<'_> {
             tr.resp.nak_sent = false;
         } else if psn != self.epsn {
             // UC: a gap loses the message in progress; resynchronize on a new message.
-            tr.resp.msg = None;
+            lose_uc_msg(tr);
             self.epsn = psn;
             if matches!(pos, Position::Middle | Position::Last) {
                 self.epsn = psn_add(psn, 1);
@@ -434,7 +451,7 @@ impl Responder<'_> {
         };
         if !self.rc {
             // UC never NAKs: the message in progress is lost, the next PSN starts afresh.
-            tr.resp.msg = None;
+            lose_uc_msg(tr);
             self.epsn = psn_add(psn, 1);
             return Err(|d| &mut d.uc_error);
         }
@@ -446,6 +463,12 @@ impl Responder<'_> {
                 Ok(())
             }
             Refuse::Nak(code, recv) => {
+                // A receive WQE the message in progress took completes with the error too
+                // (the flush that follows starts after it: completions stay in order).
+                let recv = recv.or_else(|| {
+                    let w = tr.resp.msg.as_mut().and_then(|m| m.recv.take())?;
+                    Some((w, nak_syndrome(code)))
+                });
                 if let Some((w, s)) = recv {
                     let mut c = resp_err(ctx, self.qpn, self.qpc, &w, s);
                     crate::cq::push(ctx, self.qpc.cqn_rcv(), &mut c);
@@ -626,7 +649,10 @@ impl Responder<'_> {
 
     /// Takes the receive WQE a SEND or WRITE_WITH_IMM consumes: none is an RNR NAK, an RQ
     /// that cannot be read a remote operational error.
-    fn take_recv(&self, ctx: &mut Ctx<'_>) -> Result<RecvWqe, Refuse> {
+    fn take_recv(&self, ctx: &mut Ctx<'_>, tr: &mut QpTransport) -> Result<RecvWqe, Refuse> {
+        if let Some(w) = tr.resp.spare_recv.take() {
+            return Ok(w);
+        }
         match crate::rq::take(ctx, self.qpn) {
             Take::Wqe(w) => Ok(w),
             Take::Empty => Err(Refuse::Rnr),
@@ -664,7 +690,7 @@ impl Responder<'_> {
     ) -> Result<(), Refuse> {
         let pos = repr.bth.opcode.position();
         if matches!(pos, Position::First | Position::Only) {
-            let recv = self.take_recv(ctx)?;
+            let recv = self.take_recv(ctx, tr)?;
             tr.resp.msg = Some(InMsg {
                 kind: MsgKind::Send,
                 recv: Some(recv),
@@ -770,7 +796,7 @@ impl Responder<'_> {
         }
         // WRITE_WITH_IMM consumes a receive WQE: check for one before writing anything.
         let recv = if repr.ext.imm.is_some() {
-            Some(self.take_recv(ctx)?)
+            Some(self.take_recv(ctx, tr)?)
         } else {
             None
         };
@@ -784,7 +810,11 @@ impl Responder<'_> {
                 va.wrapping_add(off),
                 payload,
             ) {
-                return Err(Refuse::Nak(e.remote_nak(), None));
+                // The receive WQE a WRITE_WITH_IMM took completes with the error.
+                return Err(Refuse::Nak(
+                    e.remote_nak(),
+                    recv.map(|w| (w, e.local_syndrome())),
+                ));
             }
         }
         if let Some(m) = fresh {
