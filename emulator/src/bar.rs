@@ -47,6 +47,8 @@ pub(crate) struct Bar {
     /// The health counter stops when firmware hangs; it then reads this value.
     health_frozen_at: AtomicU32,
     health_frozen: AtomicBool,
+    /// Reads of the health counter (it ticks on each with a virtual clock).
+    health_reads: AtomicU32,
     pci_dead: AtomicBool,
     clock: Clock,
 }
@@ -70,6 +72,7 @@ impl Bar {
             health_syndrome: AtomicU8::new(0),
             health_frozen_at: AtomicU32::new(0),
             health_frozen: AtomicBool::new(false),
+            health_reads: AtomicU32::new(0),
             pci_dead: AtomicBool::new(false),
             clock,
         }
@@ -118,8 +121,12 @@ impl Bar {
 
     /// Stops the health counter, as hung firmware does.
     pub(crate) fn freeze_health_counter(&self) {
-        let now = self.health_counter_live();
-        self.health_frozen_at.store(now, Ordering::Release);
+        // The value the last read saw (freezing is not a read).
+        let now = self
+            .health_counter(false)
+            .wrapping_sub(u32::from(self.clock.is_virtual()));
+        self.health_frozen_at
+            .store(now & 0xFF_FFFF, Ordering::Release);
         self.health_frozen.store(true, Ordering::Release);
     }
 
@@ -133,9 +140,22 @@ impl Bar {
         self.health_frozen.load(Ordering::Acquire) || self.pci_dead.load(Ordering::Acquire)
     }
 
-    /// Low 24 bits tick every millisecond of device time.
+    /// Low 24 bits tick every millisecond of device time. With a virtual clock they also
+    /// tick on every read: a deterministic device's time stands still until the caller
+    /// advances it, and a driver polling it in real time must not take that for hung
+    /// firmware (its health check samples the counter; `hang_firmware` still stops it).
     fn health_counter_live(&self) -> u32 {
-        ((self.clock.now_ns() / 1_000_000) & 0xFF_FFFF) as u32
+        self.health_counter(true)
+    }
+
+    /// The counter now; `read`: a host read (it ticks a virtual-clock counter).
+    fn health_counter(&self, read: bool) -> u32 {
+        let reads = match (self.clock.is_virtual(), read) {
+            (true, true) => u64::from(self.health_reads.fetch_add(1, Ordering::Relaxed)),
+            (true, false) => u64::from(self.health_reads.load(Ordering::Relaxed)),
+            (false, _) => 0,
+        };
+        ((self.clock.now_ns() / 1_000_000 + reads) & 0xFF_FFFF) as u32
     }
 
     fn internal_timer(&self) -> u64 {
@@ -258,7 +278,7 @@ mod tests {
         let a = bar.read32(init_seg::HEALTH_COUNTER);
         clock.advance(3_000_000);
         let b = bar.read32(init_seg::HEALTH_COUNTER);
-        assert_eq!(b - a, 3);
+        assert_eq!(b - a, 3 + 1, "3 ms of virtual time and one read");
         bar.freeze_health_counter();
         clock.advance(5_000_000);
         assert_eq!(bar.read32(init_seg::HEALTH_COUNTER), b);

@@ -115,6 +115,14 @@ pub fn pre_transport_drops(c: &Counters) -> u64 {
         + d.cnp
         + d.ring_full
         + d.link_overflow
+        // The NIC receive steering stage's drops (frames that are not RoCE for this device).
+        + d.steering_no_root
+        + d.steering_no_match
+        + d.steering_drop_rule
+        + d.rq_not_ready
+        + d.rq_no_wqe
+        + d.frame_too_long
+        + d.rq_error
 }
 
 /// One QP under test with its CQs.

@@ -17,9 +17,11 @@ pub fn rx_frame(d: &mut LiveDevice, frame: &[u8]) {
     drop(w);
 
     // Received = handed to the transport + dropped by the port, once.
+    // Handed to the transport, or delivered to a raw RQ by the steering stage.
     let handed = after.frames_rx - before.frames_rx;
+    let steered = after.raw_rx - before.raw_rx;
     let port_drops = pre_transport_drops(&after) - pre_transport_drops(&before);
-    assert_eq!(handed + port_drops, 1, "{before:?} -> {after:?}");
+    assert_eq!(handed + steered + port_drops, 1, "{before:?} -> {after:?}");
     assert_eq!(
         after.rx_dropped,
         after.drops.total(),
