@@ -52,6 +52,7 @@ mod rq;
 mod sq;
 mod state;
 mod transport;
+mod umr;
 pub mod wire;
 
 pub use bus::EmuBus;
