@@ -59,6 +59,7 @@ pub mod hca;
 pub mod health;
 mod key_variants;
 pub mod mr;
+pub mod mw;
 pub mod pages;
 pub mod pd;
 pub mod post;
