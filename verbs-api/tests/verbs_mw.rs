@@ -119,6 +119,35 @@ fn write_and_read_through_a_bound_type1_window() {
     assert_eq!(mr.to_vec(0, 1).unwrap(), [FILL]);
 }
 
+/// FETCH_ADD of 2 from `a` at `addr` under `rkey`; the requester's status and the value it
+/// fetched.
+fn fetch_add(p: &Pair, addr: u64, rkey: u32) -> (WcStatus, u64) {
+    let old = p.pa.reg_mr(8, AccessFlags::LOCAL_WRITE).unwrap();
+    let sge = old.sge(0, 8).unwrap();
+    p.qa.post_send(&[SendWr::fetch_add(4, &sge, RemoteAddr { addr, rkey }, 2).signaled()])
+        .unwrap();
+    (one(&p.ca).status(), old.read_u64(0).unwrap())
+}
+
+#[test]
+fn atomics_through_a_window_need_its_atomic_right() {
+    let (p, mr, mw) = setup(MwType::One);
+    mr.write_u64(512, 40).unwrap();
+    let rkey = bind1(&p, &mw, &mr, 512, 8, AccessFlags::REMOTE_ATOMIC);
+    assert_eq!(
+        fetch_add(&p, mr.addr() + 512, rkey),
+        (WcStatus::Success, 40)
+    );
+    assert_eq!(mr.read_u64(512).unwrap(), 42);
+    // A window without the atomic right refuses the same atomic.
+    let (p, mr, _mw, rkey) = window_pair(512, 8, AccessFlags::REMOTE_WRITE);
+    assert_eq!(
+        fetch_add(&p, mr.addr() + 512, rkey).0,
+        WcStatus::RemAccessErr
+    );
+    assert!(untouched(&mr));
+}
+
 #[test]
 fn a_rebound_window_refuses_its_old_key() {
     let (p, mr, mw) = setup(MwType::One);
