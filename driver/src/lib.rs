@@ -63,6 +63,7 @@ pub mod hca;
 pub mod health;
 mod key_variants;
 pub mod mr;
+pub mod mw;
 pub mod net;
 pub mod pages;
 pub mod pd;

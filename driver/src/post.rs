@@ -13,13 +13,29 @@
 use crate::dma::{write_be32, write_be64};
 use crate::qp::{Qp, QpType};
 use crate::wq::{Claim, SentWqe, write_recv};
-use crate::wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr};
+use crate::wr::{
+    Access, MwBind, MwType, Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr,
+    WcOpcode,
+};
+use rnic_hw_regs::ctx::{MKC_ACCESS_MODE_KLM, Mkc};
 use rnic_hw_regs::doorbell::send_doorbell_offset;
+use rnic_hw_regs::umr::{
+    BIND_KLM_OCTOWORDS, MAX_KLM_BYTE_COUNT, MKEY_MASK_ACCESS, MKEY_MASK_FREE, MKEY_MASK_LEN,
+    MKEY_MASK_MKEY, MKEY_MASK_QPN, MKEY_MASK_START_ADDR, UMR_CTRL_CHECK_FREE, UMR_CTRL_CHECK_QPN,
+    UMR_CTRL_INLINE, UMR_CTRL_TRANSLATION_OFFSET, UmrCtrlSeg, UmrKlmSeg,
+};
 use rnic_hw_regs::wqe::{CE_CQ_UPDATE, INLINE_SEG_FLAG, SendOpcode, inline_seg_ds};
 use std::sync::atomic::{Ordering, fence};
+use zerocopy::IntoBytes;
 
 /// `fm_ce_se` bits (fm 7:5, ce 3:2, se 1).
 const FM_FENCE: u8 = 0x80;
+/// mkc `qpn` of a key bound to no QP.
+const QPN_UNBOUND: u32 = 0xFF_FFFF;
+/// The rights a window may grant.
+const MW_RIGHTS: Access = Access::REMOTE_READ
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_ATOMIC);
 const CE_UPDATE: u8 = CE_CQ_UPDATE << 2;
 const SE: u8 = 0x02;
 
@@ -135,6 +151,43 @@ impl Qp {
         }
     }
 
+    /// Takes `nbb` WQEBBs of the `free` ones at counter `pi`, looking again at what the
+    /// poller retired when they seem to run out.
+    #[inline(always)]
+    fn reserve(&self, pi: u16, nbb: u16, free: &mut u16) -> Result<(), PostErrorKind> {
+        if nbb > *free {
+            // The poller may have retired WQEs since the list started.
+            let ci = self.shared.sq.ci.load(Ordering::Acquire) as u16;
+            *free = self.sq_wqebbs.wrapping_sub(pi.wrapping_sub(ci));
+            if nbb > *free {
+                return Err(PostErrorKind::QueueFull);
+            }
+        }
+        *free -= nbb;
+        Ok(())
+    }
+
+    /// Writes the control segment of a WQE of `ds` units at counter `pi`; returns its first
+    /// 8 bytes (the doorbell value).
+    #[inline(always)]
+    fn put_ctrl(&self, pi: u16, opcode: SendOpcode, ds: usize, flags: SendFlags, imm: u32) -> u64 {
+        let mut fm = 0u8;
+        if flags.contains(SendFlags::SIGNALED) || self.sig_all {
+            fm |= CE_UPDATE;
+        }
+        if flags.contains(SendFlags::FENCE) {
+            fm |= FM_FENCE;
+        }
+        if flags.contains(SendFlags::SOLICITED) {
+            fm |= SE;
+        }
+        let w0 = (u32::from(pi) << 8) | u32::from(opcode as u8);
+        let w1 = (self.qpn << 8) | ds as u32;
+        let ctrl = (u64::from(w0) << 32) | u64::from(w1);
+        self.put(pi, 0, ctrl, (u64::from(fm) << 32) | u64::from(imm));
+        ctrl
+    }
+
     /// Checks and writes one WQE at counter `pi`; returns its WQEBB count and the first 8
     /// bytes of its control segment.
     #[inline(always)]
@@ -169,6 +222,10 @@ impl Qp {
             ),
             SendOp::FetchAdd { raddr, rkey, add } if t == QpType::Rc => {
                 (SendOpcode::AtomicFa, 0, Some((raddr, rkey)), Some((add, 0)))
+            }
+            SendOp::BindMw(b) if t != QpType::Ud => return self.build_umr(wr, pi, free, Some(b)),
+            SendOp::LocalInv { .. } if t != QpType::Ud => {
+                return self.build_umr(wr, pi, free, None);
             }
             _ => return Err(E::OpNotSupported),
         };
@@ -225,31 +282,8 @@ impl Qp {
             }
         }
         let nbb = ds.div_ceil(4) as u16;
-        if nbb > *free {
-            // The poller may have retired WQEs since the list started.
-            let sq = &self.shared.sq;
-            let ci = sq.ci.load(Ordering::Acquire) as u16;
-            *free = self.sq_wqebbs.wrapping_sub(pi.wrapping_sub(ci));
-            if nbb > *free {
-                return Err(E::QueueFull);
-            }
-        }
-        *free -= nbb;
-
-        let mut fm = 0u8;
-        if wr.flags.contains(SendFlags::SIGNALED) || self.sig_all {
-            fm |= CE_UPDATE;
-        }
-        if wr.flags.contains(SendFlags::FENCE) {
-            fm |= FM_FENCE;
-        }
-        if wr.flags.contains(SendFlags::SOLICITED) {
-            fm |= SE;
-        }
-        let w0 = (u32::from(pi) << 8) | u32::from(opcode as u8);
-        let w1 = (self.qpn << 8) | ds as u32;
-        let ctrl = (u64::from(w0) << 32) | u64::from(w1);
-        self.put(pi, 0, ctrl, (u64::from(fm) << 32) | u64::from(imm));
+        self.reserve(pi, nbb, free)?;
+        let ctrl = self.put_ctrl(pi, opcode, ds, wr.flags, imm);
         let mut at = 1;
         if let Some(d) = ud {
             let av = d.ah.words(d.remote_qpn, d.remote_qkey);
@@ -298,6 +332,106 @@ impl Qp {
         slot.len
             .store(len.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
         Ok((nbb, ctrl))
+    }
+
+    /// Writes a UMR WQE at counter `pi`, as rdma-core's `set_bind_wr` lays it out: control
+    /// segment (`imm` = the window's current key), UMR control segment, mkey segment, and
+    /// for a bind with a length one KLM padded to 64 bytes; `bind` None is a LOCAL_INV of
+    /// the rkey in `wr.op`. Returns as [`Qp::build`].
+    #[inline(never)]
+    fn build_umr(
+        &self,
+        wr: &SendWr<'_>,
+        pi: u16,
+        free: &mut u16,
+        bind: Option<MwBind>,
+    ) -> Result<(u16, u64), PostErrorKind> {
+        use PostErrorKind as E;
+        let mut ctrl = UmrCtrlSeg::default();
+        let mut mkey = Mkc::default();
+        let mut klm = None;
+        let (key, wc) = match (bind, wr.op) {
+            (Some(b), _) => {
+                if !b.mr_access.contains(Access::MW_BIND) {
+                    return Err(E::MrNoMwBind);
+                }
+                if !MW_RIGHTS.contains(b.access)
+                    || b.len > MAX_KLM_BYTE_COUNT
+                    || (b.len == 0 && b.mw_type == MwType::Two)
+                {
+                    return Err(E::BadMwBind);
+                }
+                let type2 = b.mw_type == MwType::Two;
+                let mut flags = UMR_CTRL_INLINE | UMR_CTRL_TRANSLATION_OFFSET;
+                let mut mask = MKEY_MASK_FREE | MKEY_MASK_MKEY;
+                if type2 {
+                    mask |= MKEY_MASK_QPN;
+                    flags |= UMR_CTRL_CHECK_FREE;
+                }
+                mkey.set_qpn(if type2 { self.qpn } else { QPN_UNBOUND });
+                mkey.set_mkey_7_0(b.rkey as u8);
+                if b.len == 0 {
+                    // A type-1 unbind: the window becomes free.
+                    mkey.set_free(true);
+                } else {
+                    mask |= MKEY_MASK_LEN | MKEY_MASK_START_ADDR | MKEY_MASK_ACCESS;
+                    ctrl.set_klm_octowords(BIND_KLM_OCTOWORDS);
+                    mkey.set_access_mode_1_0(MKC_ACCESS_MODE_KLM);
+                    mkey.set_rr(b.access.contains(Access::REMOTE_READ));
+                    mkey.set_rw(b.access.contains(Access::REMOTE_WRITE));
+                    mkey.set_a(b.access.contains(Access::REMOTE_ATOMIC));
+                    mkey.set_start_addr(b.addr);
+                    mkey.set_len(b.len);
+                    let mut k = UmrKlmSeg::default();
+                    k.set_byte_count(b.len as u32);
+                    k.set_mkey(b.mr_lkey);
+                    k.set_address(b.addr);
+                    klm = Some(k);
+                }
+                ctrl.set_flags(flags);
+                ctrl.set_mkey_mask(mask);
+                (b.mw_rkey, WcOpcode::BindMw)
+            }
+            (None, SendOp::LocalInv { rkey }) => {
+                ctrl.set_flags(UMR_CTRL_INLINE | UMR_CTRL_TRANSLATION_OFFSET | UMR_CTRL_CHECK_QPN);
+                ctrl.set_mkey_mask(MKEY_MASK_FREE | MKEY_MASK_MKEY | MKEY_MASK_QPN);
+                mkey.set_free(true);
+                mkey.set_qpn(QPN_UNBOUND);
+                (rkey, WcOpcode::LocalInv)
+            }
+            (None, _) => return Err(E::OpNotSupported),
+        };
+        // ctrl (1) + UMR control (3) + mkey segment (4) + one KLM padded to 64 bytes (4).
+        let ds = 8 + if klm.is_some() { 4 } else { 0 };
+        let nbb = (ds / 4) as u16;
+        self.reserve(pi, nbb, free)?;
+        // A UMR solicits nothing: no SE.
+        let flags = wr.flags - SendFlags::SOLICITED;
+        let first = self.put_ctrl(pi, SendOpcode::Umr, ds, flags, key);
+        let mut at = 1;
+        for chunk in ctrl
+            .as_bytes()
+            .chunks_exact(16)
+            .chain(mkey.as_bytes().chunks_exact(16))
+        {
+            let mut b = [0u8; 16];
+            b.copy_from_slice(chunk);
+            self.put_raw(pi, at, &b);
+            at += 1;
+        }
+        if let Some(k) = klm {
+            self.put_raw(pi, at, &k.0);
+            for i in 1..4 {
+                self.put(pi, at + i, 0, 0);
+            }
+            at += 4;
+        }
+        debug_assert_eq!(at, ds);
+        let slot = &self.shared.sq.slots[usize::from(pi & self.shared.sq.mask)];
+        slot.wr_id.store(wr.wr_id, Ordering::Relaxed);
+        slot.record(SentWqe::umr(pi, pi.wrapping_add(nbb), wc));
+        slot.len.store(0, Ordering::Relaxed);
+        Ok((nbb, first))
     }
 
     /// Posts receive work requests: WQEs, then the receive counter into the doorbell record
@@ -384,7 +518,7 @@ impl Qp {
 }
 
 #[cfg(test)]
-mod tests {
+mod datapath {
     use crate::doc_fixture::Fixture;
     use crate::wr::{Payload, SendFlags, SendOp, SendWr, WcStatus, WorkCompletion};
     use rnic_emulator::{Device, Profile, RunMode};
@@ -415,5 +549,149 @@ mod tests {
         let mut got = [0u8; 5];
         mr.read(100, &mut got);
         assert_eq!(&got, b"hello");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::doc_fixture::prelude::*;
+    use crate::mw::Mw;
+    use crate::wr::{Access, MwBind, MwType, PostErrorKind, WcOpcode, WcStatus};
+
+    fn fixture() -> (rnic_emulator::Device, Fixture) {
+        let dev =
+            rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+        let f = Fixture::loopback(Arc::new(dev.bus())).unwrap();
+        (dev, f)
+    }
+
+    /// The bytes of WQEBBs `0 .. n` of the SQ.
+    fn sq_bytes(qp: &Qp, n: usize) -> Vec<u8> {
+        // SAFETY: the first `n` WQEBBs are inside the live SQ; the device only reads them.
+        (0..n * 64)
+            .map(|i| unsafe { qp.sq_base.as_ptr().add(i).read_volatile() })
+            .collect()
+    }
+
+    fn bind(mw: &Mw, mr: &crate::mr::Mr, len: u64, access: Access) -> SendWr<'static> {
+        SendWr {
+            wr_id: 9,
+            op: SendOp::BindMw(MwBind {
+                mw_type: mw.mw_type(),
+                mw_rkey: mw.rkey(),
+                rkey: mw.next_rkey(),
+                mr_lkey: mr.lkey(),
+                mr_access: mr.access(),
+                addr: mr.addr() + 64,
+                len,
+                access,
+            }),
+            payload: Payload::Sgl(&[]),
+            flags: SendFlags::SIGNALED,
+            ud: None,
+        }
+    }
+
+    /// A type-2 bind is the WQE rdma-core's `set_bind_wr` writes: ctrl (UMR, 12 DS, imm =
+    /// the window's key), UMR control (INLINE | CHECK_FREE | TRANSLATION_OFFSET, 4 KLM
+    /// octowords, mask FREE | MKEY | QPN | LEN | START_ADDR | access), the mkey segment
+    /// (bound to this QP, the new variant, the rights, range), one KLM; the device executes it.
+    #[test]
+    fn a_type2_bind_writes_the_umr_wqe() {
+        let (_dev, f) = fixture();
+        let mr = crate::mr::Mr::alloc(&f.pd, 4096, Access::LOCAL_WRITE | Access::MW_BIND).unwrap();
+        let mw = Mw::alloc(&f.pd, MwType::Two).unwrap();
+        f.qp.post_send(&[bind(&mw, &mr, 128, Access::REMOTE_WRITE)])
+            .unwrap();
+        let wc = wait(&f.cq);
+        assert_eq!(
+            (wc.status, wc.opcode),
+            (WcStatus::Success, WcOpcode::BindMw)
+        );
+        let b = sq_bytes(&f.qp, 3);
+        assert_eq!((b[3], b[7] & 0x3F), (0x25, 12));
+        assert_eq!(&b[12..16], &mw.rkey().to_be_bytes());
+        assert_eq!((b[16], &b[20..22]), (0xB0, &[0, 4][..]));
+        assert_eq!(
+            u64::from_be_bytes(b[24..32].try_into().unwrap()),
+            1 << 29 | 1 << 13 | 1 << 14 | 1 | 1 << 6 | 0xF << 18
+        );
+        let seg = &b[64..128];
+        assert_eq!(seg[0] & 0x40, 0, "not free");
+        assert_eq!(seg[2] & 0x7C, 0x20, "remote write only");
+        assert_eq!(
+            &seg[4..8],
+            &(f.qp.qpn() << 8 | (mw.next_rkey() & 0xFF)).to_be_bytes()
+        );
+        assert_eq!(&seg[0x10..0x18], &(mr.addr() + 64).to_be_bytes());
+        assert_eq!(&seg[0x18..0x20], &128u64.to_be_bytes());
+        let klm = &b[128..144];
+        assert_eq!(&klm[..4], &128u32.to_be_bytes());
+        assert_eq!(&klm[4..8], &mr.lkey().to_be_bytes());
+        assert_eq!(&klm[8..16], &(mr.addr() + 64).to_be_bytes());
+        assert!(
+            b[144..192].iter().all(|&x| x == 0),
+            "the KLM padded to 64 bytes"
+        );
+    }
+
+    #[test]
+    fn a_local_inv_writes_8_ds_and_frees_the_window() {
+        let (_dev, f) = fixture();
+        let mr = crate::mr::Mr::alloc(&f.pd, 4096, Access::LOCAL_WRITE | Access::MW_BIND).unwrap();
+        let mw = Mw::alloc(&f.pd, MwType::Two).unwrap();
+        let rkey = mw.next_rkey();
+        let inv = SendWr {
+            wr_id: 10,
+            op: SendOp::LocalInv { rkey },
+            payload: Payload::Sgl(&[]),
+            flags: SendFlags::SIGNALED,
+            ud: None,
+        };
+        f.qp.post_send(&[bind(&mw, &mr, 64, Access::REMOTE_READ), inv])
+            .unwrap();
+        let (a, b) = (wait(&f.cq), wait(&f.cq));
+        assert_eq!((a.opcode, b.opcode), (WcOpcode::BindMw, WcOpcode::LocalInv));
+        assert_eq!((a.status, b.status), (WcStatus::Success, WcStatus::Success));
+        let q = sq_bytes(&f.qp, 5);
+        let w = &q[3 * 64..];
+        assert_eq!((w[3], w[7] & 0x3F), (0x25, 8));
+        assert_eq!(&w[12..16], &rkey.to_be_bytes());
+        assert_eq!(w[16], 0x98, "INLINE | TRANSLATION_OFFSET | CHECK_QPN");
+        assert_eq!(w[64] & 0x40, 0x40, "mkey segment free");
+        // Invalidating again: the window is free, an MW bind error.
+        f.qp.post_send(&[inv]).unwrap();
+        assert_eq!(wait(&f.cq).status, WcStatus::MwBindErr);
+    }
+
+    #[test]
+    fn bad_binds_are_refused_when_posting() {
+        let (_dev, f) = fixture();
+        let plain = crate::mr::Mr::alloc(&f.pd, 4096, Access::LOCAL_WRITE).unwrap();
+        let mr = crate::mr::Mr::alloc(&f.pd, 4096, Access::LOCAL_WRITE | Access::MW_BIND).unwrap();
+        let mw1 = Mw::alloc(&f.pd, MwType::One).unwrap();
+        let mw2 = Mw::alloc(&f.pd, MwType::Two).unwrap();
+        let kind = |wr: SendWr<'_>| f.qp.post_send(&[wr]).unwrap_err().kind;
+        assert_eq!(
+            kind(bind(&mw1, &plain, 64, Access::REMOTE_READ)),
+            PostErrorKind::MrNoMwBind
+        );
+        assert_eq!(
+            kind(bind(&mw1, &mr, 64, Access::LOCAL_WRITE)),
+            PostErrorKind::BadMwBind
+        );
+        assert_eq!(
+            kind(bind(&mw1, &mr, (1 << 31) + 1, Access::REMOTE_READ)),
+            PostErrorKind::BadMwBind
+        );
+        assert_eq!(
+            kind(bind(&mw2, &mr, 0, Access::REMOTE_READ)),
+            PostErrorKind::BadMwBind
+        );
+        // Nothing was posted: a good bind is the first WQE.
+        f.qp.post_send(&[bind(&mw1, &mr, 64, Access::REMOTE_READ)])
+            .unwrap();
+        assert_eq!(wait(&f.cq).wr_id, 9);
+        assert_eq!(f.qp.post_send(&[]).map_err(|e| e.kind), Ok(()));
     }
 }

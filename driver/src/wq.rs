@@ -111,6 +111,18 @@ impl SentWqe {
         )
     }
 
+    /// A UMR WQE at counter `index` that completes as `wc_opcode` (a bind or a local
+    /// invalidation: the same send opcode, as mlx5's `wr_data` tells them apart).
+    #[inline(always)]
+    pub(crate) fn umr(index: u16, next: u16, wc_opcode: WcOpcode) -> SentWqe {
+        SentWqe(
+            u64::from(index)
+                | (u64::from(next) << NEXT_SHIFT)
+                | (u64::from(SendOpcode::Umr as u8) << OPCODE_SHIFT)
+                | (u64::from(wc_opcode as u8) << WC_OPCODE_SHIFT),
+        )
+    }
+
     /// The WQE's counter (`wqe_index`; a CQE's `wqe_counter` names it).
     #[inline(always)]
     pub(crate) fn index(self) -> u16 {
@@ -137,6 +149,8 @@ impl SentWqe {
             2 => WcOpcode::RdmaRead,
             3 => WcOpcode::CompSwap,
             4 => WcOpcode::FetchAdd,
+            5 => WcOpcode::BindMw,
+            6 => WcOpcode::LocalInv,
             _ => WcOpcode::Send,
         }
     }

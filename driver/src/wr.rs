@@ -63,6 +63,9 @@ bitflags::bitflags! {
         const REMOTE_READ = 4;
         /// IBV_ACCESS_REMOTE_ATOMIC: peers may run atomics (CMP_SWAP / FETCH_ADD) on it.
         const REMOTE_ATOMIC = 8;
+        /// IBV_ACCESS_MW_BIND: memory windows may be bound to the region. The mkc has no bit
+        /// for it, so the driver checks it when posting a bind (as rdma-core's mlx5 does).
+        const MW_BIND = 16;
         /// Remote invalidation (mkc `en_rinval`): a SEND_WITH_INVALIDATE naming the
         /// region's rkey invalidates it. An rnic extension, not an `IBV_ACCESS_*` bit:
         /// ibverbs' user MRs cannot be invalidated remotely (ConnectX under the kernel
@@ -192,6 +195,64 @@ pub enum SendOp {
         /// Value added.
         add: u64,
     },
+    /// Bind a memory window (RC, UC): a UMR WQE; the payload is not used.
+    BindMw(MwBind),
+    /// Invalidate a type-2 memory window of this QP (IBV_WR_LOCAL_INV): a UMR WQE that frees
+    /// the window `rkey` names (RC, UC); the payload is not used.
+    LocalInv {
+        /// The window's current rkey.
+        rkey: u32,
+    },
+}
+
+/// The type of a memory window (`enum ibv_mw_type` values).
+///
+/// ```
+/// use rnic_driver::wr::MwType;
+///
+/// assert_eq!((MwType::One as u32, MwType::Two as u32), (1, 2)); // IBV_MW_TYPE_1 / _2
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum MwType {
+    /// Type 1: bound with `ibv_bind_mw`, by any QP of the PD, and rebound at will; not
+    /// invalidated remotely.
+    One = 1,
+    /// Type 2 (2B): bound with a BIND_MW work request to the QP that posts it, only while
+    /// free; reached only through that QP; freed by LOCAL_INV or SEND_WITH_INV.
+    Two = 2,
+}
+
+/// What a bind work request asks: window `mw_rkey` (its current key) becomes `rkey`,
+/// granting `access` to `len` bytes at `addr` of the region `mr_lkey` (`ibv_mw_bind_info`).
+/// `len` 0 unbinds a type-1 window.
+///
+/// ```
+/// use rnic_driver::wr::{Access, MwBind, MwType};
+///
+/// let b = MwBind { mw_type: MwType::Two, mw_rkey: 0x301, rkey: 0x302, mr_lkey: 0x205,
+///     mr_access: Access::LOCAL_WRITE | Access::MW_BIND, addr: 0x1000, len: 64,
+///     access: Access::REMOTE_WRITE };
+/// assert_eq!(b.rkey >> 8, b.mw_rkey >> 8); // a window keeps its index
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MwBind {
+    /// The window's type.
+    pub mw_type: MwType,
+    /// The window's current key (the control segment names it).
+    pub mw_rkey: u32,
+    /// The key after the bind: the window's index with a new variant byte.
+    pub rkey: u32,
+    /// The region's lkey.
+    pub mr_lkey: u32,
+    /// The region's access rights (must include [`Access::MW_BIND`]).
+    pub mr_access: Access,
+    /// First byte of the window, in the region's address space.
+    pub addr: u64,
+    /// Length of the window in bytes (at most 2 GiB).
+    pub len: u64,
+    /// The window's rights: remote read, write, atomic.
+    pub access: Access,
 }
 
 /// The local data of a send work request.
@@ -395,6 +456,11 @@ pub enum PostErrorKind {
     AhOtherPd,
     /// An SGE longer than 2^31 - 1 bytes.
     SgeTooLong,
+    /// A bind over a region registered without [`Access::MW_BIND`].
+    MrNoMwBind,
+    /// A bind granting other rights than remote read, write and atomic, or longer than one
+    /// KLM describes (2 GiB), or a zero-length bind of a type-2 window.
+    BadMwBind,
     /// The device was declared dead ([`Hca::fatal_reason`](crate::Hca::fatal_reason)):
     /// nothing is posted; outstanding work completes as `WR_FLUSH_ERR`.
     DeviceFatal,
@@ -647,6 +713,10 @@ pub enum WcOpcode {
     CompSwap = 3,
     /// IBV_WC_FETCH_ADD.
     FetchAdd = 4,
+    /// IBV_WC_BIND_MW.
+    BindMw = 5,
+    /// IBV_WC_LOCAL_INV.
+    LocalInv = 6,
     /// IBV_WC_RECV.
     Recv = 128,
     /// IBV_WC_RECV_RDMA_WITH_IMM.
@@ -670,6 +740,8 @@ impl WcOpcode {
             WcOpcode::RdmaRead => "IBV_WC_RDMA_READ",
             WcOpcode::CompSwap => "IBV_WC_COMP_SWAP",
             WcOpcode::FetchAdd => "IBV_WC_FETCH_ADD",
+            WcOpcode::BindMw => "IBV_WC_BIND_MW",
+            WcOpcode::LocalInv => "IBV_WC_LOCAL_INV",
             WcOpcode::Recv => "IBV_WC_RECV",
             WcOpcode::RecvRdmaWithImm => "IBV_WC_RECV_RDMA_WITH_IMM",
         }

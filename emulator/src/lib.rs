@@ -57,6 +57,7 @@ mod sq;
 mod state;
 mod steering;
 mod transport;
+mod umr;
 pub mod wire;
 
 pub use bus::EmuBus;

@@ -14,6 +14,12 @@
 //! directly, in any PD, so only a QP (or SRQ) created with `rlky` may use it, as on a real
 //! ConnectX; elsewhere it is a local protection error. It is never an rkey.
 //!
+//! A memory window (a KLM key bound by a UMR WQE, see [`crate::umr`]) is an rkey only: it
+//! is checked like any key (variant, free, PD, its own access bits, its own bounds), and a
+//! type-2 window bound to a QP answers only requests arriving on that QP; then the address
+//! is translated into its MR (the bind's KLM) and the MR is checked again (still there, same
+//! variant, bounds), so a window outliving its MR fails instead of reaching freed memory.
+//!
 //! Which error a failed check becomes depends on the side: a bad lkey is a local protection
 //! error on the WQE, a bad rkey a remote access NAK; the caller decides.
 
@@ -21,6 +27,9 @@ use rnic_hw_regs::cqe::CqeSyndrome;
 
 use crate::iommu::Iommu;
 use crate::resources::{Domain, Mkey, MkeyTranslation, RESD_LKEY, Seg, Table};
+
+/// mkc `qpn` of a key bound to no QP.
+pub(crate) const QPN_UNBOUND: u32 = 0xFF_FFFF;
 use crate::wire::NakCode;
 
 /// The access a check asks for.
@@ -47,6 +56,8 @@ pub(crate) enum KeyError {
     Reserved,
     /// The MKey belongs to another PD.
     Pd,
+    /// A type-2 window bound to another QP.
+    Qp,
     /// The MKey's access bits do not allow the access.
     Access,
     /// The range is outside the MKey.
@@ -95,12 +106,15 @@ static RESERVED: Mkey = Mkey {
     len: 0,
     translation: MkeyTranslation::Pa,
     free: false,
+    umr_en: false,
     rinval: false,
 };
 
 /// Looks `key` up and checks PD, access and bounds for `len` bytes at `addr` on behalf of
-/// `dom`. The reserved lkey (QUERY_SPECIAL_CONTEXTS' `resd_lkey`) allows local access to IOVAs
-/// in any PD, but only where `dom.rlky`; as an rkey it is refused.
+/// `dom`; returns the key that translates the bytes and their address under it (a window's
+/// MR and the address in it; any other key itself and `addr`). The reserved lkey
+/// (QUERY_SPECIAL_CONTEXTS' `resd_lkey`) allows local access to IOVAs in any PD, but only
+/// where `dom.rlky`; as an rkey it is refused.
 pub(crate) fn check(
     mkeys: &Table<Mkey>,
     key: u32,
@@ -108,10 +122,10 @@ pub(crate) fn check(
     need: Need,
     addr: u64,
     len: u64,
-) -> Result<&Mkey, KeyError> {
+) -> Result<(&Mkey, u64), KeyError> {
     if key == RESD_LKEY {
         return match need {
-            Need::LocalRead | Need::LocalWrite if dom.rlky => Ok(&RESERVED),
+            Need::LocalRead | Need::LocalWrite if dom.rlky => Ok((&RESERVED, addr)),
             _ => Err(KeyError::Reserved),
         };
     }
@@ -122,9 +136,14 @@ pub(crate) fn check(
     if m.pd != dom.pd {
         return Err(KeyError::Pd);
     }
+    let window = match m.translation {
+        MkeyTranslation::Window { bound, .. } => Some(bound.ok_or(KeyError::NoKey)?),
+        _ => None,
+    };
     let allowed = match need {
-        Need::LocalRead => true,
-        Need::LocalWrite => m.lw,
+        // A window is never an lkey.
+        Need::LocalRead => window.is_none(),
+        Need::LocalWrite => m.lw && window.is_none(),
         Need::RemoteRead => m.rr,
         Need::RemoteWrite => m.rw,
         Need::RemoteAtomic => m.a,
@@ -139,7 +158,24 @@ pub(crate) fn check(
             return Err(KeyError::Bounds);
         }
     }
-    Ok(m)
+    let Some(target) = window else {
+        return Ok((m, addr));
+    };
+    if m.qpn != QPN_UNBOUND && m.qpn != dom.qpn {
+        return Err(KeyError::Qp);
+    }
+    // Into the MR: the window checked the rights; the MR must still be there and hold the
+    // bytes (a window is never an lkey, so this cannot recurse further).
+    let inner = target
+        .addr
+        .checked_add(addr - m.start_addr)
+        .ok_or(KeyError::Bounds)?;
+    let mr = Domain {
+        pd: m.pd,
+        rlky: false,
+        ..dom
+    };
+    check(mkeys, target.mkey, mr, Need::LocalRead, inner, len)
 }
 
 /// Calls `f(iova, offset, n)` for each physically contiguous piece of `len` bytes at `addr`
@@ -152,6 +188,8 @@ fn pieces(
 ) -> Result<(), KeyError> {
     match &m.translation {
         MkeyTranslation::Pa => f(addr, 0, len),
+        // `check` resolved windows into their MR.
+        MkeyTranslation::Window { .. } => Err(KeyError::Fault),
         MkeyTranslation::Mtt {
             pages,
             log_page_size,
@@ -177,14 +215,21 @@ fn pieces(
     }
 }
 
-/// Invalidates remote key `key` of PD `pd` (SEND_WITH_INVALIDATE); false when there is no
-/// such key in that PD, when it was created without `en_rinval`, or for the reserved lkey.
-pub(crate) fn invalidate(mkeys: &mut Table<Mkey>, key: u32, pd: u32) -> bool {
+/// Invalidates remote key `key` of PD `pd` on behalf of QP `qpn` (SEND_WITH_INVALIDATE);
+/// false when there is no such key in that PD, when it was created without `en_rinval`, when
+/// it is a window bound to another QP, or for the reserved lkey.
+pub(crate) fn invalidate(mkeys: &mut Table<Mkey>, key: u32, pd: u32, qpn: u32) -> bool {
     if key == RESD_LKEY {
         return false;
     }
     match mkeys.get_mut(key >> 8) {
-        Some(m) if m.variant == (key & 0xFF) as u8 && m.pd == pd && m.rinval && !m.free => {
+        Some(m)
+            if m.variant == (key & 0xFF) as u8
+                && m.pd == pd
+                && m.rinval
+                && !m.free
+                && (m.qpn == QPN_UNBOUND || m.qpn == qpn) =>
+        {
             m.free = true;
             true
         }
@@ -202,7 +247,7 @@ pub(crate) fn read(
     addr: u64,
     buf: &mut [u8],
 ) -> Result<(), KeyError> {
-    let m = check(mkeys, key, dom, need, addr, buf.len() as u64)?;
+    let (m, addr) = check(mkeys, key, dom, need, addr, buf.len() as u64)?;
     pieces(m, addr, buf.len(), |iova, off, n| {
         dma.read(iova, &mut buf[off..off + n])
             .map_err(|_| KeyError::Fault)
@@ -219,7 +264,7 @@ pub(crate) fn write(
     addr: u64,
     data: &[u8],
 ) -> Result<(), KeyError> {
-    let m = check(mkeys, key, dom, need, addr, data.len() as u64)?;
+    let (m, addr) = check(mkeys, key, dom, need, addr, data.len() as u64)?;
     pieces(m, addr, data.len(), |iova, off, n| {
         dma.write(iova, &data[off..off + n])
             .map_err(|_| KeyError::Fault)
@@ -329,7 +374,11 @@ mod tests {
 
     /// A domain of PD `pd` without `rlky` (a user QP).
     fn user(pd: u32) -> Domain {
-        Domain { pd, rlky: false }
+        Domain {
+            pd,
+            rlky: false,
+            ..Domain::default()
+        }
     }
 
     fn key(translation: MkeyTranslation, start: u64, len: u64) -> Mkey {
@@ -346,6 +395,7 @@ mod tests {
             len,
             translation,
             free: false,
+            umr_en: false,
             rinval: false,
         }
     }
@@ -397,7 +447,11 @@ mod tests {
     #[test]
     fn the_reserved_lkey_needs_rlky_and_is_never_an_rkey() {
         let t = Table::new(1, 8);
-        let privileged = Domain { pd: 3, rlky: true };
+        let privileged = Domain {
+            pd: 3,
+            rlky: true,
+            ..Domain::default()
+        };
         for need in [Need::LocalRead, Need::LocalWrite] {
             assert!(check(&t, RESD_LKEY, privileged, need, 0x1_0000_0000, 64).is_ok());
             let e = check(&t, RESD_LKEY, user(3), need, 0x1_0000_0000, 64).err();

@@ -9,8 +9,10 @@
 //! Each WQE is checked as a ConnectX checks it: the control segment's `wqe_index` must be the
 //! expected counter and its QPN the QP's; DS between 1 and 63, and the WQEBBs it spans
 //! posted; the opcode valid for the QP's service type (RC: NOP, SEND, SEND_IMM, SEND_INVAL,
-//! RDMA_WRITE, RDMA_WRITE_IMM, RDMA_READ, ATOMIC_CS, ATOMIC_FA; UC: NOP, SEND, SEND_IMM,
-//! RDMA_WRITE, RDMA_WRITE_IMM; UD: NOP, SEND, SEND_IMM); the segments the opcode needs
+//! RDMA_WRITE, RDMA_WRITE_IMM, RDMA_READ, ATOMIC_CS, ATOMIC_FA, UMR; UC: NOP, SEND, SEND_IMM,
+//! RDMA_WRITE, RDMA_WRITE_IMM, UMR; UD: NOP, SEND, SEND_IMM); the segments the opcode needs
+//! (a UMR: the UMR control segment, the mkey segment and `klm_octowords` of inline KLMs,
+//! nothing after them; see [`crate::umr`]);
 //! (datagram for UD, remote address for RDMA and atomics, atomic, then data or inline
 //! segments that fit the DS; READ and atomic results cannot be inline, an atomic's buffer is
 //! 8 bytes). A WQE that fails, or that cannot be read (IOMMU fault), completes with a local
@@ -19,12 +21,14 @@
 //!
 //! Data segments with a byte count of 0 stand for 2 GiB, as on ConnectX.
 
+use rnic_hw_regs::PrmLayout;
 use rnic_hw_regs::cqe::CqeSyndrome;
-use rnic_hw_regs::ctx::{QpSt, QpState};
+use rnic_hw_regs::ctx::{Mkc, QpSt, QpState};
+use rnic_hw_regs::umr::{MKEY_SEG_SIZE, UMR_CTRL_INLINE, UmrCtrlSeg, UmrKlmSeg};
 use rnic_hw_regs::wqe::{DS_SIZE, MAX_DS, SendOpcode, WQEBB, WqeAv, ds_to_wqebbs};
 
 use crate::ctx::Ctx;
-use crate::resources::{Qp, QpTransport, Seg, SendWqe, UdDest};
+use crate::resources::{Qp, QpTransport, Seg, SendWqe, UdDest, UmrWqe};
 
 /// Size of the UD datagram segment (an address vector).
 const AV_LEN: usize = 48;
@@ -142,10 +146,11 @@ fn opcode_valid(st: Option<QpSt>, op: SendOpcode) -> bool {
                 | O::RdmaRead
                 | O::AtomicCs
                 | O::AtomicFa
+                | O::Umr
         ),
         Some(QpSt::Uc) => matches!(
             op,
-            O::Nop | O::Send | O::SendImm | O::RdmaWrite | O::RdmaWriteImm
+            O::Nop | O::Send | O::SendImm | O::RdmaWrite | O::RdmaWriteImm | O::Umr
         ),
         Some(QpSt::Ud) => matches!(op, O::Nop | O::Send | O::SendImm),
         None => false,
@@ -218,6 +223,15 @@ fn parse(
     };
     let end = usize::from(ds) * DS_SIZE;
     let mut p = DS_SIZE;
+    if op == SendOpcode::Umr {
+        return match parse_umr(&raw[p..end]) {
+            Some(u) => {
+                w.umr = u;
+                (w, nbb)
+            }
+            None => (bad(ci, opcode, local_op), nbb),
+        };
+    }
     if st == Some(QpSt::Ud) && op != SendOpcode::Nop {
         if p + AV_LEN > end {
             return (bad(ci, opcode, local_op), nbb);
@@ -294,6 +308,44 @@ fn parse(
         return (bad(ci, opcode, local_op), nbb);
     }
     (w, nbb)
+}
+
+/// Parses the segments after a UMR WQE's control segment: the UMR control segment, the mkey
+/// segment, then exactly `klm_octowords` of inline KLMs (the first one kept). None when they
+/// do not fill the WQE exactly or the list is not inline.
+fn parse_umr(b: &[u8]) -> Option<UmrWqe> {
+    let ctrl = b.get(..UmrCtrlSeg::SIZE)?;
+    let mut c = UmrCtrlSeg::default();
+    c.0.copy_from_slice(ctrl);
+    let seg = b.get(UmrCtrlSeg::SIZE..UmrCtrlSeg::SIZE + MKEY_SEG_SIZE)?;
+    let mut m = Mkc::default();
+    m.0.copy_from_slice(seg);
+    let klms = &b[UmrCtrlSeg::SIZE + MKEY_SEG_SIZE..];
+    if klms.len() != usize::from(c.klm_octowords()) * DS_SIZE
+        || (!klms.is_empty() && c.flags() & UMR_CTRL_INLINE == 0)
+    {
+        return None;
+    }
+    let klm = klms.get(..UmrKlmSeg::SIZE).map(|k| {
+        let mut s = UmrKlmSeg::default();
+        s.0.copy_from_slice(k);
+        (s.byte_count(), s.mkey(), s.address())
+    });
+    Some(UmrWqe {
+        flags: c.flags(),
+        mask: c.mkey_mask(),
+        klm_octowords: c.klm_octowords(),
+        free: m.free(),
+        lw: m.lw(),
+        rr: m.rr(),
+        rw: m.rw(),
+        a: m.a(),
+        qpn: m.qpn(),
+        mkey_7_0: m.mkey_7_0(),
+        start_addr: m.start_addr(),
+        len: m.len(),
+        klm,
+    })
 }
 
 /// Completes every outstanding send WQE (parsed or still in the ring up to the doorbell
@@ -380,6 +432,49 @@ mod tests {
 
     use crate::resources::{Cq, QueueBuf, Uar};
     use crate::{Device, Profile, RunMode};
+
+    /// A bind as rdma-core lays it out (UMR control, mkey segment, one KLM padded to 64 bytes)
+    /// parses into its fields; a list that does not fill the WQE, or is not inline, does not.
+    #[test]
+    fn umr_segments_parse() {
+        use rnic_hw_regs::PrmLayout;
+        use rnic_hw_regs::ctx::Mkc;
+        use rnic_hw_regs::umr::*;
+        use zerocopy::IntoBytes;
+
+        let mut c = UmrCtrlSeg::default();
+        c.set_flags(UMR_CTRL_INLINE | UMR_CTRL_CHECK_FREE);
+        c.set_klm_octowords(BIND_KLM_OCTOWORDS);
+        c.set_mkey_mask(MKEY_MASK_LEN | MKEY_MASK_FREE);
+        let mut m = Mkc::default();
+        m.set_rw(true);
+        m.set_qpn(0x42);
+        m.set_mkey_7_0(9);
+        m.set_start_addr(0x1000);
+        m.set_len(0x80);
+        let mut k = UmrKlmSeg::default();
+        k.set_byte_count(0x80);
+        k.set_mkey(0x305);
+        k.set_address(0x1000);
+        let mut b = [0u8; 48 + 64 + 64];
+        b[..48].copy_from_slice(c.as_bytes());
+        b[48..112].copy_from_slice(m.as_bytes());
+        b[112..112 + UmrKlmSeg::SIZE].copy_from_slice(k.as_bytes());
+        let u = super::parse_umr(&b).unwrap();
+        assert_eq!((u.flags, u.mask, u.klm_octowords), (0xA0, 1 << 29 | 1, 4));
+        assert_eq!((u.rw, u.rr, u.qpn, u.mkey_7_0), (true, false, 0x42, 9));
+        assert_eq!(
+            (u.start_addr, u.len, u.klm),
+            (0x1000, 0x80, Some((0x80, 0x305, 0x1000)))
+        );
+        assert!(super::parse_umr(&b[..160]).is_none(), "short of its KLMs");
+        assert!(
+            super::parse_umr(&b[..100]).is_none(),
+            "short of the mkey segment"
+        );
+        b[0] = 0;
+        assert!(super::parse_umr(&b).is_none(), "KLMs not inline");
+    }
 
     /// In threaded mode the device thread picks up a send doorbell on its own: a signaled
     /// NOP on an RC QP in RTS completes with a REQ CQE the host sees without stepping.

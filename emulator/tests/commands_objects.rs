@@ -330,6 +330,43 @@ fn mkeys_pa_and_mtt() {
     let mut bad = i;
     bad.memory_key_mkey_entry_mut().set_access_mode_1_0(2);
     h.exec(&bad, &[]).expect_status(CmdStatus::BadParam);
+    // A memory window as mlx5_ib_alloc_mw creates one: free, umr_en, KLM, room for 4 KLM
+    // octowords, type 2 with en_rinval. Without umr_en, with length64, or with no room for a
+    // KLM it is refused.
+    let mut w = i;
+    {
+        let c = w.memory_key_mkey_entry_mut();
+        c.set_access_mode_1_0(2);
+        c.set_free(true);
+        c.set_umr_en(true);
+        c.set_lr(true);
+        c.set_en_rinval(true);
+        c.set_length64(false);
+        c.set_translations_octword_size(4);
+    }
+    let win: cmd::CreateMkeyOut = h.ok(&w, &[]).view();
+    let mut q = cmd::QueryMkeyIn::new_cmd();
+    q.set_mkey_index(win.mkey_index());
+    let qo: cmd::QueryMkeyOut = h.ok(&q, &[]).view();
+    let m = qo.memory_key_mkey_entry();
+    assert_eq!(
+        (m.free(), m.umr_en(), m.en_rinval(), m.access_mode_1_0()),
+        (true, true, true, 2)
+    );
+    assert_eq!(m.translations_octword_size(), 4);
+    let mut d = cmd::DestroyMkeyIn::new_cmd();
+    d.set_mkey_index(win.mkey_index());
+    h.ok(&d, &[]);
+    for f in [
+        |c: &mut rnic_hw_regs::ctx::Mkc| c.set_umr_en(false),
+        |c: &mut rnic_hw_regs::ctx::Mkc| c.set_length64(true),
+        |c: &mut rnic_hw_regs::ctx::Mkc| c.set_translations_octword_size(0),
+        |c: &mut rnic_hw_regs::ctx::Mkc| c.set_free(false),
+    ] {
+        let mut bad = w;
+        f(bad.memory_key_mkey_entry_mut());
+        h.exec(&bad, &[]).expect_status(CmdStatus::BadParam);
+    }
     let mut bad = i;
     bad.memory_key_mkey_entry_mut().set_pd(77);
     h.exec(&bad, &[]).expect_status(CmdStatus::BadResource);

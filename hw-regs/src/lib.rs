@@ -36,6 +36,7 @@ pub mod eqe;
 pub mod init_seg;
 pub mod roce;
 pub mod status;
+pub mod umr;
 pub mod wqe;
 
 pub use bus::{Bus, BusError, DmaRegion};

@@ -103,6 +103,7 @@ pub struct Limits {
     pub max_cq: u32,
     pub max_cqe: u32,
     pub max_mr: u32,
+    pub max_mw: u32,
     pub max_pd: u32,
     pub max_qp_rd_atom: u32,
     pub max_res_rd_atom: u32,
@@ -277,7 +278,7 @@ pub fn format_devinfo(d: &DeviceAttrs, only_port: Option<u8>, verbose: bool) -> 
         );
         let _ = writeln!(s, "\tmax_ee:\t\t\t\t0");
         let _ = writeln!(s, "\tmax_rdd:\t\t\t0");
-        let _ = writeln!(s, "\tmax_mw:\t\t\t\t0");
+        let _ = writeln!(s, "\tmax_mw:\t\t\t\t{}", l.max_mw);
         let _ = writeln!(s, "\tmax_raw_ipv6_qp:\t\t0");
         let _ = writeln!(s, "\tmax_raw_ethy_qp:\t\t0");
         let _ = writeln!(s, "\tmax_mcast_grp:\t\t\t{}", l.max_mcast_grp);

@@ -252,6 +252,7 @@ pub fn device_attrs(ctx: &Context) -> Result<DeviceAttrs, ToolError> {
             max_cq: a.max_cq,
             max_cqe: a.max_cqe,
             max_mr: a.max_mr,
+            max_mw: a.max_mw,
             max_pd: a.max_pd,
             max_qp_rd_atom: a.max_qp_rd_atom,
             max_res_rd_atom: a.max_res_rd_atom,

@@ -878,6 +878,7 @@ impl DeviceHandle {
             max_cq: p2(g.log_max_cq()),
             max_cqe: p2(g.log_max_cq_sz()) - 1,
             max_mr: p2(g.log_max_mkey()),
+            max_mw: p2(g.log_max_mkey()),
             max_pd: p2(g.log_max_pd()),
             max_qp_rd_atom,
             max_qp_init_rd_atom: p2(g.log_max_ra_req_qp()),

@@ -498,6 +498,8 @@ pub struct DeviceAttr {
     pub max_cqe: u32,
     /// Most memory regions.
     pub max_mr: u32,
+    /// Most memory windows (they share the device's mkeys with regions, as on mlx5).
+    pub max_mw: u32,
     /// Most protection domains.
     pub max_pd: u32,
     /// Most outstanding RDMA READ / atomic requests a QP serves as responder.

@@ -140,6 +140,7 @@ pub mod doc_fixture;
 mod error;
 mod event;
 mod mr;
+mod mw;
 mod pd;
 mod qp;
 mod qp_state;
@@ -169,6 +170,7 @@ pub use device::{
 pub use error::{Error, Result};
 pub use event::AsyncEvent;
 pub use mr::{AccessFlags, MemoryRegion};
+pub use mw::{MemoryWindow, MwType};
 pub use pd::ProtectionDomain;
 pub use qp::{
     InitAttr, ModifyQp, Mtu, QpAttr, QpCap, QpState, QpType, QueuePair, QueuePairBuilder, RtrAttr,

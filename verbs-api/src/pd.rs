@@ -1,7 +1,9 @@
 //! [`ProtectionDomain`] (`struct ibv_pd`).
 
 use crate::error::{Error, Result};
-use crate::{AccessFlags, AddressHandle, AhAttr, Context, MemoryRegion, QpType};
+use crate::{
+    AccessFlags, AddressHandle, AhAttr, Context, MemoryRegion, MemoryWindow, MwType, QpType,
+};
 use crate::{CompletionQueue, QueuePairBuilder, SharedReceiveQueue};
 use rnic_driver::pd::Pd;
 use std::sync::Arc;
@@ -91,6 +93,20 @@ impl ProtectionDomain {
     /// ```
     pub fn reg_mr(&self, len: usize, access: AccessFlags) -> Result<MemoryRegion> {
         MemoryRegion::alloc(self, len, access)
+    }
+
+    /// `ibv_alloc_mw`: a window of `mw_type` in this PD, bound to nothing yet.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// let ctx = Context::open("emu0")?;
+    /// assert!(ctx.query_device().max_mw > 0);
+    /// let mw = ctx.alloc_pd()?.alloc_mw(MwType::Two)?;
+    /// assert_eq!(mw.mw_type(), MwType::Two);
+    /// # Ok(()) }
+    /// ```
+    pub fn alloc_mw(&self, mw_type: MwType) -> Result<MemoryWindow> {
+        MemoryWindow::alloc(self, mw_type)
     }
 
     /// `ibv_reg_mr` of a buffer the region takes ownership of (given back by

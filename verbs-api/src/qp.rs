@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 pub use crate::qp_state::QpState;
 use crate::qp_state::Transition;
 use crate::wr::{recv_as_driver, send_as_driver};
+use crate::{AccessFlags, MemoryRegion, MemoryWindow, MwType};
 use crate::{AhAttr, CompletionQueue, ProtectionDomain, RecvWr, SendWr, SharedReceiveQueue};
 use rnic_driver::qp as dqp;
 use rnic_driver::qp::Qp;
@@ -954,6 +955,55 @@ impl QueuePair {
         self.qp
             .post_send(send_as_driver(wrs))
             .map_err(Error::post("ibv_post_send", self.qp_num()))
+    }
+
+    /// `ibv_bind_mw`: binds the type-1 window `mw` to `len` bytes at `offset` of `mr` with
+    /// `access` (remote read, write, atomic) by posting a signaled bind work request, and
+    /// returns the window's new rkey (the next variant byte, [`MemoryWindow::next_rkey`]),
+    /// which the window now reports. `len` 0 unbinds it. The bind completes on the send CQ
+    /// with [`crate::WcOpcode::BindMw`], or `MwBindErr` when the device refuses it (beyond
+    /// the region, more rights than it allows, another PD); a region without
+    /// [`crate::AccessFlags::MW_BIND`] or a type-2 window is refused here.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
+    /// let mr = pb.reg_mr(64, AccessFlags::LOCAL_WRITE)?; // no MW_BIND
+    /// let mw = pb.alloc_mw(MwType::One)?;
+    /// let e = qb.bind_mw(1, &mw, &mr, 0, 64, AccessFlags::REMOTE_READ).unwrap_err();
+    /// assert!(matches!(e, Error::Post { kind: PostErrorKind::MrNoMwBind, .. }));
+    /// # Ok(()) }
+    /// ```
+    pub fn bind_mw(
+        &self,
+        wr_id: u64,
+        mw: &MemoryWindow,
+        mr: &MemoryRegion,
+        offset: u64,
+        len: u64,
+        access: AccessFlags,
+    ) -> Result<u32> {
+        if mw.mw_type() != MwType::One {
+            return Err(Error::invalid(
+                "ibv_bind_mw",
+                "a type-2 window is bound with a BIND_MW work request (SendWr::bind_mw)",
+            ));
+        }
+        let rkey = mw.next_rkey();
+        let wr = SendWr::bind_mw(wr_id, mw, rkey, mr, offset, len, access).signaled();
+        self.post_send(&[wr]).map_err(|e| match e {
+            Error::Post {
+                qpn, index, kind, ..
+            } => Error::Post {
+                verb: "ibv_bind_mw",
+                qpn,
+                index,
+                kind,
+            },
+            e => e,
+        })?;
+        mw.set_rkey(rkey);
+        Ok(rkey)
     }
 
     /// `ibv_post_recv`: posts receives (one doorbell record update for the list). Accepted

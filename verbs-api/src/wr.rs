@@ -53,6 +53,7 @@
 //! # Ok(()) }
 //! ```
 
+use crate::{AccessFlags, MemoryRegion, MemoryWindow};
 use rnic_driver::wr as dwr;
 
 pub use rnic_driver::wr::Sge;
@@ -329,6 +330,65 @@ impl<'a> SendWr<'a> {
             },
             std::slice::from_ref(local),
         )
+    }
+
+    /// IBV_WR_BIND_MW (RC, UC): binds `mw` (type 2: to the posting QP) as key `rkey` (the
+    /// variant byte counts; [`MemoryWindow::next_rkey`] gives one) to `len` bytes at `offset`
+    /// of `mr`, granting `access` (remote read, write, atomic). The region must have been
+    /// registered with [`AccessFlags::MW_BIND`]; beyond the region, or remote write / atomic
+    /// over a region without local write, the bind completes with `MwBindErr`.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
+    /// let mr = pb.reg_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::MW_BIND)?;
+    /// mr.write(0, b"window")?;
+    /// let mw = pb.alloc_mw(MwType::Two)?;
+    /// let rkey = mw.next_rkey();
+    /// qb.post_send(&[SendWr::bind_mw(1, &mw, rkey, &mr, 0, 64, AccessFlags::REMOTE_READ).signaled()])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!((wc[0].status(), wc[0].opcode()), (WcStatus::Success, WcOpcode::BindMw));
+    /// mw.set_rkey(rkey);
+    /// let local = pa.reg_mr(64, AccessFlags::LOCAL_WRITE)?;
+    /// qa.post_send(&[SendWr::read(2, &[local.sge(0, 6)?], RemoteAddr { addr: mr.addr(), rkey }).signaled()])?;
+    /// assert_eq!(ca.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!(local.to_vec(0, 6)?, b"window");
+    /// # Ok(()) }
+    /// ```
+    pub fn bind_mw(
+        wr_id: u64,
+        mw: &MemoryWindow,
+        rkey: u32,
+        mr: &MemoryRegion,
+        offset: u64,
+        len: u64,
+        access: AccessFlags,
+    ) -> SendWr<'a> {
+        let bind = mw.bind_info(rkey, mr, offset, len, access);
+        Self::new(wr_id, dwr::SendOp::BindMw(bind), &[])
+    }
+
+    /// IBV_WR_LOCAL_INV (RC, UC): frees the type-2 window `rkey` bound to this QP; peers'
+    /// accesses with that key fail from then on.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> { let t = std::time::Duration::from_secs(10);
+    /// # let doc_fixture::Pair { a, b, pa, pb, ca, cb, qa, qb } = doc_fixture::Pair::connected()?;
+    /// let mr = pb.reg_mr(64, AccessFlags::LOCAL_WRITE | AccessFlags::MW_BIND)?;
+    /// let mw = pb.alloc_mw(MwType::Two)?;
+    /// let rkey = mw.next_rkey();
+    /// qb.post_send(&[
+    ///     SendWr::bind_mw(1, &mw, rkey, &mr, 0, 64, AccessFlags::REMOTE_WRITE),
+    ///     SendWr::local_inv(2, rkey).signaled(),
+    /// ])?;
+    /// let mut wc = [WorkCompletion::default(); 1];
+    /// assert_eq!(cb.poll_blocking(&mut wc, t)?, 1);
+    /// assert_eq!((wc[0].status(), wc[0].opcode()), (WcStatus::Success, WcOpcode::LocalInv));
+    /// # Ok(()) }
+    /// ```
+    pub const fn local_inv(wr_id: u64, rkey: u32) -> SendWr<'a> {
+        Self::new(wr_id, dwr::SendOp::LocalInv { rkey }, &[])
     }
 
     /// Sends `data` inline (copied into the work queue entry at post time: no lkey needed,

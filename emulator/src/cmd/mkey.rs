@@ -3,7 +3,10 @@
 //! Two access modes: PA (0; addresses are IOVAs; `length64` for the whole space, else
 //! `[start_addr, start_addr + len)`) and MTT (1; `translations_octword_actual_size` octwords
 //! of BE64 `page_addr | write | read` entries at input 0x110, the first entry being the page
-//! that holds `start_addr`, pages of `1 << log_page_size` bytes). KLM and KSM are BAD_PARAM.
+//! that holds `start_addr`, pages of `1 << log_page_size` bytes). KLM (2) only as mlx5 creates
+//! a memory window: `free`, `umr_en`, room for `translations_octword_size` KLM octowords (at
+//! least one), bound to no QP, no `length64`; UMR WQEs bind it later (`crate::umr`); type 2
+//! windows carry `en_rinval`. KSM is BAD_PARAM.
 //! The key is `mkey_index << 8 | mkey_7_0`; MKey indices start at 1 (index 0 is the reserved
 //! lkey). Local read is always allowed; lw, rr, rw and a come from the mkc.
 
@@ -17,14 +20,17 @@ use zerocopy::FromZeros;
 
 use super::{Cmd, CmdResult, be64_list, check_op_mod, ensure, fail, syndrome as syn};
 use crate::ctx::Ctx;
+use crate::mkey::QPN_UNBOUND;
 use crate::resources::{Mkey, MkeyTranslation, RESD_LKEY};
 
 /// Access mode PA.
 const ACCESS_MODE_PA: u8 = 0;
 /// Access mode MTT.
 const ACCESS_MODE_MTT: u8 = 1;
-/// mkc `qpn` of a key bound to no QP.
-const QPN_UNBOUND: u32 = 0xFF_FFFF;
+/// Access mode KLM (memory windows).
+const ACCESS_MODE_KLM: u8 = 2;
+/// Most KLM octowords a window may be created with.
+const MAX_WINDOW_KLM_OCTOWORDS: u32 = 1 << 16;
 /// Most MTT entries one CREATE_MKEY may carry.
 const MAX_MTT_ENTRIES: u64 = 1 << 22;
 /// MTT entry flag bits (read, write).
@@ -41,13 +47,18 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         CmdStatus::BadResource,
         syn::MKEY_BAD_PD,
     )?;
-    ensure(!c.free(), CmdStatus::BadParam, syn::MKEY_FREE)?;
     ensure(
         c.qpn() == QPN_UNBOUND,
         CmdStatus::BadParam,
         syn::MKEY_QPN_BOUND,
     )?;
     let mode = (c.access_mode_4_2() << 2) | c.access_mode_1_0();
+    // Only a window is created free (and a window only free).
+    ensure(
+        c.free() == (mode == ACCESS_MODE_KLM),
+        CmdStatus::BadParam,
+        syn::MKEY_FREE,
+    )?;
     let (start, len) = (c.start_addr(), c.len());
     let translation = match mode {
         ACCESS_MODE_PA => {
@@ -104,6 +115,18 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
                 log_page_size: log,
             }
         }
+        ACCESS_MODE_KLM => {
+            let octowords = c.translations_octword_size();
+            ensure(
+                c.umr_en() && !c.length64() && (1..=MAX_WINDOW_KLM_OCTOWORDS).contains(&octowords),
+                CmdStatus::BadParam,
+                syn::MKEY_BAD_WINDOW,
+            )?;
+            MkeyTranslation::Window {
+                klm_octowords: octowords,
+                bound: None,
+            }
+        }
         _ => return fail(CmdStatus::BadParam, syn::MKEY_ACCESS_MODE),
     };
     let limit = 1usize << ctx.state.caps.general().log_max_mkey().min(24);
@@ -122,7 +145,8 @@ pub(super) fn create_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         start_addr: start,
         len,
         translation,
-        free: false,
+        free: c.free(),
+        umr_en: c.umr_en(),
         rinval: c.en_rinval(),
     };
     let Ok(index) = ctx.state.res.mkeys.insert(m) else {
@@ -150,12 +174,18 @@ pub(super) fn query_mkey(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     c.set_mkey_7_0(m.variant);
     c.set_length64(m.length64);
     c.set_en_rinval(m.rinval);
+    c.set_free(m.free);
+    c.set_umr_en(m.umr_en);
     c.set_pd(m.pd);
     c.set_start_addr(m.start_addr);
     c.set_len(m.len);
     let mut mtt = [[0u8; 16]; 2];
     match &m.translation {
         MkeyTranslation::Pa => c.set_access_mode_1_0(ACCESS_MODE_PA),
+        MkeyTranslation::Window { klm_octowords, .. } => {
+            c.set_access_mode_1_0(ACCESS_MODE_KLM);
+            c.set_translations_octword_size(*klm_octowords);
+        }
         MkeyTranslation::Mtt {
             pages,
             log_page_size,

@@ -300,9 +300,9 @@ pub(crate) mod syndrome {
 
         /// CREATE_MKEY with a PD that does not exist.
         MKEY_BAD_PD = 0x0B00_0001;
-        /// CREATE_MKEY with an access mode other than PA (0) or MTT (1).
+        /// CREATE_MKEY with an access mode other than PA (0), MTT (1) or KLM (2).
         MKEY_ACCESS_MODE = 0x0B00_0002;
-        /// CREATE_MKEY in the free state (UMR-only keys are not modelled).
+        /// CREATE_MKEY free but not a window (KLM), or a window not free.
         MKEY_FREE = 0x0B00_0003;
         /// CREATE_MKEY MTT: a page size outside 4 KiB ..= 1 GiB.
         MKEY_PAGE_SIZE = 0x0B00_0004;
@@ -322,11 +322,14 @@ pub(crate) mod syndrome {
         MKEY_TABLE_FULL = 0x0B00_0009;
         /// An MKey index that does not exist.
         MKEY_UNKNOWN = 0x0B00_000A;
-        /// CREATE_MKEY bound to a QP (qpn other than 0xFFFFFF): memory windows are not
-        /// modelled.
+        /// CREATE_MKEY bound to a QP (qpn other than 0xFFFFFF): only a UMR binds a key to a
+        /// QP.
         MKEY_QPN_BOUND = 0x0B00_000B;
         /// CREATE_MKEY MTT with more translation entries than the device allows.
         MKEY_MTT_TOO_MANY = 0x0B00_000C;
+        /// CREATE_MKEY: a KLM (window) mkey without `umr_en`, with `length64`, or with no
+        /// room (or too much) for KLMs.
+        MKEY_BAD_WINDOW = 0x0B00_000E;
 
         /// CREATE_QP with a service type other than RC (0), UC (1) or UD (3).
         QP_BAD_ST = 0x0C00_0001;

@@ -80,7 +80,11 @@ pub(super) fn eth_wq(
         dbr_addr: wq.dbr_addr(),
         log_size: wq.log_wq_sz(),
         log_stride: wq.log_wq_stride(),
-        dom: Domain { pd: wq.pd(), rlky },
+        dom: Domain {
+            pd: wq.pd(),
+            rlky,
+            ..Domain::default()
+        },
         cqn,
         user_index,
     })

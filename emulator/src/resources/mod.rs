@@ -22,7 +22,7 @@ pub(crate) use qp_transport::{
 };
 pub(crate) use table::Table;
 pub(crate) use timer_queue::TimerQueue;
-pub(crate) use wqe::{Domain, RecvWqe, Seg, SendWqe, UdDest};
+pub(crate) use wqe::{Domain, RecvWqe, Seg, SendWqe, UdDest, UmrWqe};
 
 use rnic_hw_regs::ctx::{Cqc, Qpc, RoceAddrLayout};
 
@@ -46,6 +46,22 @@ pub(crate) enum MkeyTranslation {
     Pa,
     /// Memory translation table: IOVA of each page of `1 << log_page_size` bytes.
     Mtt { pages: Vec<u64>, log_page_size: u8 },
+    /// A memory window (KLM mode, created free with `umr_en`): room for `klm_octowords`
+    /// KLM octowords, and where its last bind pointed it (`None` until the first bind).
+    Window {
+        klm_octowords: u32,
+        bound: Option<WindowTarget>,
+    },
+}
+
+/// What a bound memory window addresses: its first byte is `addr` under the MR key `mkey`
+/// (the bind's one KLM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WindowTarget {
+    /// The MR's key (lkey = rkey), checked again on every access through the window.
+    pub mkey: u32,
+    /// The address under `mkey` of the window's `start_addr`.
+    pub addr: u64,
 }
 
 /// A memory key created with CREATE_MKEY.
@@ -66,8 +82,11 @@ pub(crate) struct Mkey {
     pub start_addr: u64,
     pub len: u64,
     pub translation: MkeyTranslation,
-    /// Invalidated (by a SEND_WITH_INVALIDATE naming it): no access until re-created.
+    /// Free: invalidated (by a SEND_WITH_INVALIDATE or a UMR naming it), or a window not
+    /// bound yet; no access until a UMR binds it again.
     pub free: bool,
+    /// `umr_en`: UMR WQEs may modify it (windows).
+    pub umr_en: bool,
     /// `en_rinval`: a SEND_WITH_INVALIDATE may invalidate it (without, the request is
     /// refused as invalid, as ConnectX and rxe refuse it for ordinary user MRs).
     pub rinval: bool,

@@ -40,14 +40,30 @@ impl Seg {
     }
 }
 
-/// Who asks for a key check: the PD the keys must belong to, and whether the reserved lkey
-/// is allowed (`rlky` of the QP or SRQ). Built once per WQE or packet from the context.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// [`Domain::qpn`] of a check made for no particular QP (an SRQ's receives).
+pub(crate) const QPN_NONE: u32 = u32::MAX;
+
+/// Who asks for a key check: the PD the keys must belong to, whether the reserved lkey is
+/// allowed (`rlky` of the QP or SRQ), and the QP asking (a type-2 window answers only the QP
+/// it is bound to). Built once per WQE or packet from the context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Domain {
     /// Protection domain.
     pub pd: u32,
     /// `rlky`: the reserved lkey may be used.
     pub rlky: bool,
+    /// The QP asking, or [`QPN_NONE`].
+    pub qpn: u32,
+}
+
+impl Default for Domain {
+    fn default() -> Self {
+        Domain {
+            pd: 0,
+            rlky: false,
+            qpn: QPN_NONE,
+        }
+    }
 }
 
 impl Domain {
@@ -57,7 +73,13 @@ impl Domain {
         Domain {
             pd: c.pd(),
             rlky: c.rlky(),
+            qpn: QPN_NONE,
         }
+    }
+
+    /// This domain, asking on behalf of QP `qpn` (the responder's remote accesses).
+    pub(crate) fn on(self, qpn: u32) -> Domain {
+        Domain { qpn, ..self }
     }
 
     /// The domain of receives taken from an SRQ: the SRQ's PD and `rlky`.
@@ -65,6 +87,7 @@ impl Domain {
         Domain {
             pd: s.pd,
             rlky: s.rlky,
+            qpn: QPN_NONE,
         }
     }
 }
@@ -159,6 +182,36 @@ pub(crate) struct SendWqe {
     /// Failed with this syndrome: completes with an error CQE and moves the QP to ERR (UD, UC:
     /// SQE).
     pub error: Option<CqeSyndrome>,
+    /// UMR: what the WQE asks of the mkey its control segment's `imm` names.
+    pub umr: UmrWqe,
+}
+
+/// A UMR WQE as the SQ engine parsed it: the UMR control segment, the mkey segment's fields
+/// and the first inline KLM (a window bind carries exactly one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct UmrWqe {
+    /// `UMR_CTRL_*` flags.
+    pub flags: u8,
+    /// `MKEY_MASK_*`: the mkey segment fields that apply.
+    pub mask: u64,
+    /// KLM octowords that followed the mkey segment.
+    pub klm_octowords: u16,
+    /// mkey segment `free`.
+    pub free: bool,
+    /// mkey segment access bits.
+    pub lw: bool,
+    pub rr: bool,
+    pub rw: bool,
+    pub a: bool,
+    /// mkey segment `qpn` (0xFFFFFF: bound to no QP).
+    pub qpn: u32,
+    /// mkey segment `mkey_7_0`: the new variant byte.
+    pub mkey_7_0: u8,
+    /// mkey segment `start_addr` and `len`.
+    pub start_addr: u64,
+    pub len: u64,
+    /// The first KLM: byte count, key and address.
+    pub klm: Option<(u32, u32, u64)>,
 }
 
 impl SendWqe {

@@ -126,8 +126,16 @@ fn start(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
         w.error = Some(CqeSyndrome::LocalLength);
         return;
     }
+    if op == Some(SendOpcode::Umr) {
+        // A UMR changes an mkey here, in send-queue order, and sends nothing.
+        let (pd, key) = (qpc.pd(), w.imm);
+        if crate::umr::execute(&mut ctx.state.res.mkeys, pd, qpn, key, &w.umr).is_err() {
+            w.error = Some(CqeSyndrome::MwBind);
+            return;
+        }
+    }
     w.npkts = match op {
-        Some(SendOpcode::Nop) | None => 0,
+        Some(SendOpcode::Nop | SendOpcode::Umr) | None => 0,
         Some(SendOpcode::AtomicCs | SendOpcode::AtomicFa) => 1,
         _ => w.len.div_ceil(u64::from(mtu)).max(1) as u32,
     };

@@ -175,7 +175,7 @@ fn pump(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport, max: u32) 
                 ctx.dma,
                 &ctx.state.res.mkeys,
                 job.rkey,
-                Domain::of_qp(qpc),
+                Domain::of_qp(qpc).on(qpn),
                 Need::RemoteRead,
                 job.va.wrapping_add(off),
                 &mut data[..chunk],
@@ -668,7 +668,7 @@ impl Responder<'_> {
             && mkey::check(
                 &ctx.state.res.mkeys,
                 reth.rkey,
-                Domain::of_qp(self.qpc),
+                Domain::of_qp(self.qpc).on(self.qpn),
                 need,
                 reth.virtual_addr,
                 len,
@@ -734,7 +734,7 @@ impl Responder<'_> {
             if let Some(i) = repr.ext.ieth {
                 // SEND_WITH_INVALIDATE: the named rkey stops working now; one that is not a
                 // key of the QP's PD is an invalid request.
-                if !mkey::invalidate(&mut ctx.state.res.mkeys, i.rkey, self.qpc.pd()) {
+                if !mkey::invalidate(&mut ctx.state.res.mkeys, i.rkey, self.qpc.pd(), self.qpn) {
                     tr.resp.msg = None;
                     return Err(Refuse::Nak(
                         NakCode::InvalidRequest,
@@ -805,7 +805,7 @@ impl Responder<'_> {
                 ctx.dma,
                 &ctx.state.res.mkeys,
                 rkey,
-                Domain::of_qp(self.qpc),
+                Domain::of_qp(self.qpc).on(self.qpn),
                 Need::RemoteWrite,
                 va.wrapping_add(off),
                 payload,
@@ -907,7 +907,7 @@ impl Responder<'_> {
         if a.virtual_addr % 8 != 0 {
             return Err(Refuse::Nak(NakCode::InvalidRequest, None));
         }
-        let dom = Domain::of_qp(self.qpc);
+        let dom = Domain::of_qp(self.qpc).on(self.qpn);
         let mut cur = [0u8; 8];
         let dma = ctx.dma;
         let mkeys = &ctx.state.res.mkeys;
