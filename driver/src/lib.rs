@@ -66,6 +66,7 @@ pub mod mr;
 pub mod net;
 pub mod pages;
 pub mod pd;
+pub mod port_agent;
 pub mod post;
 pub mod qp;
 pub mod srq;
