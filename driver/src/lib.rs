@@ -67,6 +67,7 @@ pub mod mw;
 pub mod net;
 pub mod pages;
 pub mod pd;
+pub mod port_agent;
 pub mod post;
 pub mod qp;
 pub mod srq;

@@ -56,3 +56,39 @@ pub fn shared_file(rel: &str) -> Option<PathBuf> {
     );
     Some(path)
 }
+
+/// The fields `fields` (tshark's `-e` names) of each frame of the capture `pcap` that
+/// matches the display filter `filter`, tab-separated, one line per frame; `None` (with a
+/// reason printed to stderr) when tshark cannot be run, so the test skips that part.
+///
+/// # Panics
+/// When tshark runs and fails (a capture it cannot read is a failed test).
+///
+/// ```no_run
+/// let pcap = std::path::Path::new("arp.pcap");
+/// if let Some(lines) = rnic_tests::tshark_fields(pcap, "arp", &["arp.opcode", "arp.src.proto_ipv4"]) {
+///     assert!(lines.iter().any(|l| l == "2\t10.0.0.2")); // 10.0.0.2 answered
+/// }
+/// ```
+pub fn tshark_fields(pcap: &std::path::Path, filter: &str, fields: &[&str]) -> Option<Vec<String>> {
+    let mut cmd = std::process::Command::new("tshark");
+    cmd.arg("-r").arg(pcap).args(["-Y", filter, "-T", "fields"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skipped: tshark cannot be run: {e}");
+            return None;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "tshark on {}: {}",
+        pcap.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(text.lines().map(str::to_string).collect())
+}

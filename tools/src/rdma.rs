@@ -90,7 +90,7 @@ pub fn open(name: &str, emu: &EmuOpts) -> Result<Context, ToolError> {
     }
     let opts = v::OpenOptions {
         emu: eo,
-        ipv4: None,
+        ..v::OpenOptions::default()
     };
     Context::open_with(&parsed.to_string(), &opts).map_err(verr)
 }

@@ -5,6 +5,7 @@ use crate::device::{
     MELLANOX_OUI, OpenOptions, PortAttr, PortState, emulated_mac, node_guid_from_mac, resolve_pci,
 };
 use crate::error::{Error, Result};
+use crate::neighbor::NeighborService;
 use crate::registry;
 use crate::{Gid, Mtu};
 use rnic_driver::vfio::{VfioBus, VfioOptions, discovery};
@@ -59,6 +60,8 @@ pub(crate) struct DeviceHandle {
     faults: Option<FaultConfig>,
     fault_stats: Mutex<Option<Arc<FaultStats>>>,
     events: Mutex<std::collections::VecDeque<crate::AsyncEvent>>,
+    /// rnic's own neighbour resolution, on devices no kernel resolves for.
+    agent: Option<NeighborService>,
 }
 
 /// What an open device consists of.
@@ -71,6 +74,8 @@ struct Core {
 
 impl Drop for DeviceHandle {
     fn drop(&mut self) {
+        // The agent's thread stops and its objects are destroyed while the device runs.
+        drop(self.agent.take());
         // SAFETY: `core` is dropped once, here, and not used afterwards.
         unsafe { ManuallyDrop::drop(&mut self.core) };
         // The device is gone (its UDP port closed): let the name be opened again.
@@ -248,16 +253,20 @@ impl Context {
                     }
                 };
                 drop(stash);
-                open_emulated(&key, ip, mine, JUMBO_MTU, &opts.emu)?
+                open_emulated(&key, ip, mine, JUMBO_MTU, opts, None)?
             }
             DeviceName::EmuUdp(ip) => {
                 let link = UdpLink::bind(ip).map_err(|e| Error::NoSuchDevice {
                     name: key.clone(),
                     why: format!("UDP link: {e}"),
                 })?;
-                open_emulated(&key, ip, link, ETHERNET_MTU, &opts.emu)?
+                open_emulated(&key, ip, link, ETHERNET_MTU, opts, None)?
             }
-            DeviceName::EmuTap { ref ifname, ip, .. } => {
+            DeviceName::EmuTap {
+                ref ifname,
+                ip,
+                prefix,
+            } => {
                 let link = TapLink::open(ifname).map_err(|e| Error::NoSuchDevice {
                     name: key.clone(),
                     why: format!("TAP link: {e}"),
@@ -268,7 +277,7 @@ impl Context {
                     log::warn!("{key}: {e}: the interface stays as it is");
                 }
                 let mtu = u16::try_from(link.mtu()).unwrap_or(u16::MAX);
-                open_emulated(&key, ip, link, mtu, &opts.emu)?
+                open_emulated(&key, ip, link, mtu, opts, Some(prefix))?
             }
             DeviceName::Mlx5Index(_) | DeviceName::Pci(_) => open_vfio(&key, opts, sysfs)?,
         };
@@ -417,14 +426,15 @@ impl Context {
         self.inner.port.mac
     }
 
-    /// Tells the context the MAC of the peer with `gid` (a neighbour entry). Needed for real
-    /// devices talking to IPv4 peers, which no ARP resolves for a VFIO-driven function.
+    /// Tells the context the MAC of the peer with `gid` (a static neighbour entry): it
+    /// overrides what resolution would find (the device's own agent, or the emulated-MAC
+    /// rule), for a peer that does not answer ARP or whose MAC is known.
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
     /// # let ctx = Context::open("emu0")?;
     /// let peer = Gid(std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2).octets());
-    /// assert!(ctx.resolve_mac(&peer).is_err()); // no ARP for a VFIO function
+    /// assert!(ctx.resolve_mac(&peer).is_err()); // an IPv6 GID: emu0 has no agent to ask
     /// ctx.add_neighbor(peer, [0x0c, 0x42, 0xa1, 0, 0, 2]);
     /// assert_eq!(ctx.resolve_mac(&peer)?, [0x0c, 0x42, 0xa1, 0, 0, 2]);
     /// # Ok(()) }
@@ -434,9 +444,12 @@ impl Context {
     }
 
     /// The destination MAC for `gid` (what the kernel's neighbour resolution gives ibverbs):
-    /// a neighbour entry; this device's own GIDs; a link-local GID's EUI-64; otherwise, for
-    /// an IPv4-mapped GID, the MAC an rnic emulated device on that address has
-    /// ([`crate::emulated_mac`]). Fails for other IPv6 GIDs.
+    /// a neighbour entry; this device's own GIDs; on a device with rnic's own neighbour
+    /// agent (VFIO, `emu-tap:`, [`OpenOptions::neighbor_agent`]), the agent's answer (ARP or
+    /// neighbour discovery, waiting for it; [`Error::Unresolved`] names a GID that did not
+    /// answer); otherwise a link-local GID's EUI-64, or for an IPv4-mapped GID the MAC an
+    /// rnic emulated device on that address has ([`crate::emulated_mac`]). Fails for other
+    /// IPv6 GIDs.
     ///
     /// ```
     /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
@@ -453,6 +466,9 @@ impl Context {
         if self.inner.gids.iter().any(|g| g.gid == *gid) {
             return Ok(self.mac());
         }
+        if let Some(agent) = &self.inner.agent {
+            return agent.resolve(gid);
+        }
         if let Some(m) = gid.link_local_mac() {
             return Ok(m);
         }
@@ -463,6 +479,19 @@ impl Context {
             "ibv_create_ah",
             format!("no MAC known for GID {gid}: add one with Context::add_neighbor"),
         ))
+    }
+
+    /// What the device's own neighbour agent did (ARP / ND requests and answers, pings
+    /// answered, frames dropped), `None` on a device without one.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// let ctx = Context::open("emu0")?;
+    /// assert!(ctx.neighbor_agent_counters().is_none()); // the pair resolves without ARP
+    /// # Ok(()) }
+    /// ```
+    pub fn neighbor_agent_counters(&self) -> Option<crate::PortAgentCounters> {
+        self.inner.agent.as_ref().map(NeighborService::counters)
     }
 
     /// The emulator's counters (frames, drops, IOMMU faults, ...) of an emulated device.
@@ -736,13 +765,21 @@ const JUMBO_MTU: u16 = 9000;
 /// on a 1500-byte netdev has), active MTU 1024.
 const ETHERNET_MTU: u16 = 1500;
 
+/// The subnet prefix the agent of a device whose name gives none puts its IPv4 address on.
+const DEFAULT_IPV4_PREFIX: u8 = 24;
+
+/// Opens an emulated device on `link`. `tap_prefix`: an `emu-tap:` device's subnet (its
+/// agent always runs); otherwise the agent runs if `opts.neighbor_agent` asks for it.
 fn open_emulated<L: Link + 'static>(
     name: &str,
     ip: Ipv4Addr,
     link: L,
     port_mtu: u16,
-    opts: &crate::EmuOptions,
+    opts: &OpenOptions,
+    tap_prefix: Option<u8>,
 ) -> Result<DeviceHandle> {
+    let agent_prefix = tap_prefix.or(opts.neighbor_agent.then_some(DEFAULT_IPV4_PREFIX));
+    let opts = &opts.emu;
     let profile = Profile {
         mac: emulated_mac(ip),
         port_mtu,
@@ -767,7 +804,13 @@ fn open_emulated<L: Link + 'static>(
         },
     )
     .map_err(Error::driver("ibv_open_device"))?;
-    let mut h = DeviceHandle::new(Arc::new(hca), Some(dev), name, part, false);
+    let hca = Arc::new(hca);
+    let agent = match agent_prefix {
+        Some(p) => Some(NeighborService::start(&hca, p)?),
+        None => None,
+    };
+    let mut h = DeviceHandle::new(hca, Some(dev), name, part, false);
+    h.agent = agent;
     h.faults = opts.faults;
     h.fault_stats = Mutex::new(stats);
     Ok(h)
@@ -802,13 +845,19 @@ fn open_vfio(pci: &str, opts: &OpenOptions, sysfs: &Path) -> Result<DeviceHandle
         },
     )
     .map_err(Error::driver("ibv_open_device"))?;
-    Ok(DeviceHandle::new(
-        Arc::new(hca),
-        None,
-        pci,
-        func.device,
-        true,
-    ))
+    let hca = Arc::new(hca);
+    // No kernel resolves for a VFIO function: its agent does. A device that cannot run
+    // one (no raw Ethernet, no steering) still opens, with add_neighbor as the way.
+    let agent = match NeighborService::start(&hca, DEFAULT_IPV4_PREFIX) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            log::warn!("{pci}: no neighbour resolution of its own: {e}");
+            None
+        }
+    };
+    let mut h = DeviceHandle::new(hca, None, pci, func.device, true);
+    h.agent = agent;
+    Ok(h)
 }
 
 /// A device's interrupt vectors for completion channels (each channel's EQ raises its own).
@@ -949,6 +998,7 @@ impl DeviceHandle {
             faults: None,
             fault_stats: Mutex::new(None),
             events: Mutex::new(std::collections::VecDeque::new()),
+            agent: None,
         }
     }
 }

@@ -22,9 +22,15 @@
 //! ([`rnic_emulator::link::UdpLink`]): it talks to other `emu:` devices, in this process or
 //! another, and to Linux rxe. An `emu-tap:` device's port is a TAP interface
 //! ([`rnic_emulator::link::TapLink`]): whole Ethernet frames, so on a Linux bridge it is an
-//! endpoint of its own, with its port MTU the interface's. It answers no ARP yet, so a
-//! kernel peer (rxe) needs a static neighbour entry for it (`ip neigh add <IPv4> lladdr
-//! <its MAC> dev <bridge>`); two rnic devices find each other's MACs as `emu:` devices do.
+//! endpoint of its own, with its port MTU the interface's.
+//!
+//! No kernel resolves addresses for an `emu-tap:` device or a VFIO-driven function, so rnic
+//! does: each runs the driver's port agent (raw Ethernet queues and NIC RX steering) that
+//! answers ARP requests, neighbour solicitations and pings for the port's GIDs, announces
+//! them (gratuitous ARP) when the device opens, and resolves peers' MACs for
+//! [`crate::Context::resolve_mac`], address handles and RC connections (a kernel peer such as
+//! rxe finds it by ARP, without a static neighbour entry). The emulated pair and `emu:`
+//! devices keep the MAC rule above unless opened with [`OpenOptions::neighbor_agent`].
 //! [`EmuOptions`] adds fault injection and pcap capture.
 
 use crate::error::{Error, Result};
@@ -707,6 +713,11 @@ pub struct OpenOptions {
     /// Real devices: the IPv4 address of GID 1 (the kernel takes it from the netdev; a
     /// VFIO-driven function has none). Emulated devices use the address of their name.
     pub ipv4: Option<Ipv4Addr>,
+    /// Emulated pair and `emu:<IPv4>` devices: resolve peers' MACs with rnic's own agent
+    /// (ARP / neighbour discovery over raw Ethernet queues, answering for the port too),
+    /// as `emu-tap:` devices and VFIO functions always do, instead of taking the MAC an
+    /// emulated device on the peer's address has.
+    pub neighbor_agent: bool,
 }
 
 /// What [`devices`] lists.

@@ -150,6 +150,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// No MAC for a GID: rnic's own address resolution (a device without a kernel netdev)
+    /// got no answer for it, or cannot ask (no address of its family on the port, ...).
+    #[error("address resolution of GID {gid}: {why}")]
+    Unresolved {
+        /// The GID whose MAC was asked for.
+        gid: crate::Gid,
+        /// Why there is none (names the address that did not answer).
+        why: String,
+    },
     /// Something did not happen within its timeout.
     #[error("{what}: timed out after {after:?}")]
     Timeout {

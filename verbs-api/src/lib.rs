@@ -141,6 +141,7 @@ mod error;
 mod event;
 mod mr;
 mod mw;
+mod neighbor;
 mod pd;
 mod qp;
 mod qp_state;
@@ -176,6 +177,14 @@ pub use qp::{
     InitAttr, ModifyQp, Mtu, QpAttr, QpCap, QpState, QpType, QueuePair, QueuePairBuilder, RtrAttr,
     RtsAttr, RtsModifyAttr,
 };
+/// The emulated device's counters ([`Context::emulator_counters`]): the emulator's type, so a
+/// tool that prints them depends on verbs alone.
+///
+/// ```
+/// let c = rnic_verbs::EmulatorCounters::default();
+/// assert_eq!(c.rx_dropped, c.drops.total());
+/// ```
+pub use rnic_driver::port_agent::PortAgentCounters;
 /// Why a CQ poll failed ([`Error::Poll`]'s source): the driver's type.
 ///
 /// ```
@@ -206,13 +215,6 @@ pub use rnic_driver::wr::PollError;
 /// # Ok(()) }
 /// ```
 pub use rnic_driver::wr::PostErrorKind;
-/// The emulated device's counters ([`Context::emulator_counters`]): the emulator's type, so a
-/// tool that prints them depends on verbs alone.
-///
-/// ```
-/// let c = rnic_verbs::EmulatorCounters::default();
-/// assert_eq!(c.rx_dropped, c.drops.total());
-/// ```
 pub use rnic_emulator::Counters as EmulatorCounters;
 pub use srq::{SharedReceiveQueue, SrqAttr};
 pub use wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
