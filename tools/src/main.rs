@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// List devices (like ibv_devices): the ConnectX functions bound to vfio-pci, emu0 and
-    /// emu1, and the emu:<IPv4> and emu-tap:<ifname>,<IPv4>/<prefix> devices open in this
+    /// emu1, and the emu:IPV4 and emu-tap:IFNAME,IPV4/PREFIX devices open in this
     /// process (an emu-tap device's port is a Linux TAP interface, created if missing as root;
     /// the device answers ARP for its address itself).
     Devices,
