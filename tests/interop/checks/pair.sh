@@ -30,7 +30,8 @@ if [ "${RNIC_INTEROP_PEER:-rnic}" = guest ]; then
   PCMD="$gtool -d rxe0 $common $extra"
 else
   PEER_IP=$NET_HOST
-  PCMD="$RNIC_BIN $rsub -d emu:$NET_HOST $common $extra"
+  # RNIC_DEV: another rnic device (tap-pair.sh: an emu-tap device on br0)
+  PCMD="$RNIC_BIN $rsub -d ${RNIC_DEV:-emu:$NET_HOST} $common $extra"
   [ -x "$RNIC_BIN" ] || fail "no rnic binary at $RNIC_BIN"
 fi
 ensure_rxe0
