@@ -10,6 +10,8 @@
 //! - [`args`]: the flags pingpong and perf share (`-d`, `-i`, `--pcap`, `--emu-faults`);
 //! - [`device_select`]: device names and `--emu-faults`;
 //! - [`oob`]: the out-of-band TCP connection and its fixed-size text messages;
+//! - [`rping`]: rping's ping loop and messages (`rnic rping` once the connection manager
+//!   connects it);
 //! - [`rdma`]: the one place that talks to the verbs API, and the helpers perf and pingpong
 //!   share.
 //!
@@ -44,5 +46,6 @@ pub mod oob;
 pub mod perf;
 pub mod pingpong;
 pub mod rdma;
+pub mod rping;
 
 pub use error::ToolError;
