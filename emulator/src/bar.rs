@@ -122,11 +122,8 @@ impl Bar {
     /// Stops the health counter, as hung firmware does.
     pub(crate) fn freeze_health_counter(&self) {
         // The value the last read saw (freezing is not a read).
-        let now = self
-            .health_counter(false)
-            .wrapping_sub(u32::from(self.clock.is_virtual()));
         self.health_frozen_at
-            .store(now & 0xFF_FFFF, Ordering::Release);
+            .store(self.health_counter(false), Ordering::Release);
         self.health_frozen.store(true, Ordering::Release);
     }
 
@@ -148,10 +145,11 @@ impl Bar {
         self.health_counter(true)
     }
 
-    /// The counter now; `read`: a host read (it ticks a virtual-clock counter).
+    /// The counter now; `read`: a host read, which ticks a virtual-clock counter first (so
+    /// without `read` it is what the last read returned).
     fn health_counter(&self, read: bool) -> u32 {
         let reads = match (self.clock.is_virtual(), read) {
-            (true, true) => u64::from(self.health_reads.fetch_add(1, Ordering::Relaxed)),
+            (true, true) => u64::from(self.health_reads.fetch_add(1, Ordering::Relaxed)) + 1,
             (true, false) => u64::from(self.health_reads.load(Ordering::Relaxed)),
             (false, _) => 0,
         };
