@@ -1,7 +1,7 @@
 //! The endpoint's errors: [`CmError`] for a caller's request it cannot carry out,
 //! [`RecvError`] for a received MAD it did not take (each also counted).
 
-use crate::endpoint::{ConnId, State};
+use crate::state::{ConnId, State};
 use crate::wire::WireError;
 
 /// Why a call on the endpoint failed; nothing changed.

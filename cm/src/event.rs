@@ -1,7 +1,7 @@
 //! What the endpoint hands its caller: MADs to send ([`Transmit`], addressed by
 //! [`MadAddr`]) and what happened ([`Event`]).
 
-use crate::endpoint::ConnId;
+use crate::state::ConnId;
 use crate::wire::{MAD_LEN, Rej, Rep, Req, SidrRep, SidrReq};
 
 /// Where a MAD comes from or goes to on a port: the peer port's GID (on RoCE v2, its IP

@@ -33,10 +33,12 @@ pub mod counters;
 pub mod endpoint;
 pub mod error;
 pub mod event;
+pub mod state;
 pub mod time;
 pub mod wire;
 
 pub use counters::Counters;
-pub use endpoint::{AcceptParams, Config, ConnId, ConnectParams, Endpoint, SidrParams, State};
+pub use endpoint::{AcceptParams, Config, ConnectParams, Endpoint, SidrParams};
 pub use error::{CmError, RecvError};
 pub use event::{Event, MadAddr, Transmit};
+pub use state::{ConnId, State};

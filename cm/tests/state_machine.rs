@@ -540,3 +540,43 @@ fn malformed_and_unsupported_mads_are_typed_errors_and_counted() {
     assert_eq!(k.rx_outcomes(), k.rx_mads);
     assert_eq!(k.rx_by_attr.iter().sum::<u64>(), 1);
 }
+
+#[test]
+fn destroy_ends_a_connection_in_any_state_with_the_message_it_needs() {
+    // Established: one DREQ, then timewait.
+    let mut p = Pair::new();
+    let (c, s) = p.establish();
+    p.take_events(Side::Server);
+    let now = p.now;
+    p.client.destroy(now, c).unwrap();
+    p.pump();
+    assert_eq!(p.client.state(c), Some(State::Timewait));
+    assert!(
+        matches!(p.take_events(Side::Server).as_slice(), [Event::DisconnectRequest { id, .. }] if *id == s)
+    );
+    // Destroying the server's side answers the DREQ.
+    p.server.destroy(now, s).unwrap();
+    p.pump();
+    assert_eq!(p.server.state(s), Some(State::Timewait));
+    assert_eq!(p.sent(Side::Server, Drep::ATTR_ID).len(), 1);
+
+    // REQ sent, no answer yet: a timeout REJ reaches the server, which drops the request.
+    let mut p = Pair::new();
+    let c = p.connect();
+    p.pump();
+    let s = p.server_request();
+    let now = p.now;
+    p.client.destroy(now, c).unwrap();
+    p.pump();
+    assert_eq!(p.client.connections(), 0);
+    let evs = p.take_events(Side::Server);
+    assert!(
+        matches!(evs.as_slice(), [Event::Rejected { id, rej }] if *id == s && rej.reason == 4),
+        "{evs:?}"
+    );
+    assert_eq!(p.server.connections(), 0);
+    assert_eq!(
+        p.client.destroy(now, c),
+        Err(rnic_cm::CmError::UnknownId(c))
+    );
+}

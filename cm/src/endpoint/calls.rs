@@ -2,11 +2,14 @@
 //! its message and moves the state on; nothing changes when it fails.
 
 use super::{Endpoint, private_data};
-use crate::endpoint::conn::{Conn, ConnId, State};
+use crate::endpoint::conn::Conn;
 use crate::error::CmError;
 use crate::event::{Event, MadAddr};
+use crate::state::{ConnId, State};
 use crate::time::{Instant, iba_time};
-use crate::wire::{Drep, Dreq, MAD_LEN, Mra, Rep, Req, Rtu, SidrRep, SidrReq};
+use crate::wire::{
+    Drep, Dreq, MAD_LEN, Mra, RejReason, Rep, Req, Rtu, SidrRep, SidrReq, SidrStatus,
+};
 use core::time::Duration;
 
 /// What [`Endpoint::connect`] sends.
@@ -299,6 +302,56 @@ impl Endpoint {
         let to = c.peer;
         self.queue(to, mad);
         self.remove(id.0);
+        Ok(())
+    }
+
+    /// Ends connection `id` whatever its state, as `ib_destroy_cm_id`: an unanswered REQ
+    /// gets a timeout REJ, an undecided or unanswered REQ or REP a consumer REJ, an
+    /// established connection one DREQ (no retries), a DREQ its DREP, a SIDR REQ a
+    /// rejecting SIDR REP. Past the REP the connection waits out timewait (and reports
+    /// [`Event::TimewaitExit`]); otherwise it is gone at once.
+    pub fn destroy(&mut self, now: Instant, id: ConnId) -> Result<(), CmError> {
+        let c = self.conn(id)?;
+        let (state, to, remote_id, remote_qpn) = (c.state, c.peer, c.remote_id, c.remote_qpn);
+        match state {
+            State::ReqSent | State::MraReqRcvd => {
+                let guid = self.config.ca_guid.to_be_bytes();
+                let mad = self.format_rej(id.0, RejReason::Timeout.raw(), &guid, &[]);
+                self.queue(to, mad);
+                self.remove(id.0);
+            }
+            State::ReqRcvd
+            | State::MraReqSent
+            | State::RepRcvd
+            | State::MraRepSent
+            | State::RepSent
+            | State::MraRepRcvd => {
+                self.reject(now, id, RejReason::ConsumerDefined.raw(), &[], &[])?;
+            }
+            State::Established => {
+                let dreq = Dreq {
+                    local_comm_id: id.0,
+                    remote_comm_id: remote_id,
+                    remote_qpn_eecn: remote_qpn,
+                    ..Dreq::default()
+                };
+                let mut mad = [0u8; MAD_LEN];
+                dreq.emit(self.form_tid(id.0), &mut mad);
+                self.queue(to, mad);
+                self.enter_timewait(now, id.0);
+            }
+            State::DreqSent => self.enter_timewait(now, id.0),
+            State::DreqRcvd => self.disconnect_reply(now, id, &[])?,
+            State::Timewait => {}
+            State::SidrReqRcvd => {
+                let rep = SidrRep {
+                    status: SidrStatus::Rejected.raw(),
+                    ..SidrRep::default()
+                };
+                self.sidr_reply(id, &rep)?;
+            }
+            State::SidrReqSent | State::Idle => self.remove(id.0),
+        }
         Ok(())
     }
 }

@@ -13,8 +13,8 @@ mod conn;
 mod recv;
 mod timers;
 
+use crate::state::{ConnId, State};
 pub use calls::{AcceptParams, ConnectParams, SidrParams};
-pub use conn::{ConnId, State};
 
 use crate::counters::Counters;
 use crate::error::{CmError, RecvError};

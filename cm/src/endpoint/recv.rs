@@ -3,9 +3,10 @@
 //! peer's CA GUID and ID) and answering duplicates and stale messages as IBTA 12.9 says.
 
 use super::{Endpoint, State};
-use crate::endpoint::conn::{Conn, ConnId, Timer};
+use crate::endpoint::conn::{Conn, Timer};
 use crate::error::RecvError;
 use crate::event::{Event, MadAddr};
+use crate::state::ConnId;
 use crate::time::{Instant, ack_timeout, iba_time};
 use crate::wire::{
     Drep, Dreq, MAD_LEN, Mad, Method, Mra, Rej, RejReason, Rep, Req, Rtu, SidrRep, SidrReq,

@@ -2,8 +2,9 @@
 //! with a timeout REJ, a DREQ into timewait), an MRA wait gives up, timewait ends.
 
 use super::{Endpoint, State};
-use crate::endpoint::conn::{ConnId, Timer};
+use crate::endpoint::conn::Timer;
 use crate::event::Event;
+use crate::state::ConnId;
 use crate::time::Instant;
 use crate::wire::RejReason;
 
