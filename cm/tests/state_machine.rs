@@ -580,3 +580,77 @@ fn destroy_ends_a_connection_in_any_state_with_the_message_it_needs() {
         Err(rnic_cm::CmError::UnknownId(c))
     );
 }
+
+#[test]
+fn a_req_from_the_qp_of_an_established_connection_is_stale_and_ends_it() {
+    let mut p = Pair::new();
+    let (_, s) = p.establish();
+    let mut req = Req::parse(&p.wire[0].mad).unwrap();
+    req.local_comm_id ^= 0x77;
+    let mut m = [0u8; MAD_LEN];
+    req.emit(78, &mut m);
+    assert_eq!(
+        inject(&mut p, Side::Server, &m),
+        Err(RecvError::Refused(10))
+    );
+    let rej = Rej::parse(&p.server.poll_transmit().unwrap().mad).unwrap();
+    assert_eq!(rej.reason, 10);
+    let dreq = Dreq::parse(&p.server.poll_transmit().unwrap().mad).unwrap();
+    assert_eq!(
+        (dreq.local_comm_id, dreq.remote_qpn_eecn),
+        (s.0, CLIENT_QPN)
+    );
+    assert_eq!(p.server.state(s), Some(State::DreqSent));
+}
+
+#[test]
+fn a_req_for_rd_is_rejected_with_invalid_transport_type() {
+    let mut p = Pair::new();
+    let mut req = Req {
+        service_id: p.route.service_id(PortSpace::Tcp),
+        transport_service_type: 3,
+        local_comm_id: 42,
+        ..Req::default()
+    };
+    req.local_ca_guid = CLIENT_GUID;
+    let mut m = [0u8; MAD_LEN];
+    req.emit(1, &mut m);
+    assert_eq!(inject(&mut p, Side::Server, &m), Err(RecvError::Refused(9)));
+    assert_eq!(p.server.connections(), 0);
+}
+
+#[test]
+fn the_client_mras_the_rep_and_the_server_waits() {
+    let mut p = Pair::new();
+    let c = p.connect();
+    p.pump();
+    let s = p.server_request();
+    p.accept(s);
+    p.pump();
+    p.take_events(Side::Client);
+    p.client.mra(c, 12, b"wait", false).unwrap();
+    p.pump();
+    assert_eq!(p.server.state(s), Some(State::MraRepRcvd));
+    assert_eq!(
+        p.take_events(Side::Server),
+        [Event::MraReceived {
+            id: s,
+            service_timeout: 12
+        }]
+    );
+    // A duplicate REP (the server's retry crossing the MRA) gets the MRA again.
+    let rep = p.wire.iter().find(|w| w.attr == Rep::ATTR_ID).unwrap().mad;
+    assert_eq!(
+        inject(&mut p, Side::Client, &rep),
+        Err(RecvError::Duplicate(c))
+    );
+    let mra = Mra::parse(&p.client.poll_transmit().unwrap().mad).unwrap();
+    assert_eq!(
+        (mra.message_mraed, &mra.private_data[..4]),
+        (1, &b"wait"[..])
+    );
+    p.client.ready_to_use(c, &[]).unwrap();
+    p.pump();
+    assert_eq!(p.server.state(s), Some(State::Established));
+    assert_eq!(p.server.poll_at(), None);
+}

@@ -376,3 +376,45 @@ fn private_data<const N: usize>(data: &[u8], what: &'static str) -> Result<[u8; 
     out[..data.len()].copy_from_slice(data);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comm_ids_skip_zero_and_ids_in_use_and_tids_carry_them_byte_swapped() {
+        // A seed that makes the first ID 0: it is skipped.
+        let mut ep = Endpoint::new(Config {
+            comm_id_seed: 1u32.swap_bytes(),
+            tid_high: 2,
+            ..Config::default()
+        });
+        let a = ep.alloc_id().unwrap();
+        assert_eq!(a, 2u32.swap_bytes() ^ 1u32.swap_bytes());
+        ep.conns.insert(
+            3u32.swap_bytes() ^ 1u32.swap_bytes(),
+            Conn::new(State::ReqSent, MadAddr::default(), 0),
+        );
+        assert_eq!(
+            ep.alloc_id().unwrap(),
+            4u32.swap_bytes() ^ 1u32.swap_bytes()
+        );
+        // The kernel's REQ: communication ID 0xee8cb11f in transaction 0x2_1fb18cee.
+        assert_eq!(ep.form_tid(0xee8c_b11f), 0x0000_0002_1fb1_8cee);
+    }
+
+    #[test]
+    fn removing_a_connection_leaves_no_index_entry_behind() {
+        let mut ep = Endpoint::new(Config::default());
+        let mut c = Conn::new(State::Established, MadAddr::default(), 0);
+        (c.remote_ca_guid, c.remote_id, c.remote_qpn) = (9, 8, 7);
+        ep.conns.insert(5, c);
+        ep.insert_remote(5);
+        assert_eq!((ep.remote_ids.len(), ep.remote_qpns.len()), (1, 1));
+        ep.remove(5);
+        assert_eq!(
+            (ep.remote_ids.len(), ep.remote_qpns.len(), ep.conns.len()),
+            (0, 0, 0)
+        );
+    }
+}

@@ -205,7 +205,9 @@ impl Endpoint {
                     self.queue(from, mad);
                     Err(RecvError::Refused(RejReason::StaleConn.raw()))
                 }
-                _ => Err(RecvError::Duplicate(id)),
+                // Taken already, answered by the consumer's RTU or MRA to come.
+                State::RepRcvd | State::DreqSent | State::DreqRcvd => Err(RecvError::Duplicate(id)),
+                state => Err(RecvError::Unexpected { id, state }),
             },
             state => Err(RecvError::Unexpected { id, state }),
         }
