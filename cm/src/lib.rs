@@ -2,22 +2,43 @@
 //! on RoCE v2: CM messages are MADs of management class 0x07 in UD packets to QP 1 with Q_Key
 //! 0x80010000.
 //!
-//! This crate is a client of the verbs layer, as librdmacm is of libibverbs. Today it holds
-//! the wire formats ([`wire`]): the MAD common header and every CM message (REQ, MRA, REJ,
-//! REP, RTU, DREQ, DREP, SIDR REQ, SIDR REP), each a typed `Repr` that parses and emits the
-//! 256-byte MAD byte for byte, and rdma_cm's conventions (service IDs from a port space and
-//! port, the IP private-data header). The protocol's state machine and the rdma_cm-shaped API
-//! come next.
+//! This crate is a client of the verbs layer, as librdmacm is of libibverbs. It holds:
+//! - [`wire`]: the MAD common header and every CM message (REQ, MRA, REJ, REP, RTU, DREQ,
+//!   DREP, SIDR REQ, SIDR REP), each a typed `Repr` that parses and emits the 256-byte MAD
+//!   byte for byte, and rdma_cm's service IDs and IP private-data header;
+//! - [`Endpoint`]: the chapter-12 state machine of one port, both sides, with SIDR, sans-IO
+//!   (the caller passes time, received MADs and their source, and takes MADs to send and
+//!   [`Event`]s out);
+//! - [`cma`]: rdma_cm's conventions for the REQ, REP and SIDR REQ it sends on RoCE v2.
 //!
 //! ```
-//! use rnic_cm::wire::{Mad, Rtu, MAD_LEN};
+//! use rnic_cm::{cma, Config, Endpoint, Event, MadAddr, time::Instant, wire::ip::PortSpace};
 //!
-//! let rtu = Rtu { local_comm_id: 1, remote_comm_id: 2, private_data: [0; Rtu::PRIVATE_DATA_LEN] };
-//! let mut mad = [0u8; MAD_LEN];
-//! rtu.emit(0x1234, &mut mad);
-//! let m = Mad::parse(&mad).unwrap();
-//! assert_eq!((m.attr_id, m.transaction_id), (Rtu::ATTR_ID, 0x1234));
-//! assert_eq!(Rtu::parse(&mad).unwrap(), rtu);
+//! let (mut client, mut server) = (Endpoint::new(Config { ca_guid: 1, ..Config::default() }),
+//!                                 Endpoint::new(Config { ca_guid: 2, ..Config::default() }));
+//! let route = cma::RoceRoute::new("10.0.0.1:40000".parse().unwrap(), "10.0.0.2:18515".parse().unwrap());
+//! server.listen(route.service_id(PortSpace::Tcp)).unwrap();
+//! let conn = cma::ConnParam { qp_num: 0x11, ..cma::ConnParam::default() };
+//! let p = cma::connect_params(&route, PortSpace::Tcp, &conn, 0x1234, client.config().ack_delay).unwrap();
+//! let now = Instant::ZERO;
+//! client.connect(now, &p).unwrap();
+//! // The network: the client's REQ to the server.
+//! let req = client.poll_transmit().unwrap();
+//! server.receive(now, MadAddr::cm(route.src_gid(), 0), &req.mad).unwrap();
+//! assert!(matches!(server.poll_event(), Some(Event::ConnectRequest { .. })));
 //! ```
 
+pub mod cma;
+pub mod counters;
+pub mod endpoint;
+pub mod error;
+pub mod event;
+pub mod state;
+pub mod time;
 pub mod wire;
+
+pub use counters::Counters;
+pub use endpoint::{AcceptParams, Config, ConnectParams, Endpoint, SidrParams};
+pub use error::{CmError, RecvError};
+pub use event::{Event, MadAddr, Transmit};
+pub use state::{ConnId, State};

@@ -1,11 +1,15 @@
 //! The CM MADs of a real rdma_cm exchange between two Linux rxe hosts
 //! (`tests/data/pcaps/rdmacm_send.pcap`: REQ, REP, RTU, then DREQ and DREP): each parses to
 //! the values the kernel's CM wrote, and emitting the parsed message gives back the 256 bytes
-//! byte for byte.
+//! byte for byte; and endpoints on either side of that exchange, fed the other side's MADs,
+//! answer with the kernel's MADs.
 
 use pcap_file::pcap::PcapReader;
-use rnic_cm::wire::ip::{IpHeader, PortSpace, port_of};
+use rnic_cm::cma::{self, ConnParam, RoceRoute};
+use rnic_cm::time::Instant;
+use rnic_cm::wire::ip::{IpHeader, PortSpace, port_of, service_id};
 use rnic_cm::wire::{Drep, Dreq, MAD_LEN, Mad, Rep, Req, Rtu};
+use rnic_cm::{Config, Endpoint, Event, MadAddr, State};
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Ethernet, IPv4, UDP, BTH and DETH before the MAD of a RoCE v2 UD packet.
@@ -121,4 +125,140 @@ fn the_kernel_cms_mads_parse_and_re_emit_byte_for_byte() {
     // Each parser refuses the others' MADs.
     assert!(Rep::parse(&m[0]).is_err());
     assert!(Req::parse(&m[1]).is_err());
+}
+
+/// The kernel's two hosts: the client 10.11.0.3 (port 56810) and the server 10.11.0.2
+/// (rping's port 18515), their CA GUIDs, and their CMs' first communication IDs (the
+/// endpoints' seeds are chosen so that their first IDs are the kernel's).
+const CLIENT_GUID: u64 = 0x5054_00ff_fe11_0003;
+const SERVER_GUID: u64 = 0x5054_00ff_fe11_0002;
+
+fn route() -> RoceRoute {
+    RoceRoute::new(
+        "10.11.0.3:56810".parse().unwrap(),
+        "10.11.0.2:18515".parse().unwrap(),
+    )
+}
+
+/// The endpoint's first communication ID is the counter 1, byte-swapped, mixed with the
+/// seed: this seed makes it `first`.
+fn seed_for(first: u32) -> u32 {
+    first ^ 1u32.swap_bytes()
+}
+
+/// `mad` (a REP, RTU, DREQ or DREP) with the communication ID at `byte` of the message
+/// set to `id`.
+fn with_comm_id(mad: &[u8; MAD_LEN], byte: usize, id: u32) -> [u8; MAD_LEN] {
+    let mut m = *mad;
+    m[24 + byte..24 + byte + 4].copy_from_slice(&id.to_be_bytes());
+    m
+}
+
+#[test]
+fn a_passive_endpoint_answers_the_kernels_mads_as_the_kernel_did() {
+    let m = mads();
+    let r = route();
+    let client = MadAddr::cm(r.src_gid(), 0);
+    let mut ep = Endpoint::new(Config {
+        ca_guid: SERVER_GUID,
+        ack_delay: 15,
+        comm_id_seed: seed_for(0x6f21_067a),
+        tid_high: 0,
+    });
+    ep.listen(service_id(PortSpace::Tcp, 18515)).unwrap();
+    let now = Instant::ZERO;
+    let accept = |qp_num, psn| {
+        cma::accept_params(
+            &ConnParam {
+                qp_num,
+                rnr_retry_count: 7,
+                ..ConnParam::default()
+            },
+            psn,
+        )
+        .unwrap()
+    };
+
+    // First connection: the REQ, answered by a REP identical to the kernel's, then the RTU.
+    ep.receive(now, client, &m[0]).unwrap();
+    let Some(Event::ConnectRequest { id: a, from, req }) = ep.poll_event() else {
+        panic!("no ConnectRequest")
+    };
+    assert_eq!((a.0, from), (0x6f21_067a, client));
+    let (hdr, _) = cma::split_private_data(&req.private_data).unwrap();
+    assert_eq!(
+        (hdr.src, hdr.dst, hdr.src_port),
+        (r.src.ip(), r.dst.ip(), 56810)
+    );
+    ep.accept(now, a, &accept(0x21, 0x269d0c)).unwrap();
+    let rep = ep.poll_transmit().unwrap();
+    assert_eq!(rep.to, client);
+    assert_eq!(rep.mad, m[1], "REP differs from the kernel's");
+    ep.receive(now, client, &m[2]).unwrap();
+    assert_eq!(ep.poll_event(), Some(Event::Established { id: a }));
+
+    // Second connection: our ID is not the kernel's; every other field is.
+    ep.receive(now, client, &m[3]).unwrap();
+    let Some(Event::ConnectRequest { id: b, .. }) = ep.poll_event() else {
+        panic!("no second ConnectRequest")
+    };
+    ep.accept(now, b, &accept(0x22, 0x8af782)).unwrap();
+    let rep = ep.poll_transmit().unwrap();
+    assert_eq!(rep.mad, with_comm_id(&m[4], 0, b.0));
+    // The client's RTU and DREQ, addressed to our ID.
+    ep.receive(now, client, &with_comm_id(&m[5], 4, b.0))
+        .unwrap();
+    assert_eq!(ep.poll_event(), Some(Event::Established { id: b }));
+    ep.receive(now, client, &with_comm_id(&m[6], 4, b.0))
+        .unwrap();
+    assert!(matches!(ep.poll_event(), Some(Event::DisconnectRequest { id, .. }) if id == b));
+    ep.disconnect_reply(now, b, &[]).unwrap();
+    assert_eq!(ep.poll_transmit().unwrap().mad, with_comm_id(&m[7], 0, b.0));
+
+    // The first connection's DREQ: the DREP is the kernel's, byte for byte.
+    ep.receive(now, client, &m[8]).unwrap();
+    assert!(matches!(ep.poll_event(), Some(Event::DisconnectRequest { id, .. }) if id == a));
+    ep.disconnect_reply(now, a, &[]).unwrap();
+    assert_eq!(ep.poll_transmit().unwrap().mad, m[9]);
+    assert_eq!(
+        (ep.state(a), ep.state(b)),
+        (Some(State::Timewait), Some(State::Timewait))
+    );
+    let k = ep.counters();
+    assert_eq!((k.rx_mads, k.rx_handled), (6, 6));
+}
+
+#[test]
+fn an_active_endpoint_sends_the_kernels_req_rtu_and_dreq() {
+    let m = mads();
+    let r = route();
+    let server = MadAddr::cm(r.dst_gid(), 0);
+    let mut ep = Endpoint::new(Config {
+        ca_guid: CLIENT_GUID,
+        ack_delay: 15,
+        comm_id_seed: seed_for(0xee8c_b11f),
+        tid_high: 2,
+    });
+    let conn = ConnParam {
+        qp_num: 0x21,
+        retry_count: 7,
+        rnr_retry_count: 7,
+        ..ConnParam::default()
+    };
+    let p = cma::connect_params(&r, PortSpace::Tcp, &conn, 0x80b384, 15).unwrap();
+    let now = Instant::ZERO;
+    let id = ep.connect(now, &p).unwrap();
+    let req = ep.poll_transmit().unwrap();
+    assert_eq!(req.to, server);
+    assert_eq!(req.mad, m[0], "REQ differs from the kernel's");
+    ep.receive(now, server, &m[1]).unwrap();
+    assert!(matches!(ep.poll_event(), Some(Event::ConnectReply { id: i, .. }) if i == id));
+    ep.ready_to_use(id, &[]).unwrap();
+    assert_eq!(ep.poll_transmit().unwrap().mad, m[2]);
+    assert_eq!(ep.poll_event(), Some(Event::Established { id }));
+    ep.disconnect(now, id, &[]).unwrap();
+    assert_eq!(ep.poll_transmit().unwrap().mad, m[8]);
+    ep.receive(now, server, &m[9]).unwrap();
+    assert_eq!(ep.poll_event(), Some(Event::Disconnected { id }));
+    assert_eq!(ep.state(id), Some(State::Timewait));
 }

@@ -44,6 +44,9 @@ pub enum WireError {
         /// The one the parser reads.
         expected: u16,
     },
+    /// An attribute the CM class does not define.
+    #[error("attribute {0:#06x} is not a CM message")]
+    UnknownAttribute(u16),
     /// A length field larger than its room (REJ's ARI, SIDR REP's additional information).
     #[error("{what} length {len} exceeds {max}")]
     Length {
