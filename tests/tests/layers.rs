@@ -27,6 +27,7 @@ const ALLOWED: &[(&str, &[&[&str]])] = &[
     ),
     ("driver", &[]),
     ("verbs-api", &[]),
+    ("cm", &[]),
     ("tools", &[]),
 ];
 
