@@ -59,7 +59,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// let ud = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
 /// assert_eq!(ud.qp_type(), QpType::Ud);
-/// assert_eq!(ud.query()?.qpc.st(), 0x03); // QPC st: UD
+/// assert_eq!(ud.query()?.qpc.st(), 0x02); // QPC st: UD (MLX5_QPC_ST_UD)
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
