@@ -39,7 +39,9 @@ fn ud(r: &mut Rig) -> (rig::Qp, rig::Cq) {
 
 /// A 256-byte MAD-sized pattern.
 fn mad(seed: u8) -> Vec<u8> {
-    (0..256u32).map(|i| (i as u8).wrapping_mul(7) ^ seed).collect()
+    (0..256u32)
+        .map(|i| (i as u8).wrapping_mul(7) ^ seed)
+        .collect()
 }
 
 /// A's QP1 to B's QP1 (DestQP 1, the GSI Q_Key), then B's QP1 to a UD QP on A: each
@@ -81,7 +83,8 @@ fn datagrams_for_qp_1_reach_the_ports_qp1_and_it_sends_as_qp_1() {
     // QP1 answers a UD QP on A (that QP's Q_Key): the source QP is 1 there too.
     let reply = mad(2);
     n.b.fill(&dst, 1024, &reply);
-    let ra = n.a.post_recv(&mut qa, &[(src.addr + 1024, 40 + 256, src.key)]);
+    let ra =
+        n.a.post_recv(&mut qa, &[(src.addr + 1024, 40 + 256, src.key)]);
     let to_a = rig::datagram_to(qa.qpn, rig::QKEY, IP_A, MAC_A);
     n.b.post(
         &mut gb,
@@ -93,10 +96,7 @@ fn datagrams_for_qp_1_reach_the_ports_qp1_and_it_sends_as_qp_1() {
     n.settle();
     assert_eq!(n.b.one(&mut cb).cqe_opcode(), Ok(CqeOpcode::Req));
     let c = n.a.one(&mut ca);
-    assert_eq!(
-        (c.qpn(), c.wqe_counter(), c.rqpn()),
-        (qa.qpn, ra, GSI_QPN)
-    );
+    assert_eq!((c.qpn(), c.wqe_counter(), c.rqpn()), (qa.qpn, ra, GSI_QPN));
     assert_eq!(n.a.read(&src, 1024 + 40, 256), reply);
     assert_eq!(n.a.counters().drops.total(), 0);
     assert_eq!(n.b.counters().drops.total(), 0);

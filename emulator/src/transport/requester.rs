@@ -10,8 +10,8 @@
 
 use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
-use rnic_hw_regs::wqe::SendOpcode;
 use rnic_hw_regs::roce::GSI_QPN;
+use rnic_hw_regs::wqe::SendOpcode;
 
 use super::{Path, bth, mtu_bytes, packet_repr, port_mtu_code, send_frame_filled};
 use crate::ctx::Ctx;
