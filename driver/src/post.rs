@@ -200,10 +200,10 @@ impl Qp {
             SendOp::SendInv { rkey } if t == QpType::Rc => {
                 (SendOpcode::SendInval, rkey, None, None)
             }
-            SendOp::Write { raddr, rkey } if t != QpType::Ud => {
+            SendOp::Write { raddr, rkey } if !t.is_datagram() => {
                 (SendOpcode::RdmaWrite, 0, Some((raddr, rkey)), None)
             }
-            SendOp::WriteImm { raddr, rkey, imm } if t != QpType::Ud => {
+            SendOp::WriteImm { raddr, rkey, imm } if !t.is_datagram() => {
                 (SendOpcode::RdmaWriteImm, imm, Some((raddr, rkey)), None)
             }
             SendOp::Read { raddr, rkey } if t == QpType::Rc => {
@@ -223,13 +223,13 @@ impl Qp {
             SendOp::FetchAdd { raddr, rkey, add } if t == QpType::Rc => {
                 (SendOpcode::AtomicFa, 0, Some((raddr, rkey)), Some((add, 0)))
             }
-            SendOp::BindMw(b) if t != QpType::Ud => return self.build_umr(wr, pi, free, Some(b)),
-            SendOp::LocalInv { .. } if t != QpType::Ud => {
+            SendOp::BindMw(b) if !t.is_datagram() => return self.build_umr(wr, pi, free, Some(b)),
+            SendOp::LocalInv { .. } if !t.is_datagram() => {
                 return self.build_umr(wr, pi, free, None);
             }
             _ => return Err(E::OpNotSupported),
         };
-        let ud = if t == QpType::Ud {
+        let ud = if t.is_datagram() {
             let d = wr.ud.ok_or(E::MissingUdDest)?;
             // The AV is the PD's: a pointer compare, no lock.
             if !std::sync::Arc::ptr_eq(d.ah.pd(), &self.pd) {

@@ -1,4 +1,4 @@
-//! Queue pairs: RC, UC and UD; CREATE_QP, the state machine (RST -> INIT -> RTR -> RTS,
+//! Queue pairs: RC, UC, UD and GSI (QP1); CREATE_QP, the state machine (RST -> INIT -> RTR -> RTS,
 //! RTS -> RTS, -> ERR, -> RST) with typed per-transition attributes, QUERY_QP, DESTROY_QP.
 //!
 //! The QP buffer (RQ at offset 0, then the SQ, PRM section 5) and the doorbell record (on its
@@ -45,6 +45,7 @@ use rnic_hw_regs::cmd::{
 };
 pub use rnic_hw_regs::ctx::QpState;
 use rnic_hw_regs::ctx::{Ads, QpSt, Qpc, opt_param};
+pub use rnic_hw_regs::roce::{GSI_QKEY, GSI_QPN};
 use rnic_hw_regs::wqe::{DS_SIZE, WQEBB, inline_seg_ds};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -59,7 +60,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
 /// let ud = Qp::create(&pd, &QpConfig::new(QpType::Ud, cq.clone(), cq.clone()))?;
 /// assert_eq!(ud.qp_type(), QpType::Ud);
-/// assert_eq!(ud.query()?.qpc.st(), 0x03); // QPC st: UD
+/// assert_eq!(ud.query()?.qpc.st(), 0x02); // QPC st: UD (MLX5_QPC_ST_UD)
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -70,6 +71,31 @@ pub enum QpType {
     Uc,
     /// Unreliable datagram.
     Ud,
+    /// The port's QP1, the General Services Interface (`IB_QPT_GSI`; CREATE_QP st QP1, as
+    /// mlx5's `MLX5_IB_QPT_HW_GSI`): UD's work requests and transitions, datagrams to and
+    /// from QP number 1 with the GSI Q_Key ([`GSI_QKEY`]), one per port. [`Qp::qpn`] is the
+    /// number firmware gave it; peers address it as [`GSI_QPN`].
+    ///
+    /// ```
+    /// use rnic_driver::DriverError;
+    /// use rnic_hw_regs::status::CmdStatus;
+    /// # use rnic_driver::doc_fixture::prelude::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let Fixture { hca, pd, cq, qp, mr } = Fixture::new(Arc::new(dev.bus()))?;
+    /// let gsi = Qp::create(&pd, &QpConfig::new(QpType::Gsi, cq.clone(), cq.clone()))?;
+    /// assert_eq!(gsi.query()?.qpc.st(), 0x08); // QPC st: QP1 (MLX5_QPC_ST_QP1)
+    /// // One per port: the device refuses a second.
+    /// let again = Qp::create(&pd, &QpConfig::new(QpType::Gsi, cq.clone(), cq.clone()));
+    /// assert_eq!(again.unwrap_err().cmd_status(), Some(CmdStatus::BadParam));
+    /// // Its Q_Key is the GSI one, given or not; another is refused before the device sees it.
+    /// let bad = InitAttr { qkey: Some(0x1111_1111), ..InitAttr::default() };
+    /// assert!(matches!(gsi.to_init(&bad), Err(DriverError::QpAttr { attr: "qkey", .. })));
+    /// gsi.to_init(&InitAttr::default())?;
+    /// assert_eq!(gsi.query()?.qpc.q_key(), GSI_QKEY);
+    /// # Ok(()) }
+    /// ```
+    Gsi,
 }
 
 impl QpType {
@@ -78,7 +104,20 @@ impl QpType {
             QpType::Rc => QpSt::Rc,
             QpType::Uc => QpSt::Uc,
             QpType::Ud => QpSt::Ud,
+            QpType::Gsi => QpSt::Qp1,
         }
+    }
+
+    /// Whether the QP sends datagrams to address handles (UD and GSI): a datagram segment
+    /// per send, the GRH area in front of every receive, no connection.
+    ///
+    /// ```
+    /// use rnic_driver::qp::QpType;
+    /// assert!(QpType::Gsi.is_datagram() && QpType::Ud.is_datagram());
+    /// assert!(!QpType::Uc.is_datagram());
+    /// ```
+    pub const fn is_datagram(self) -> bool {
+        matches!(self, QpType::Ud | QpType::Gsi)
     }
 }
 
@@ -574,7 +613,7 @@ impl Qp {
                 ));
             }
         }
-        let ud = cfg.qp_type == QpType::Ud;
+        let ud = cfg.qp_type.is_datagram();
         // The largest send WQE: ctrl + datagram (UD) or raddr + atomic, then the data.
         let fixed = 1 + if ud { 3 } else { 2 };
         let data = (c.max_send_sge as usize).max(inline_seg_ds(c.max_inline_data as usize));
@@ -911,10 +950,8 @@ impl Qp {
         q.set_pm_state(3);
         q.primary_address_path_mut().set_vhca_port_num(1);
         q.primary_address_path_mut().set_pkey_index(a.pkey_index);
-        if self.qp_type == QpType::Ud {
-            let qkey = a
-                .qkey
-                .ok_or_else(|| attr_err(self.qpn, T, "qkey", "required on UD QPs".into()))?;
+        if self.qp_type.is_datagram() {
+            let qkey = self.qkey_for(T, a.qkey)?;
             q.set_q_key(qkey);
         } else {
             // UC has no READ or atomic packets: a responder cannot allow them. The one
@@ -937,6 +974,22 @@ impl Qp {
         self.pd.hca().cmdq().exec(&i, &[], &mut [])?;
         self.set_state(QpState::Init);
         Ok(())
+    }
+
+    /// The Q_Key a datagram QP gets from `given`: required on UD; on GSI the GSI Q_Key,
+    /// which is also the only one it takes (IBTA 13.4.5.3).
+    fn qkey_for(&self, t: &'static str, given: Option<u32>) -> Result<u32, DriverError> {
+        match (self.qp_type, given) {
+            (QpType::Gsi, None | Some(GSI_QKEY)) => Ok(GSI_QKEY),
+            (QpType::Gsi, Some(k)) => Err(attr_err(
+                self.qpn,
+                t,
+                "qkey",
+                format!("{k:#x} on the GSI QP, whose Q_Key is {GSI_QKEY:#x}"),
+            )),
+            (_, Some(k)) => Ok(k),
+            (_, None) => Err(attr_err(self.qpn, t, "qkey", "required on UD QPs".into())),
+        }
     }
 
     /// Fills an address path from an address vector.
@@ -1008,7 +1061,7 @@ impl Qp {
         check_width(self.qpn, T, "min_rnr_timer", u32::from(a.min_rnr_timer), 5)?;
         let q = i.qpc_mut();
         q.set_next_rcv_psn(a.rq_psn);
-        if self.qp_type != QpType::Ud {
+        if !self.qp_type.is_datagram() {
             let mtu = a.path_mtu.ok_or_else(|| {
                 attr_err(self.qpn, T, "path_mtu", "required on connected QPs".into())
             })?;
@@ -1151,7 +1204,7 @@ impl Qp {
             mask |= opt_param::RNR_RETRY;
         }
         if let Some(k) = a.qkey {
-            q.set_q_key(k);
+            q.set_q_key(self.qkey_for(T, Some(k))?);
             mask |= opt_param::Q_KEY;
         }
         i.set_opt_param_mask(mask);

@@ -152,7 +152,7 @@ fn opcode_valid(st: Option<QpSt>, op: SendOpcode) -> bool {
             op,
             O::Nop | O::Send | O::SendImm | O::RdmaWrite | O::RdmaWriteImm | O::Umr
         ),
-        Some(QpSt::Ud) => matches!(op, O::Nop | O::Send | O::SendImm),
+        Some(QpSt::Ud | QpSt::Qp1) => matches!(op, O::Nop | O::Send | O::SendImm),
         None => false,
     }
 }
@@ -232,7 +232,7 @@ fn parse(
             None => (bad(ci, opcode, local_op), nbb),
         };
     }
-    if st == Some(QpSt::Ud) && op != SendOpcode::Nop {
+    if st.is_some_and(QpSt::is_datagram) && op != SendOpcode::Nop {
         if p + AV_LEN > end {
             return (bad(ci, opcode, local_op), nbb);
         }

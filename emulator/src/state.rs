@@ -93,6 +93,8 @@ pub struct RxDrops {
     pub roce_disabled: u64,
     /// No QP with that number.
     pub unknown_qp: u64,
+    /// DestQP 1 and the port has no QP1 (CREATE_QP with st QP1).
+    pub no_gsi_qp: u64,
     /// The opcode's transport is not the QP's service type.
     pub wrong_transport: u64,
     /// The QP's state does not receive (RST, INIT, ERR; requests before RTR, responses
@@ -103,7 +105,7 @@ pub struct RxDrops {
     pub peer_mismatch: u64,
     /// P_Key mismatch.
     pub pkey: u64,
-    /// UD Q_Key mismatch.
+    /// UD Q_Key mismatch (QP1: not the GSI Q_Key 0x80010000).
     pub qkey: u64,
     /// UD datagram with no receive WQE posted.
     pub ud_no_wqe: u64,
@@ -162,6 +164,7 @@ impl RxDrops {
             + self.bad_icrc
             + self.not_our_ip
             + self.dest_qp_zero
+            + self.no_gsi_qp
             + self.roce_disabled
             + self.unknown_qp
             + self.wrong_transport

@@ -38,7 +38,7 @@ fn create_cq(h: &mut Host, b: &BringUp) -> u32 {
     h.ok(&i, &pas).view::<cmd::CreateCqOut>().cqn()
 }
 
-/// The CREATE_QP input for a QP of type `st` (0 RC, 1 UC, 3 UD) with 16-WQEBB SQ and a
+/// The CREATE_QP input for a QP of type `st` (0 RC, 1 UC, 2 UD, 8 QP1) with 16-WQEBB SQ and a
 /// 16-entry RQ of 16-byte WQEs, both completing to `cqn`, and its PAS.
 fn qp_input(h: &mut Host, b: &BringUp, st: u8, cqn: u32) -> (cmd::CreateQpIn, Vec<u8>) {
     let (_, pas) = h.queue_buf(16 * 16 + 64 * 16);
@@ -496,7 +496,7 @@ fn rc_qp_walks_the_state_machine() {
 fn ud_and_uc_qps() {
     let (mut h, b) = up();
     let cqn = create_cq(&mut h, &b);
-    let ud = create_qp(&mut h, &b, 3, cqn);
+    let ud = create_qp(&mut h, &b, 2, cqn);
     let mut bad = rst2init(ud);
     bad.qpc_mut().set_q_key(0);
     h.exec(&bad, &[]).expect_status(CmdStatus::BadParam);
@@ -513,11 +513,52 @@ fn ud_and_uc_qps() {
         .expect_status(CmdStatus::BadParam);
     set_gid(&mut h, 0);
     h.ok(&init2rtr(uc, 0x100), &[]);
-    // Types other than RC, UC, UD.
-    let (mut i, pas) = qp_input(&mut h, &b, 2, cqn);
+    // Types other than RC, UC, UD and QP1: XRC (3), QP0 (7).
+    let (mut i, pas) = qp_input(&mut h, &b, 3, cqn);
     h.exec(&i, &pas).expect_status(CmdStatus::BadParam);
     i.qpc_mut().set_st(7);
     h.exec(&i, &pas).expect_status(CmdStatus::BadParam);
+}
+
+/// QP1 (st 8): one per port, a second is BAD_PARAM until the first is destroyed; UD's
+/// transitions, with the GSI Q_Key only (another, at RST2INIT or as an optional attribute
+/// later, is BAD_PARAM).
+#[test]
+fn qp1_is_one_per_port_with_the_gsi_qkey() {
+    use rnic_hw_regs::roce::GSI_QKEY;
+    let (mut h, b) = up();
+    let cqn = create_cq(&mut h, &b);
+    let gsi = create_qp(&mut h, &b, 8, cqn);
+    assert_ne!(gsi, 1, "firmware gives QP1 a QPN of its own");
+    let (i, pas) = qp_input(&mut h, &b, 8, cqn);
+    h.exec(&i, &pas).expect_status(CmdStatus::BadParam);
+    // Other types are still created beside it.
+    create_qp(&mut h, &b, 2, cqn);
+    // RST2INIT with UD's Q_Key: refused on QP1, and it stays in RST.
+    h.exec(&rst2init(gsi), &[])
+        .expect_status(CmdStatus::BadParam);
+    assert_eq!(state(&mut h, gsi), QpState::Rst);
+    let mut init = rst2init(gsi);
+    init.qpc_mut().set_q_key(GSI_QKEY);
+    h.ok(&init, &[]);
+    assert_eq!(query_qp(&mut h, gsi).q_key(), GSI_QKEY);
+    // UD's INIT2RTR (nothing needed, no GID) and RTR2RTS.
+    h.ok(&modify(cmd::CmdOpcode::Init2RtrQp, gsi), &[]);
+    h.ok(&rtr2rts(gsi), &[]);
+    assert_eq!(state(&mut h, gsi), QpState::Rts);
+    // RTS2RTS changing the Q_Key: refused unless it is the GSI one.
+    let mut rts = modify(cmd::CmdOpcode::Rts2RtsQp, gsi);
+    rts.set_opt_param_mask(rnic_hw_regs::ctx::opt_param::Q_KEY);
+    rts.qpc_mut().set_q_key(0x1111_1111);
+    h.exec(&rts, &[]).expect_status(CmdStatus::BadParam);
+    rts.qpc_mut().set_q_key(GSI_QKEY);
+    h.ok(&rts, &[]);
+    // Destroyed, the port's QP1 can be created again.
+    let mut d = cmd::DestroyQpIn::new_cmd();
+    d.set_qpn(gsi);
+    h.ok(&d, &[]);
+    let again = create_qp(&mut h, &b, 8, cqn);
+    assert_eq!(state(&mut h, again), QpState::Rst);
 }
 
 #[test]

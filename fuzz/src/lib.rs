@@ -110,6 +110,7 @@ pub fn pre_transport_drops(c: &Counters) -> u64 {
         + d.bad_icrc
         + d.not_our_ip
         + d.dest_qp_zero
+        + d.no_gsi_qp
         + d.roce_disabled
         + d.unknown_qp
         + d.cnp

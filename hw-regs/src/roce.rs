@@ -21,6 +21,22 @@
 /// ```
 pub const ROCE_V2_PORT: u16 = 4791;
 
+/// The QP number of the General Services Interface (IBTA Vol. 1, 3.9.1): every port's
+/// management datagrams (the CM's among them) go to and come from QP 1.
+///
+/// ```
+/// assert_eq!(rnic_hw_regs::roce::GSI_QPN, 1);
+/// ```
+pub const GSI_QPN: u32 = 1;
+
+/// The Q_Key of QP1 (IBTA Vol. 1, 13.4.5.3, the well-known GSI Q_Key): datagrams to QP 1
+/// carry it, and QP1 drops the ones that do not.
+///
+/// ```
+/// assert_eq!(rnic_hw_regs::roce::GSI_QKEY, 0x8001_0000);
+/// ```
+pub const GSI_QKEY: u32 = 0x8001_0000;
+
 /// The lowest source port the kernel's folding produces (the top two bits are set, so flow
 /// source ports stay out of the well-known and registered ranges).
 ///

@@ -137,6 +137,7 @@ pub fn format_counters(dev: &str, c: &rnic_verbs::EmulatorCounters) -> String {
         ("rx_drop_dest_qp_zero", d.dest_qp_zero),
         ("rx_drop_roce_disabled", d.roce_disabled),
         ("rx_drop_unknown_qp", d.unknown_qp),
+        ("rx_drop_no_gsi_qp", d.no_gsi_qp),
         ("rx_drop_wrong_transport", d.wrong_transport),
         ("rx_drop_wrong_state", d.wrong_state),
         ("rx_drop_peer_mismatch", d.peer_mismatch),

@@ -338,11 +338,12 @@ pub fn connect_qp(
                 | AccessFlags::REMOTE_ATOMIC
         }
         QpType::Uc => AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-        QpType::Ud => AccessFlags::empty(),
+        QpType::Ud | QpType::Gsi => AccessFlags::empty(),
     });
     if qp.state() == crate::QpState::Reset {
         qp.to_init(&InitAttr {
             access,
+            // GSI: the driver's GSI Q_Key.
             qkey: (t == QpType::Ud).then_some(opts.qkey),
             ..InitAttr::default()
         })?;
@@ -352,7 +353,7 @@ pub fn connect_qp(
         min_rnr_timer: opts.min_rnr_timer,
         ..RtrAttr::default()
     };
-    if t != QpType::Ud {
+    if !t.is_datagram() {
         let mtu = match opts.path_mtu {
             Some(m) => m,
             None => ctx.query_port(1)?.active_mtu,

@@ -170,6 +170,17 @@ pub enum Error {
     /// The peer of a connection exchange sent something this side cannot use.
     #[error("connection exchange: {0}")]
     Protocol(String),
+    /// A work completion with an error status where the call needed a good one (a
+    /// [`crate::MadChannel`] receive flushed because its QP went to ERR).
+    #[error("{verb}: work request {wr_id} completed with {status:?}")]
+    Completion {
+        /// The call.
+        verb: &'static str,
+        /// The work request's id.
+        wr_id: u64,
+        /// Its status.
+        status: crate::WcStatus,
+    },
 }
 
 impl Error {

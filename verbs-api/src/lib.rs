@@ -19,7 +19,8 @@
 //!
 //! Devices: see [`device`] for the names (`mlx5_0`, PCI addresses, `emu0` / `emu1`,
 //! `emu:<IPv4>`) and [`devices`] for the list. Connecting: [`connect_pair`] in one process,
-//! [`tcp_server`] / [`tcp_client`] between two.
+//! [`tcp_server`] / [`tcp_client`] between two. Management datagrams (the CM's MADs on the
+//! port's QP1): [`MadChannel`].
 //!
 //! # Example: an RDMA WRITE between the emulated pair
 //!
@@ -139,6 +140,7 @@ pub mod device;
 pub mod doc_fixture;
 mod error;
 mod event;
+mod gsi;
 mod mr;
 mod mw;
 mod neighbor;
@@ -170,6 +172,7 @@ pub use device::{
 };
 pub use error::{Error, Result};
 pub use event::AsyncEvent;
+pub use gsi::{GSI_QKEY, GSI_QPN, MAD_SIZE, MadChannel, ReceivedMad};
 pub use mr::{AccessFlags, MemoryRegion};
 pub use mw::{MemoryWindow, MwType};
 pub use pd::ProtectionDomain;

@@ -331,7 +331,7 @@ pub(crate) mod syndrome {
         /// room (or too much) for KLMs.
         MKEY_BAD_WINDOW = 0x0B00_000E;
 
-        /// CREATE_QP with a service type other than RC (0), UC (1) or UD (3).
+        /// CREATE_QP with a service type other than RC (0), UC (1), UD (2) or QP1 (8).
         QP_BAD_ST = 0x0C00_0001;
         /// CREATE_QP with a PD that does not exist.
         QP_BAD_PD = 0x0C00_0002;
@@ -385,6 +385,10 @@ pub(crate) mod syndrome {
         QP_PAS_MISALIGNED = 0x0C00_001A;
         /// CREATE_QP with a page size beyond 2^30 bytes.
         QP_PAGE_SIZE = 0x0C00_001B;
+        /// CREATE_QP of a QP1 on a port that has one.
+        QP_GSI_EXISTS = 0x0C00_001C;
+        /// A QP1 transition setting a Q_Key other than the GSI Q_Key 0x80010000.
+        QP_GSI_QKEY = 0x0C00_001D;
 
         /// CREATE_SRQ with a PD that does not exist.
         SRQ_BAD_PD = 0x0D00_0001;

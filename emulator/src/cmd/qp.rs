@@ -1,6 +1,8 @@
 //! CREATE_QP, DESTROY_QP, the QP state transitions and QUERY_QP.
 //!
-//! QP types RC (st 0), UC (1) and UD (3); others are BAD_PARAM. CREATE_QP needs an existing
+//! QP types RC (st 0), UC (1), UD (2) and QP1 (8, the port's GSI QP: UD's rules, one per
+//! port, a second is BAD_PARAM; its Q_Key can only be 0x80010000, another is BAD_PARAM;
+//! frames for DestQP 1 go to it); others are BAD_PARAM. CREATE_QP needs an existing
 //! PD, UAR, send and receive CQs (and SRQ for `rq_type` 1), queue sizes within the caps and a
 //! PAS covering the RQ then the SQ; the QP starts in RST.
 //!
@@ -19,6 +21,7 @@ use rnic_hw_regs::cmd::{
     Rst2InitQpIn, Rst2InitQpOut,
 };
 use rnic_hw_regs::ctx::{QpSt, QpState, Qpc, opt_param};
+use rnic_hw_regs::roce::GSI_QKEY;
 use rnic_hw_regs::status::CmdStatus;
 
 use super::{Cmd, CmdResult, PasSyndromes, check_op_mod, ensure, fail, queue_buf, syndrome as syn};
@@ -40,10 +43,13 @@ pub(super) fn create_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let i = cmd.fixed::<CreateQpIn>()?;
     cmd.output::<CreateQpOut>()?;
     let mut c = *i.qpc();
+    let st = QpSt::try_from(c.st());
+    ensure(st.is_ok(), CmdStatus::BadParam, syn::QP_BAD_ST)?;
+    let qp1 = st == Ok(QpSt::Qp1);
     ensure(
-        QpSt::try_from(c.st()).is_ok(),
+        !qp1 || ctx.state.res.gsi_qpn.is_none(),
         CmdStatus::BadParam,
-        syn::QP_BAD_ST,
+        syn::QP_GSI_EXISTS,
     )?;
     let res = &ctx.state.res;
     ensure(
@@ -139,6 +145,9 @@ pub(super) fn create_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let Ok(qpn) = ctx.state.res.qps.insert(Qp::new(c, buf)) else {
         return fail(CmdStatus::NoResources, syn::QP_TABLE_FULL);
     };
+    if qp1 {
+        ctx.state.res.gsi_qpn = Some(qpn);
+    }
     cmd.output::<CreateQpOut>()?.set_qpn(qpn);
     Ok(())
 }
@@ -149,6 +158,9 @@ pub(super) fn destroy_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
     let qpn = cmd.fixed::<DestroyQpIn>()?.qpn();
     cmd.output::<DestroyQpOut>()?;
     let found = ctx.state.res.qps.remove(qpn).is_some();
+    if ctx.state.res.gsi_qpn == Some(qpn) {
+        ctx.state.res.gsi_qpn = None;
+    }
     ctx.state.res.qp_timers.set(qpn, None);
     ensure(found, CmdStatus::BadResource, syn::QP_UNKNOWN)
 }
@@ -279,7 +291,14 @@ pub(super) fn modify_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
         ensure(state == from, CmdStatus::BadQpState, syn::QP_BAD_TRANSITION)?;
     }
     let st = QpSt::try_from(qp.ctx.st()).unwrap_or(QpSt::Rc);
-    let connected = st != QpSt::Ud;
+    let connected = !st.is_datagram();
+    // QP1's Q_Key is the GSI one (IBTA 13.4.5.3): a transition that sets another is refused.
+    let sets_qkey = cmd.opcode == O::Rst2InitQp || mask & opt_param::Q_KEY != 0;
+    ensure(
+        st != QpSt::Qp1 || !sets_qkey || n.q_key() == GSI_QKEY,
+        CmdStatus::BadParam,
+        syn::QP_GSI_QKEY,
+    )?;
     let mut c = qp.ctx;
     match cmd.opcode {
         O::Rst2InitQp | O::Init2InitQp => {

@@ -1,5 +1,6 @@
 //! The port's receive side: takes frames from the loopback queue and the link, checks each
-//! (structure, ICRC, destination QP, destination IP) and hands it to the responder
+//! (structure, ICRC, destination QP, destination IP; DestQP 1 means the port's QP1) and
+//! hands it to the responder
 //! (requests) or the completer (ACKs and responses); when idle, or after its budget, it
 //! sends what the responder owes (READ responses, coalesced ACKs).
 
@@ -8,6 +9,7 @@ use crate::ctx::{Ctx, count_drop};
 use crate::state::DeviceState;
 use crate::transport::poll_timers;
 use crate::wire::{Opcode, PacketRepr, RocePacket, WireError};
+use rnic_hw_regs::roce::GSI_QPN;
 
 /// Frames processed per device step at most, so a livelock between QPs cannot hang the
 /// device.
@@ -166,6 +168,16 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool, sealed: bool) {
         count_drop(ctx, |d| &mut d.roce_disabled);
         return;
     }
+    // DestQP 1 is the port's QP1, which has a QPN of its own (as mlx5 firmware steers it).
+    let qpn = if qpn == GSI_QPN {
+        let Some(gsi) = ctx.state.res.gsi_qpn else {
+            count_drop(ctx, |d| &mut d.no_gsi_qp);
+            return;
+        };
+        gsi
+    } else {
+        qpn
+    };
     if ctx.state.res.qps.get(qpn).is_none() {
         count_drop(ctx, |d| &mut d.unknown_qp);
         return;

@@ -218,6 +218,9 @@ pub(crate) struct Resources {
     pub eqs: Table<Eq>,
     pub cqs: Table<Cq>,
     pub qps: Table<Qp>,
+    /// The port's QP1 (CREATE_QP with st QP1): the QPN firmware gave it, where frames for
+    /// DestQP 1 go. One per port; the device has one port.
+    pub gsi_qpn: Option<u32>,
     /// The QPs with an armed transport timer, by deadline: kept in step with each QP's
     /// [`QpTransport::deadline`] wherever its transport state changes (when
     /// [`crate::ctx::Ctx::with_transport`] puts it back, the timer pass, reset, destroy).
@@ -265,6 +268,7 @@ impl Resources {
             eqs: Table::new(0x10, n(profile.log_max_eq).min(0xEF)),
             cqs: Table::new(0x400, n(profile.log_max_cq)),
             qps: Table::new(profile.first_qpn.clamp(2, 0xFF_FFFF), n(profile.log_max_qp)),
+            gsi_qpn: None,
             qp_timers: TimerQueue::new(profile.first_qpn.clamp(2, 0xFF_FFFF)),
             srqs: Table::new(0x40, n(profile.log_max_srq)),
             gids: vec![None; usize::from(profile.gid_table_size)],

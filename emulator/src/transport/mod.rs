@@ -104,10 +104,10 @@ pub(crate) fn gid_ip(gid: &[u8; 16]) -> std::net::IpAddr {
 /// Whether a packet with IP header `ip` may touch QP `qpc`, as rxe's `check_addr`: for a
 /// connected QP (RC, UC) its source must be the peer (the address path's `rgid_rip`) and its
 /// destination the QP's own address (its source GID, GID table entry `src_addr_index`);
-/// UD QPs take datagrams from anyone. Requests (the responder) and responses (the completer)
+/// UD QPs (and QP1) take datagrams from anyone. Requests (the responder) and responses (the completer)
 /// are checked alike. The UDP source port is no part of it: RoCE v2 senders pick it per flow.
 pub(crate) fn addr_ok(ctx: &Ctx<'_>, qpc: &Qpc, ip: &IpRepr) -> bool {
-    if qpc.st() == u8::from(rnic_hw_regs::ctx::QpSt::Ud) {
+    if rnic_hw_regs::ctx::QpSt::try_from(qpc.st()).is_ok_and(rnic_hw_regs::ctx::QpSt::is_datagram) {
         return true;
     }
     let a = qpc.primary_address_path();

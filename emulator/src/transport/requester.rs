@@ -10,6 +10,7 @@
 
 use rnic_hw_regs::cqe::CqeSyndrome;
 use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
+use rnic_hw_regs::roce::GSI_QPN;
 use rnic_hw_regs::wqe::SendOpcode;
 
 use super::{Path, bth, mtu_bytes, packet_repr, port_mtu_code, send_frame_filled};
@@ -90,7 +91,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
 
 /// The MTU the WQE's packets use.
 fn mtu_of(ctx: &Ctx<'_>, qpc: &Qpc) -> Option<u32> {
-    if qpc.st() == u8::from(QpSt::Ud) {
+    if QpSt::try_from(qpc.st()).is_ok_and(QpSt::is_datagram) {
         mtu_bytes(port_mtu_code(ctx.state.res.vport.mtu))
     } else {
         mtu_bytes(qpc.mtu())
@@ -121,7 +122,7 @@ fn start(ctx: &mut Ctx<'_>, qpc: &Qpc, qpn: u32, w: &mut SendWqe) {
     } else {
         1u64 << log_max.min(31)
     };
-    let ud = qpc.st() == u8::from(QpSt::Ud);
+    let ud = QpSt::try_from(qpc.st()).is_ok_and(QpSt::is_datagram);
     if w.len > max_msg || (ud && w.len > u64::from(mtu)) {
         w.error = Some(CqeSyndrome::LocalLength);
         return;
@@ -278,7 +279,7 @@ fn packet_opcode(
                 SendOpcode::SendInval => (0x16, 0x17),
                 _ => (0x02, 0x04),
             };
-            let code = if st == QpSt::Ud {
+            let code = if st.is_datagram() {
                 if op == SendOpcode::SendImm {
                     0x65
                 } else {
@@ -309,7 +310,7 @@ fn packet_opcode(
 }
 
 /// The extension headers `opcode` carries, from the WQE: DETH (the WQE's Q_Key, or the QP's
-/// when the WQE's has its high bit set), RETH (past the `rd_off` bytes a retried READ
+/// when the WQE's has its high bit set; source QP 1 on QP1), RETH (past the `rd_off` bytes a retried READ
 /// already has), AtomicETH, ImmDt, IETH.
 fn add_ext_headers(
     repr: &mut PacketRepr,
@@ -324,7 +325,13 @@ fn add_ext_headers(
             Some(ud) if ud.qkey & 0x8000_0000 == 0 => ud.qkey,
             _ => qpc.q_key(),
         };
-        repr.ext.deth = Some(DethRepr { qkey, src_qp: qpn });
+        // QP1 sends as QP 1, whatever QPN firmware gave it.
+        let src_qp = if qpc.st() == u8::from(QpSt::Qp1) {
+            GSI_QPN
+        } else {
+            qpn
+        };
+        repr.ext.deth = Some(DethRepr { qkey, src_qp });
     }
     if opcode.has_reth() {
         repr.ext.reth = Some(RethRepr {

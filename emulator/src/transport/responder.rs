@@ -14,7 +14,8 @@
 //! the WQE with a local length error and NAKs invalid request. WRITE: to the RETH's target.
 //! READ: responses of up to one MTU each, AETH on the first and last. Atomics: 8-byte aligned
 //! targets in the byte order `atomic_req_8B_endianness_mode` selects (big-endian, or host
-//! order with mode 1), the original value in the ATOMIC ACKNOWLEDGE. UD: Q_Key check,
+//! order with mode 1), the original value in the ATOMIC ACKNOWLEDGE. UD: Q_Key check (QP1:
+//! the GSI Q_Key 0x80010000, and the P_Key in the CQE),
 //! and the first 40 bytes of the receive buffer get the GRH area (an IPv4 header at offset
 //! 20, bytes 0-19 zero; an IPv6 header fills all 40). UC never NAKs: bad packets are
 //! dropped. A responder error other than RNR moves the QP to ERR and raises the affiliated
@@ -24,6 +25,7 @@
 use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
 use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::eqe::EventType;
+use rnic_hw_regs::roce::GSI_QKEY;
 
 use super::{Path, addr_ok, bth, can_receive, enter_error, mtu_bytes, packet_repr, send_frame};
 use crate::ctx::{Ctx, count_drop};
@@ -59,7 +61,7 @@ pub(crate) fn handle(
         (st, repr.bth.opcode.transport()),
         (Some(QpSt::Rc), Transport::Rc)
             | (Some(QpSt::Uc), Transport::Uc)
-            | (Some(QpSt::Ud), Transport::Ud)
+            | (Some(QpSt::Ud | QpSt::Qp1), Transport::Ud)
     );
     let peer_ok = addr_ok(ctx, &qpc, &repr.ip);
     let rule: Option<Rule> = if !can_receive(&qpc) {
@@ -84,7 +86,7 @@ pub(crate) fn handle(
             super::qp_event(ctx, EventType::CommEst, qpn);
         }
         let ok = match st {
-            Some(QpSt::Ud) => ud_receive(ctx, qpn, &qpc, tr, repr, payload, ip_header),
+            Some(QpSt::Ud | QpSt::Qp1) => ud_receive(ctx, qpn, &qpc, tr, repr, payload, ip_header),
             _ => {
                 // Requests execute in order: READ responses still owed go out before the next
                 // request touches memory.
@@ -322,7 +324,10 @@ fn ud_receive(
     let Some(deth) = repr.ext.deth else {
         return Err(|d| &mut d.malformed);
     };
-    if deth.qkey != qpc.q_key() {
+    let qp1 = qpc.st() == u8::from(QpSt::Qp1);
+    // QP1 takes the GSI Q_Key only (IBTA 13.4.5.3), whatever its context says.
+    let want = if qp1 { GSI_QKEY } else { qpc.q_key() };
+    if deth.qkey != want {
         return Err(|d| &mut d.qkey);
     }
     let recv = match crate::rq::take(ctx, qpn) {
@@ -364,6 +369,9 @@ fn ud_receive(
     c.set_se(repr.bth.solicited);
     if let Some(imm) = repr.ext.imm {
         c.set_imm_inval_pkey(imm.imm);
+    } else if qp1 {
+        // mlx5 reports a GSI datagram's P_Key in the CQE (the kernel maps it to an index).
+        c.set_imm_inval_pkey(u32::from(repr.bth.pkey));
     }
     crate::cq::push(ctx, cqn, &mut c);
     crate::rq::recycle(ctx, recv);

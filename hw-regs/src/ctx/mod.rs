@@ -141,15 +141,19 @@ impl From<QpState> for u8 {
     }
 }
 
-/// QP service type (`qpc.st`).
+/// QP service type (`qpc.st`), as `mlx5_ifc.h` numbers them (`MLX5_QPC_ST_*`): RC 0, UC 1,
+/// UD 2, QP1 8 (the GSI QP of a port: UD datagrams to and from QP number 1; firmware gives
+/// it a QPN of its own and steers DestQP 1 to it). XRC (3) and the rest are not modelled.
 ///
 /// ```
 /// use rnic_hw_regs::ctx::{Qpc, QpSt};
 ///
 /// let mut qpc = Qpc::default();
 /// qpc.set_st(QpSt::Ud.into());
-/// assert_eq!(qpc.st(), 3);
-/// assert_eq!(QpSt::try_from(2).unwrap_err().0, 2);
+/// assert_eq!(qpc.st(), 2);
+/// assert_eq!(QpSt::try_from(8), Ok(QpSt::Qp1));
+/// assert!(QpSt::Qp1.is_datagram() && !QpSt::Uc.is_datagram());
+/// assert_eq!(QpSt::try_from(3).unwrap_err().0, 3); // XRC
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -159,7 +163,16 @@ pub enum QpSt {
     /// Unreliable connected.
     Uc = 1,
     /// Unreliable datagram.
-    Ud = 3,
+    Ud = 2,
+    /// The port's QP1 (General Services Interface): UD semantics, DestQP / source QP 1.
+    Qp1 = 8,
+}
+
+impl QpSt {
+    /// Whether the QP takes and sends datagrams (UD and QP1: DETH, Q_Key, the GRH area).
+    pub const fn is_datagram(self) -> bool {
+        matches!(self, QpSt::Ud | QpSt::Qp1)
+    }
 }
 
 impl TryFrom<u8> for QpSt {
@@ -169,7 +182,8 @@ impl TryFrom<u8> for QpSt {
         Ok(match v {
             0 => QpSt::Rc,
             1 => QpSt::Uc,
-            3 => QpSt::Ud,
+            2 => QpSt::Ud,
+            8 => QpSt::Qp1,
             other => return Err(InvalidValue(other)),
         })
     }

@@ -9,7 +9,7 @@ prm_layout! {
         state / set_state: u8 = dw(0x00, 31, 28);
         /// LAG TX port affinity (0 = firmware chooses).
         lag_tx_port_affinity / set_lag_tx_port_affinity: u8 = dw(0x00, 27, 24);
-        /// Service type: 0 RC, 1 UC, 3 UD (see [`super::QpSt`]).
+        /// Service type: 0 RC, 1 UC, 2 UD, 8 QP1 (see [`super::QpSt`]).
         st / set_st: u8 = dw(0x00, 23, 16);
         /// Path migration state (3 = migrated).
         pm_state / set_pm_state: u8 = dw(0x00, 12, 11);
@@ -128,14 +128,14 @@ mod tests {
     fn fields_land_where_the_prm_says() {
         let mut q = Qpc::default();
         q.set_state(3);
-        q.set_st(3);
+        q.set_st(2);
         q.set_mtu(5);
         q.set_log_sq_size(0xF);
         q.set_dbr_addr(0x1122_3344_5566_7788);
         q.primary_address_path_mut().set_udp_sport(0xC000);
         let b = q.as_bytes();
         assert_eq!(b[0], 0x30);
-        assert_eq!(b[1], 0x03);
+        assert_eq!(b[1], 0x02);
         assert_eq!(b[8] >> 5, 5);
         assert_eq!(u16::from_be_bytes([b[10], b[11]]) >> 11, 0xF);
         assert_eq!(&b[0xA0..0xA8], &0x1122_3344_5566_7788u64.to_be_bytes());
