@@ -209,6 +209,31 @@ fn ud_without_a_size_and_an_mtu_above_the_port_fall_back_as_perftest() {
     let r = rows(&out);
     assert_eq!(r.len(), 1, "{out}");
     assert_eq!(r[0][0], f64::from(active), "{out}");
+    // -a on UD: sizes up to the MTU, and perftest's two lines on stderr.
+    let o = rnic(&[
+        "send-bw",
+        "-c",
+        "UD",
+        "-a",
+        "--loopback",
+        "-n",
+        "20",
+        "--timeout",
+        "20",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(
+        rows(&out).last().map(|r| r[0]),
+        Some(f64::from(active)),
+        "{out}"
+    );
+    assert!(
+        err.contains(&format!(
+            " Max msg size in UD is MTU {active}\n Changing to this MTU\n"
+        )),
+        "{err}"
+    );
     // -m 4096 above a smaller active MTU: lowered to it, with perftest's two lines.
     let out = ok("write-bw -m 4096 -s 8192 --loopback -n 100");
     let lowered =

@@ -117,7 +117,10 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
     let mut cfg = cfg.clone();
     if cfg.conn == Conn::Ud && cfg.size > u64::from(mtu_b) {
         // perftest: a UD message is one packet, so the size (65536 unless -s says) is the
-        // MTU's.
+        // MTU's; with -a it says so on stderr (check_link).
+        if cfg.all {
+            eprint!(" Max msg size in UD is MTU {mtu_b}\n Changing to this MTU\n");
+        }
         cfg.size = u64::from(mtu_b);
     }
     let sizes = cfg.sizes(mtu_b);
