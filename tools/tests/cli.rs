@@ -209,6 +209,31 @@ fn ud_without_a_size_and_an_mtu_above_the_port_fall_back_as_perftest() {
     let r = rows(&out);
     assert_eq!(r.len(), 1, "{out}");
     assert_eq!(r[0][0], f64::from(active), "{out}");
+    // -a on UD: sizes up to the MTU, and perftest's two lines on stderr.
+    let o = rnic(&[
+        "send-bw",
+        "-c",
+        "UD",
+        "-a",
+        "--loopback",
+        "-n",
+        "20",
+        "--timeout",
+        "20",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(
+        rows(&out).last().map(|r| r[0]),
+        Some(f64::from(active)),
+        "{out}"
+    );
+    assert!(
+        err.contains(&format!(
+            " Max msg size in UD is MTU {active}\n Changing to this MTU\n"
+        )),
+        "{err}"
+    );
     // -m 4096 above a smaller active MTU: lowered to it, with perftest's two lines.
     let out = ok("write-bw -m 4096 -s 8192 --loopback -n 100");
     let lowered =
@@ -772,5 +797,129 @@ fn write_bw_under_a_flood_completes_and_emu_counters_show_the_drops() {
     assert!(
         cli_c["frames_tx"] >= 2000 && cli_c["rx_dropped"] == 0,
         "{co}"
+    );
+}
+
+/// The RoCE v2 frames in a capture (Ethernet, IPv4, UDP 4791), in order: BTH opcode, the
+/// source address's last byte and the PSN.
+fn bth_frames(pcap: &std::path::Path) -> Vec<(u8, u8, u32)> {
+    let b = std::fs::read(pcap).unwrap();
+    // The magic (a1b2c3d4 or, with nanoseconds, a1b23c4d) tells the header's byte order.
+    let be = b[0] == 0xa1;
+    let u32_at = |at: usize| {
+        let w: [u8; 4] = b[at..at + 4].try_into().unwrap();
+        if be {
+            u32::from_be_bytes(w)
+        } else {
+            u32::from_le_bytes(w)
+        }
+    };
+    assert_eq!(u32_at(20), 1, "not Ethernet");
+    let mut at = 24;
+    let mut ops = Vec::new();
+    while at + 16 <= b.len() {
+        let len = u32_at(at + 8) as usize;
+        let f = &b[at + 16..(at + 16 + len).min(b.len())];
+        at += 16 + len;
+        if f.len() > 14 + 20 && f[12..14] == [0x08, 0x00] {
+            let ip = 14 + usize::from(f[14] & 0x0f) * 4;
+            let udp_dport = f.get(ip + 2..ip + 4);
+            if udp_dport == Some(&[0x12, 0xb7][..]) && f.len() >= ip + 8 + 12 {
+                let bth = &f[ip + 8..];
+                let psn = u32::from_be_bytes([0, bth[9], bth[10], bth[11]]);
+                ops.push((bth[0], f[14 + 15], psn));
+            }
+        }
+    }
+    ops
+}
+
+/// `--write_with_imm` and `--send_with_imm` between two rnic processes, negotiating (both
+/// speak 6.29) and in perftest 4.5's protocol: each run passes, the capture holds only the
+/// with-immediate opcodes (RC WRITE Only with Immediate 0x0b, SEND Only with Immediate 0x05)
+/// and ACKs, and a side with the flag refuses a peer without it.
+#[test]
+fn with_immediate_two_processes() {
+    let _g = heavy();
+    let cases = [
+        ("write-bw", "--write_with_imm", 0x0b_u8, "18801"),
+        ("write-lat", "--write_with_imm", 0x0b, "18802"),
+        ("send-bw", "--send_with_imm", 0x05, "18803"),
+        ("send-lat", "--send_with_imm", 0x05, "18804"),
+    ];
+    for (cmd, flag, op, port) in cases {
+        for ver in ["6.29", "6.06"] {
+            let pcap = tmp(&format!("{cmd}-imm-{ver}.pcap"));
+            let common = [
+                "-n",
+                "100",
+                "-s",
+                "64",
+                "--timeout",
+                "20",
+                flag,
+                "--perftest-version",
+                ver,
+            ];
+            let (s, c) = pair(
+                &emu_args(
+                    cmd,
+                    "emu:127.0.0.101",
+                    port,
+                    &[&common[..], &["--pcap", pcap.to_str().unwrap()]].concat(),
+                ),
+                &emu_args(
+                    cmd,
+                    "emu:127.0.0.102",
+                    port,
+                    &[&common[..], &["127.0.0.1"]].concat(),
+                ),
+            );
+            let (so, co) = both_succeed(&s, &c);
+            let title = if flag == "--write_with_imm" {
+                "RDMA_Write_imm"
+            } else {
+                "Send_imm"
+            };
+            assert!(so.contains(title) && co.contains(title), "{so}");
+            let r = rows(&co);
+            assert_eq!(r.len(), 1, "{co}");
+            assert_eq!(r[0][0], 64.0);
+            let frames = bth_frames(&pcap);
+            // Distinct (source, PSN): a retransmission (RC under load) is not a new message.
+            let data: std::collections::BTreeSet<(u8, u32)> = frames
+                .iter()
+                .filter(|f| f.0 == op)
+                .map(|f| (f.1, f.2))
+                .collect();
+            // bw: 100 messages one way; lat: 100 each way.
+            let want = if cmd.ends_with("lat") { 200 } else { 100 };
+            assert_eq!(data.len(), want, "{cmd} {ver}: frames {frames:?}");
+            assert!(
+                frames.iter().all(|f| f.0 == op || f.0 == 0x11),
+                "{cmd}: {frames:?}"
+            );
+        }
+    }
+    // A peer without the flag: rnic's own signature names the difference.
+    let (s, c) = pair(
+        &emu_args(
+            "write-bw",
+            "emu:127.0.0.101",
+            "18805",
+            &["-n", "50", "--timeout", "10", "--write_with_imm"],
+        ),
+        &emu_args(
+            "write-bw",
+            "emu:127.0.0.102",
+            "18805",
+            &["-n", "50", "--timeout", "10", "127.0.0.1"],
+        ),
+    );
+    assert!(!s.status.success() && !c.status.success());
+    let e = one_line_error(&c);
+    assert!(
+        e.contains("we run write-bw, the peer runs write-bw with immediate"),
+        "{e}"
     );
 }

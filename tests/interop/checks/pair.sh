@@ -1,6 +1,8 @@
 # One rdma-core / perftest run between rnic (host side, in the namespace, on the emulated device
 # emu:10.11.0.1 over its UDP link) and the same tool on rxe in the guest (10.11.0.2).
-# usage: pair.sh ROLE TOOL [ARGS...]
+# usage: pair.sh [--p25] ROLE TOOL [ARGS...]
+#   --p25 the guest's tool is Debian trixie's (perftest 25.01, `chroot /opt/p25`, its own libc,
+#         libibverbs and rxe provider); rnic logs (RUST_LOG) whether it negotiated parameters
 #   ROLE  rnic-server (rnic listens, the guest's tool connects) | rnic-client (the reverse)
 #   TOOL  rc_pingpong | write_bw | read_bw | send_bw | write_lat | send_lat
 #   ARGS  passed to both sides (e.g. -s 4096)
@@ -11,6 +13,7 @@
 # Developer mode RNIC_INTEROP_PEER=guest: the rnic side is a second rxe guest "peer" (10.11.0.3)
 # running the rdma-core tool, to exercise this script without rnic (the harness never counts
 # such a run as passed).
+P25=; [ "${1:-}" = --p25 ] && { P25=1; shift; }
 role=$1 tool=$2; shift 2
 extra="$*"
 GUEST_IP=10.11.0.2
@@ -24,6 +27,7 @@ name=${CHECK:-$role-$tool}
 PCAP=$LOGDIR/checks/$name.pcap
 TO=150          # seconds either side may take
 GCMD="$gtool -d rxe0 $common $extra"
+[ -n "$P25" ] && GCMD="chroot /opt/p25 $GCMD"
 
 if [ "${RNIC_INTEROP_PEER:-rnic}" = guest ]; then
   PEER_IP=10.11.0.3
@@ -32,6 +36,8 @@ else
   PEER_IP=$NET_HOST
   # RNIC_DEV: another rnic device (tap-pair.sh: an emu-tap device on br0)
   PCMD="$RNIC_BIN $rsub -d ${RNIC_DEV:-emu:$NET_HOST} $common $extra"
+  # its log says whether the peer's version made it negotiate (perftest >= 6.28) or not
+  [ -n "$P25" ] && PCMD="env RUST_LOG=rnic_tools::perf=info $PCMD"
   [ -x "$RNIC_BIN" ] || fail "no rnic binary at $RNIC_BIN"
 fi
 ensure_rxe0
@@ -122,6 +128,10 @@ cres=$(resline "$cout"); sres=$(resline "$sout")
 [ -n "$sres" ] && result "server ($SRV): $sres"
 while IFS= read -r l; do result "br0 $l"; done <<<"$icrc"
 result "rxe counters: ${deltas% }"
+if [ -n "$P25" ] && [ "$PEER" = host ]; then
+  neg=$(printf '%s\n%s\n' "$cout" "$sout" | grep -o 'perftest parameter negotiation.*' | head -1)
+  result "rnic: ${neg:-no negotiation log line}"
+fi
 [ $crc -eq 0 ] || fail "client ($CLI) exit status $crc: $(echo "$cout" | grep -v '^ *$' | tail -1)"
 [ $src -eq 0 ] || fail "server ($SRV) exit status $src: $(echo "$sout" | grep -v '^ *$' | tail -1)"
 [ -n "$cres$sres" ] || fail "no result line from either side"

@@ -37,7 +37,8 @@ build_rnic() {
 
 # rnic_initrd: $CACHE/guest/initrd-rxe-rnic.cpio.gz = base initramfs + /opt/bin/rnic and the
 # libraries it needs beyond the base's (libgcc_s), so the rxe guest can run rnic's loopback
-# beside rxe's (the same-guest comparison check). Run after build_rnic.
+# beside rxe's (the same-guest comparison check), + trixie's /opt/p25 when build_p25 made it.
+# Run after build_rnic.
 rnic_initrd() {
   local d lib out=$CACHE/guest/initrd-rxe-rnic.cpio.gz
   d=$(mktemp -d); mkdir -p "$d/opt/bin"
@@ -45,7 +46,7 @@ rnic_initrd() {
   for lib in $(ldd "$RNIC_BIN" | awk '/=> \// { print $3 }'); do
     mkdir -p "$d$(dirname "$lib")"; cp -L "$lib" "$d$lib"
   done
-  { cat "$INITRD"; (cd "$d" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1); } > "$out.tmp" \
+  { cat "$INITRD" ${P25_ARCHIVE:+"$P25_ARCHIVE"}; (cd "$d" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1); } > "$out.tmp" \
     && mv "$out.tmp" "$out" || { rm -rf "$d"; return 1; }
   rm -rf "$d"; RXE_INITRD=$out
   info "rxe guest initramfs with rnic: $(du -h "$out" | cut -f1)"

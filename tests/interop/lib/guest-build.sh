@@ -131,3 +131,42 @@ overlay_initrd() {
     && mv "$out.tmp" "$out"
   local rc=$?; rm -rf "$d"; return $rc
 }
+
+# ---- /opt/p25: Debian trixie's perftest 25.01 and its userland, beside bookworm's ----
+# A second root file system inside the rxe guest: trixie's libc6 (2.41), libibverbs1 and
+# ibverbs-providers (rdma-core 56), librdmacm, perftest 25.01 (version string 6.24), unpacked
+# from their .debs with dpkg -x. The guest's /init mounts /proc, /sys and /dev into it and the
+# checks run its tools with `chroot /opt/p25`, so each binary finds its own dynamic loader, its
+# own libraries and, through libibverbs' compiled-in paths (/etc/libibverbs.d and
+# /usr/lib/x86_64-linux-gnu/libibverbs), trixie's rxe provider, never bookworm's.
+# Result: $P25_ARCHIVE, a cpio archive appended to the rxe guest's initramfs.
+P25_ARCHIVE=
+build_p25() {
+  local dir=$CACHE/guest-p25 key d R L f n missing
+  key=$(p25_versions) || return 1
+  key="$key
+$(sha256sum "$HERE/lib/guest-build.sh" | cut -d' ' -f1)"
+  P25_ARCHIVE=$dir/p25.cpio.gz
+  if stamp_ok "$dir" "$key" && [ -f "$P25_ARCHIVE" ]; then info "trixie userland /opt/p25 (cached): $(grep '^perftest=' <<<"$key")"; return 0; fi
+  rm -rf "$dir"; mkdir -p "$dir/debs"
+  p25_download "$dir/debs" || return 1
+  R=$dir/root/opt/p25; mkdir -p "$R"
+  for f in "$dir"/debs/*.deb; do dpkg -x "$f" "$R" || { err "guest-build: dpkg -x $f failed"; return 1; }; done
+  # merged /usr as trixie's base-files makes it, and the mount points /init fills
+  for n in bin sbin lib lib64; do [ -e "$R/$n" ] || ln -s "usr/$n" "$R/$n"; done
+  mkdir -p "$R"/{proc,sys,dev,tmp}
+  rm -rf "$R/usr/share" "$R/usr/lib/x86_64-linux-gnu/gconv"
+  # every shared object the ELF files ask for must be inside the overlay
+  L=$R/usr/lib/x86_64-linux-gnu
+  missing=$(find "$R/usr/bin" "$L" -type f \( -perm -u+x -o -name '*.so*' \) -print0 \
+    | xargs -0 readelf -d 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u \
+    | while read -r n; do [ -e "$L/$n" ] || printf '%s ' "$n"; done)
+  [ -z "$missing" ] || { err "guest-build: trixie overlay lacks $missing(add their packages to P25_PKGS)"; return 1; }
+  [ -e "$L/libibverbs/librxe-rdmav34.so" ] && [ -e "$R/etc/libibverbs.d/rxe.driver" ] \
+    || { err "guest-build: trixie's ibverbs-providers has no rxe provider where expected"; return 1; }
+  (cd "$dir/root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -6) > "$P25_ARCHIVE.tmp" \
+    && mv "$P25_ARCHIVE.tmp" "$P25_ARCHIVE" || return 1
+  rm -rf "$dir/root" "$dir/debs"
+  stamp_set "$dir" "$key"
+  info "trixie userland /opt/p25: $(du -h "$P25_ARCHIVE" | cut -f1); $(grep -E '^(perftest|libibverbs1|libc6)=' <<<"$key" | tr '\n' ' ')"
+}

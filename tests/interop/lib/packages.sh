@@ -13,19 +13,30 @@ APT_DIR=$CACHE/apt
 APT_OPTS=()
 
 apt_setup() {
-  mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/archives/partial"
-  local kr=/usr/share/keyrings/debian-archive-keyring.gpg
+  private_apt_setup "$APT_DIR" bookworm bookworm-updates bookworm-backports bookworm-security || return 1
+  mapfile -t APT_OPTS < <(private_apt_opts "$APT_DIR")
+}
+
+# private_apt_setup DIR SUITE...: DIR's folders and a sources.list of Debian's SUITEs (main)
+private_apt_setup() {
+  local d=$1 s kr=/usr/share/keyrings/debian-archive-keyring.gpg; shift
+  mkdir -p "$d/lists/partial" "$d/archives/partial"
   [ -f "$kr" ] || { err "packages: $kr missing (package debian-archive-keyring)"; return 1; }
-  cat > "$APT_DIR/sources.list" <<SRC
-deb [signed-by=$kr] http://deb.debian.org/debian bookworm main
-deb [signed-by=$kr] http://deb.debian.org/debian bookworm-updates main
-deb [signed-by=$kr] http://deb.debian.org/debian bookworm-backports main
-deb [signed-by=$kr] http://deb.debian.org/debian-security bookworm-security main
-SRC
-  APT_OPTS=(-o "Dir::Etc::SourceList=$APT_DIR/sources.list" -o "Dir::Etc::SourceParts=$APT_DIR/none.d"
-            -o "Dir::State::Lists=$APT_DIR/lists" -o "Dir::Cache::Archives=$APT_DIR/archives"
-            -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Get::List-Cleanup=0"
-            -q)
+  for s in "$@"; do
+    case $s in
+      *-security) echo "deb [signed-by=$kr] http://deb.debian.org/debian-security $s main" ;;
+      *) echo "deb [signed-by=$kr] http://deb.debian.org/debian $s main" ;;
+    esac
+  done > "$d/sources.list"
+}
+
+# private_apt_opts DIR [OPTION...]: apt-get's options for a configuration kept in DIR (its
+# sources.list, lists and archives), one a line.
+private_apt_opts() {
+  local d=$1; shift
+  printf '%s\n' -o "Dir::Etc::SourceList=$d/sources.list" -o "Dir::Etc::SourceParts=$d/none.d" \
+    -o "Dir::State::Lists=$d/lists" -o "Dir::Cache::Archives=$d/archives" \
+    -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Get::List-Cleanup=0" "$@" -q
 }
 
 # pkg_missing PKG...: prints the packages that are not installed.
@@ -102,4 +113,46 @@ kernel_package() {
   fi
   [ -n "$k" ] || { err "packages: linux-image-amd64 has no linux-image-6.1 dependency in bookworm" >&2; return 1; }
   printf '%s\n' "$k"
+}
+
+# ---- Debian trixie's perftest (25.01) for the guest's second userland (/opt/p25) ----
+# Downloaded only (apt-get download, never installed): apt runs with its own trixie sources,
+# lists and an empty dpkg status under $CACHE/apt-trixie, so neither the machine's apt state nor
+# its installed packages are involved.
+P25_PKGS="perftest ibverbs-utils ibverbs-providers libibverbs1 librdmacm1t64 libibumad3 libpci3
+  libudev1 libcap2 zlib1g libnl-3-200 libnl-route-3-200 libc6 libgcc-s1"
+P25_APT_DIR=$CACHE/apt-trixie
+P25_APT_OPTS=()
+p25_apt_setup() {
+  private_apt_setup "$P25_APT_DIR" trixie trixie-updates trixie-security || return 1
+  touch "$P25_APT_DIR/status"
+  # an empty dpkg status: apt resolves nothing against the machine's installed packages
+  mapfile -t P25_APT_OPTS < <(private_apt_opts "$P25_APT_DIR" -o "Dir::State::status=$P25_APT_DIR/status")
+}
+
+# p25_versions: "PKG=VERSION" of trixie's candidates for P25_PKGS (fetches the lists once if
+# they are empty); the stamp of the /opt/p25 overlay.
+p25_versions() {
+  p25_apt_setup || return 1
+  if ! ls "$P25_APT_DIR"/lists/*_Packages >/dev/null 2>&1; then
+    local out rc=0
+    out=$(apt-get "${P25_APT_OPTS[@]}" update 2>&1) || rc=$?
+    if [ $rc -ne 0 ] || grep -qE '^(E:|W: (Failed|Some index))' <<<"$out"; then
+      printf '%s\n' "$out" | tail -5 >&2; err "packages: apt-get update (trixie) failed (rc=$rc)" >&2; return 1
+    fi
+  fi
+  local p v
+  for p in $P25_PKGS; do
+    v=$(apt-cache "${P25_APT_OPTS[@]}" show --no-all-versions "$p" 2>/dev/null | awk '/^Version:/ { print $2; exit }')
+    [ -n "$v" ] || { err "packages: trixie has no $p" >&2; return 1; }
+    echo "$p=$v"
+  done
+}
+
+# p25_download DIR: trixie's .debs of P25_PKGS into DIR.
+p25_download() {
+  p25_apt_setup || return 1
+  # shellcheck disable=SC2086
+  (cd "$1" && apt-get "${P25_APT_OPTS[@]}" download $P25_PKGS) >"$LOGDIR/apt-p25.log" 2>&1 \
+    || { tail -3 "$LOGDIR/apt-p25.log"; err "packages: apt-get download (trixie) failed"; return 1; }
 }

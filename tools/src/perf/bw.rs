@@ -11,11 +11,59 @@ use crate::rdma::{self, WorkCompletion};
 use rnic_verbs as v;
 use std::time::{Duration, Instant};
 
+/// How many scatter entries a receive has: none for a WRITE with immediate, whose data goes
+/// to the RDMA address (perftest posts those receives with length 0), else one.
+pub fn recv_sges(cfg: &PerfConfig) -> usize {
+    usize::from(!(cfg.imm && cfg.verb == Verb::Write))
+}
+
+/// Checks a receive completion of a with-immediate test: perftest fails the run (" Completion
+/// with wc_flags mismatch") when the immediate flag is missing.
+pub fn check_imm(cfg: &PerfConfig, w: &WorkCompletion) -> Result<(), ToolError> {
+    if cfg.imm && w.imm_data().is_none() {
+        return Err(ToolError::Completion(format!(
+            "receive completion without an immediate (wr_id {}, {:?}) in a {} test",
+            w.wr_id(),
+            w.opcode(),
+            cfg.title()
+        )));
+    }
+    Ok(())
+}
+
+/// The sending side's work request for a SEND-style or one-sided test: SEND (with immediate
+/// 0 as perftest's, on UD to the peer's QPN), WRITE with immediate 0, or [`one_sided_wr`].
+pub fn message_wr<'a>(
+    res: &'a Res,
+    cfg: &PerfConfig,
+    i: usize,
+    id: u64,
+    sgl: &'a [v::Sge; 1],
+    remote: v::RemoteAddr,
+    rem_qpn: u32,
+) -> v::SendWr<'a> {
+    match (cfg.verb, cfg.imm) {
+        (Verb::Send, imm) => {
+            let w = if imm {
+                v::SendWr::send_with_imm(id, sgl, 0)
+            } else {
+                v::SendWr::send(id, sgl)
+            };
+            match res.ahs.get(i) {
+                Some(ah) => w.ud(ah, rem_qpn, v::DEFAULT_QKEY),
+                None => w,
+            }
+        }
+        (Verb::Write, true) => v::SendWr::write_with_imm(id, sgl, remote, 0),
+        _ => one_sided_wr(cfg, id, sgl, remote),
+    }
+}
+
 /// Posts the receive queue of every QP full (`ctx_set_recv_wqes`) for messages of `size`.
 pub fn post_recvs(res: &Res, cfg: &PerfConfig, size: u64) -> Result<(), ToolError> {
     for (i, qp) in res.qps.iter().enumerate() {
         let sgl = [res.recv_sge(cfg, i, size)?];
-        let wr = [v::RecvWr::new(i as u64, &sgl)];
+        let wr = [v::RecvWr::new(i as u64, &sgl[..recv_sges(cfg)])];
         for _ in 0..cfg.rx_depth {
             qp.post_recv(&wr).map_err(rdma::verr)?;
         }
@@ -170,16 +218,7 @@ pub fn run_client(
                     let s = scnt[i];
                     let signaled = (s + 1) % cq_mod == 0 || (end_at.is_none() && s + 1 == iters);
                     let id = ((i as u64) << 40) | s;
-                    let mut wr = match cfg.verb {
-                        Verb::Send => {
-                            let w = v::SendWr::send(id, &sgls[i]);
-                            match res.ahs.get(i) {
-                                Some(ah) => w.ud(ah, rem[i].qpn, v::DEFAULT_QKEY),
-                                None => w,
-                            }
-                        }
-                        _ => one_sided_wr(cfg, id, &sgls[i], remotes[i]),
-                    };
+                    let mut wr = message_wr(res, cfg, i, id, &sgls[i], remotes[i], rem[i].qpn);
                     if inline {
                         wr = wr.inline(&payloads[i]);
                     }
@@ -308,7 +347,8 @@ fn client_result(cfg: &PerfConfig, size: u64, posted: &[f64], completed: &[f64])
     r
 }
 
-/// The SEND BW server (`run_iter_bw_server`): counts receives, re-posting them; the bandwidth
+/// The SEND (and WRITE with immediate) BW server (`run_iter_bw_server`): counts receives,
+/// re-posting them; the bandwidth
 /// runs from the first receive completion to the last. Like perftest's server (noPeak), it
 /// measures no peak: the peak column is 0.
 pub fn run_server_recv(
@@ -322,6 +362,7 @@ pub fn run_server_recv(
     let sgls: Vec<[v::Sge; 1]> = (0..nq)
         .map(|i| res.recv_sge(cfg, i, size).map(|s| [s]))
         .collect::<Result<_, _>>()?;
+    let n_sge = recv_sges(cfg);
     let mut posted_rx = vec![u64::from(cfg.rx_depth); nq];
     let mut rcnt = vec![0u64; nq];
     let mut first: Option<Instant> = None;
@@ -349,6 +390,7 @@ pub fn run_server_recv(
             if !w.is_success() {
                 return Err(rdma::wc_error(w, "receive queue"));
             }
+            check_imm(cfg, w)?;
             let q = w.wr_id() as usize;
             if q >= nq {
                 return Err(ToolError::Completion(format!(
@@ -361,7 +403,7 @@ pub fn run_server_recv(
             got += 1;
             rcnt[q] += 1;
             if end_at.is_some() || posted_rx[q] < cfg.iters {
-                let wr = [v::RecvWr::new(q as u64, &sgls[q])];
+                let wr = [v::RecvWr::new(q as u64, &sgls[q][..n_sge])];
                 res.qps[q].post_recv(&wr).map_err(rdma::verr)?;
                 posted_rx[q] += 1;
             }

@@ -206,7 +206,9 @@ pub fn run_write(
     Ok(finish(cfg, size, &posted, 2.0))
 }
 
-/// `send-lat` on QP 0 (receives were posted before the hand shake).
+/// `send-lat` on QP 0 (receives were posted before the hand shake), and `write-lat
+/// --write_with_imm` (`run_iter_lat_write_imm`): the same ping-pong of completions, but with
+/// WRITEs with immediate, which the server starts, as in write-lat.
 pub fn run_send(
     res: &Res,
     cfg: &PerfConfig,
@@ -220,6 +222,13 @@ pub fn run_send(
     let iters = cfg.iters;
     let sgl = [res.mr.sge(res.local(0), size as u32).map_err(rdma::verr)?];
     let rsgl = [res.recv_sge(cfg, 0, size)?];
+    let rsgl = &rsgl[..super::bw::recv_sges(cfg)];
+    let remote = v::RemoteAddr {
+        addr: rem[0].vaddr,
+        rkey: rem[0].rkey,
+    };
+    // Who waits first: the server for a SEND, the client for a WRITE with immediate.
+    let waits_first = client == (cfg.verb == Verb::Write);
     let payload = inline_payload(res, cfg, size)?;
     let t0 = Instant::now();
     let mut posted = post_times(iters);
@@ -231,11 +240,12 @@ pub fn run_send(
         if !more_s && (clock.end_at.is_some() || rcnt >= iters) {
             break;
         }
-        if clock.want_rx(more_s, rcnt, iters) && (!client || scnt >= 1) {
+        if clock.want_rx(more_s, rcnt, iters) && (waits_first || scnt >= 1) {
             for _ in 0..done.successes(res, &res.recv_cq, "receive")? {
+                super::bw::check_imm(cfg, &done.wc[0])?;
                 rcnt += 1;
                 if clock.end_at.is_some() || posted_rx < iters {
-                    qp.post_recv(&[v::RecvWr::new(0, &rsgl)])
+                    qp.post_recv(&[v::RecvWr::new(0, rsgl)])
                         .map_err(rdma::verr)?;
                     posted_rx += 1;
                 }
@@ -244,15 +254,13 @@ pub fn run_send(
         if clock.more(scnt, iters) {
             posted.push(t0.elapsed().as_secs_f64());
             scnt += 1;
-            let mut wr = v::SendWr::send(scnt, &sgl).signaled();
+            let mut wr =
+                super::bw::message_wr(res, cfg, 0, scnt, &sgl, remote, rem[0].qpn).signaled();
             if let Some(payload) = &payload {
                 wr = wr.inline(payload);
             }
-            if let Some(ah) = res.ahs.first() {
-                wr = wr.ud(ah, rem[0].qpn, v::DEFAULT_QKEY);
-            }
             qp.post_send(&[wr]).map_err(rdma::verr)?;
-            done.successes(res, &res.send_cq, "SEND")?;
+            done.successes(res, &res.send_cq, cfg.title())?;
         }
     }
     Ok(finish(cfg, size, &posted, 2.0))

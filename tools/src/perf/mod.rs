@@ -9,6 +9,7 @@ pub mod protocol;
 pub mod report;
 pub mod res;
 pub mod run;
+pub mod validation;
 
 use crate::args::{DeviceArgs, EmuArgs};
 use crate::error::ToolError;
@@ -185,6 +186,17 @@ pub struct PerfArgs {
     /// Accepted for perftest's command lines: rnic has one posting path.
     #[arg(long = "use_old_post_send")]
     pub use_old_post_send: bool,
+    /// write-bw / write-lat: RDMA WRITE with immediate; the target posts receives and takes
+    /// a completion (with the immediate) for every message.
+    #[arg(long = "write_with_imm")]
+    pub write_with_imm: bool,
+    /// send-bw / send-lat: SEND with immediate; every receive completes with it.
+    #[arg(long = "send_with_imm")]
+    pub send_with_imm: bool,
+    /// perftest 6.29's data validation (write-bw / read-bw): refused after perftest's own
+    /// checks, because rnic does not implement its protocol (see the README).
+    #[arg(long = "data_validation")]
+    pub data_validation: bool,
 }
 
 /// The resolved configuration of a run.
@@ -234,6 +246,9 @@ pub struct PerfConfig {
     pub gbits: bool,
     /// The perftest version string rnic sends (`--perftest-version`).
     pub perftest_version: String,
+    /// WRITE or SEND with immediate (`--write_with_imm`, `--send_with_imm`: perftest's verbs
+    /// `WRITE_IMM`, `SEND_IMM`).
+    pub imm: bool,
 }
 
 /// The largest `-a` size: 2^23 (perftest's `MAX_SIZE`).
@@ -259,6 +274,17 @@ impl PerfConfig {
         if conn == Conn::Uc && matches!(verb, Verb::Read | Verb::Atomic) {
             return usage(format!("{} is not possible over UC", verb.title()));
         }
+        // perftest_parameters.c: the flags turn WRITE into WRITE_IMM and SEND into SEND_IMM,
+        // and only there.
+        if a.write_with_imm && verb != Verb::Write {
+            return usage(
+                "Write_with_imm can only be used with write_lat and write_bw tests".into(),
+            );
+        }
+        if a.send_with_imm && verb != Verb::Send {
+            return usage("Send_with_imm can only be used with send_lat and send_bw tests".into());
+        }
+        let imm = a.write_with_imm || a.send_with_imm;
         let v = &a.perftest_version;
         if v.len() != 4
             || v.parse::<f64>()
@@ -360,15 +386,15 @@ impl PerfConfig {
         let mut tx_depth = a
             .tx_depth
             .unwrap_or(if kind == TestKind::Bw { 128 } else { 1 });
-        let mut rx_depth = a
-            .rx_depth
-            .unwrap_or(if verb == Verb::Send { 512 } else { 1 });
+        // The side that receives: every SEND, and the target of a WRITE with immediate.
+        let receives = verb == Verb::Send || imm;
+        let mut rx_depth = a.rx_depth.unwrap_or(if receives { 512 } else { 1 });
         if tx_depth == 0 || rx_depth == 0 || tx_depth > 8192 || rx_depth > 8192 {
             return usage("TX and RX depths must be 1 .. 8192".into());
         }
         if a.duration.is_none() {
             tx_depth = tx_depth.min(iters as u32);
-            if verb == Verb::Send {
+            if receives {
                 rx_depth = rx_depth.min(iters as u32);
             }
         }
@@ -395,6 +421,9 @@ impl PerfConfig {
             (Verb::Send, None) if kind == TestKind::Lat => 236,
             _ => 0,
         };
+        if a.data_validation {
+            validation::check(verb, kind, conn, a, tx_depth)?;
+        }
         if a.all {
             size = MAX_SIZE;
         }
@@ -421,7 +450,24 @@ impl PerfConfig {
             gid_index: a.gid_index.unwrap_or(1),
             gbits: a.report_gbits,
             perftest_version: a.perftest_version.clone(),
+            imm,
         })
+    }
+
+    /// Whether this side's peer sends it messages that consume receives: SEND, or WRITE with
+    /// immediate (each takes a receive WQE and completes with the immediate).
+    pub fn receives(&self) -> bool {
+        self.verb == Verb::Send || self.imm
+    }
+
+    /// perftest's name of the test (`testsStr`): the verb's, `RDMA_Write_imm` / `Send_imm`
+    /// with immediate.
+    pub fn title(&self) -> &'static str {
+        match (self.verb, self.imm) {
+            (Verb::Write, true) => "RDMA_Write_imm",
+            (Verb::Send, true) => "Send_imm",
+            (v, _) => v.title(),
+        }
     }
 
     /// The sizes to run: the one size, or 2 .. 2^23 with `-a` (UD: up to the MTU).
@@ -440,7 +486,9 @@ impl PerfConfig {
     /// The signature rnic sends after its version string.
     pub fn sig(&self) -> protocol::TestSig {
         protocol::TestSig {
-            test: self.verb.code() * 2 + u8::from(self.kind == TestKind::Lat),
+            test: self.verb.code() * 2
+                + u8::from(self.kind == TestKind::Lat)
+                + if self.imm { protocol::SIG_IMM } else { 0 },
             conn: self.conn.code(),
             size: if self.all { u32::MAX } else { self.size as u32 },
             iters: if self.duration.is_some() {
@@ -537,6 +585,80 @@ mod tests {
         assert!(cfg(Verb::Write, TestKind::Bw, &["--margin", "1"]).is_err());
         assert!(cfg(Verb::Write, TestKind::Bw, &["-D", "4", "-e"]).is_err());
         assert!(cfg(Verb::Write, TestKind::Bw, &["-D", "4", "--margin", "2"]).is_err());
+    }
+
+    /// perftest's rules for the with-immediate flags (which tests take them, its messages) and
+    /// what they change: the verb perftest negotiates, the receiving side's RX depth, the
+    /// test's name.
+    #[test]
+    fn with_immediate_as_perftest() {
+        let msg = |verb, kind, args: &[&str]| match cfg(verb, kind, args) {
+            Err(ToolError::Usage(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        for (verb, kind) in [
+            (Verb::Send, TestKind::Bw),
+            (Verb::Read, TestKind::Bw),
+            (Verb::Atomic, TestKind::Lat),
+        ] {
+            assert_eq!(
+                msg(verb, kind, &["--write_with_imm"]),
+                "Write_with_imm can only be used with write_lat and write_bw tests"
+            );
+        }
+        for verb in [Verb::Write, Verb::Read, Verb::Atomic] {
+            assert_eq!(
+                msg(verb, TestKind::Lat, &["--send_with_imm"]),
+                "Send_with_imm can only be used with send_lat and send_bw tests"
+            );
+        }
+        assert!(cfg(Verb::Write, TestKind::Bw, &["--write_with_imm", "-c", "UD"]).is_err());
+        let mtu = 1024;
+        for (verb, kind, flag, code, title) in [
+            (
+                Verb::Write,
+                TestKind::Bw,
+                "--write_with_imm",
+                3,
+                "RDMA_Write_imm",
+            ),
+            (
+                Verb::Write,
+                TestKind::Lat,
+                "--write_with_imm",
+                3,
+                "RDMA_Write_imm",
+            ),
+            (Verb::Send, TestKind::Bw, "--send_with_imm", 1, "Send_imm"),
+            (Verb::Send, TestKind::Lat, "--send_with_imm", 1, "Send_imm"),
+        ] {
+            let c = cfg(verb, kind, &[flag]).unwrap();
+            assert!(c.imm && c.receives(), "{flag}");
+            assert_eq!(c.title(), title);
+            assert_eq!(negotiate::Params::of(&c, mtu).verb, code);
+            assert_eq!(negotiate::Params::of(&c, mtu).use_write_with_imm, 0);
+            assert_eq!(c.rx_depth, 512, "perftest's DEF_RX_SEND");
+            assert_eq!(c.sig().test, cfg(verb, kind, &[]).unwrap().sig().test + 8);
+        }
+        let plain = cfg(Verb::Write, TestKind::Bw, &[]).unwrap();
+        assert!(!plain.imm && !plain.receives());
+        assert_eq!(negotiate::Params::of(&plain, mtu).verb, 2);
+        let c = cfg(
+            Verb::Write,
+            TestKind::Lat,
+            &["--write_with_imm", "-n", "100"],
+        )
+        .unwrap();
+        assert_eq!(c.rx_depth, 100, "RX depth capped at the iterations");
+        // UC takes WRITE with immediate (RC and UC only); -b and -a too.
+        assert!(
+            cfg(
+                Verb::Write,
+                TestKind::Bw,
+                &["--write_with_imm", "-c", "UC", "-b", "-a"]
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -99,13 +99,14 @@ pub struct Params {
     pub duration: u32,
     /// `-R` rdma_cm (0).
     pub use_rdma_cm: u32,
-    /// perftest's separate write-with-immediate switch (0; `--write_with_imm` sets `verb`).
+    /// perftest's separate write-with-immediate switch: 0, as perftest sends it
+    /// (`--write_with_imm` sets `verb` to `WRITE_IMM`; nothing in perftest 6.29 sets this).
     pub use_write_with_imm: u32,
     /// `--no_enhanced_reorder` (0).
     pub no_enhanced_reorder: u32,
     /// Signature offload (0).
     pub sig_offload: u32,
-    /// `--data_validation` (0: rnic leaves it out).
+    /// `--data_validation`: 0 (rnic refuses the flag, see [`super::validation`]).
     pub data_validation: u32,
 }
 
@@ -199,11 +200,15 @@ impl Params {
                 Conn::Uc => 1,
                 Conn::Ud => 2,
             },
-            verb: match cfg.verb {
-                Verb::Send => 0,
-                Verb::Write => 2,
-                Verb::Read => 4,
-                Verb::Atomic => 5,
+            // perftest >= 6.28's VerbType; the with-immediate flags select SEND_IMM / WRITE_IMM
+            // (its use_write_with_imm field stays 0: its parser never sets it).
+            verb: match (cfg.verb, cfg.imm) {
+                (Verb::Send, false) => 0,
+                (Verb::Send, true) => 1,
+                (Verb::Write, false) => 2,
+                (Verb::Write, true) => 3,
+                (Verb::Read, _) => 4,
+                (Verb::Atomic, _) => 5,
             },
             tst: u32::from(cfg.kind == TestKind::Bw),
             atomic_type: u32::from(cfg.verb == Verb::Atomic && !cfg.atomic_cmp_swap),

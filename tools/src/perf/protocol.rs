@@ -128,7 +128,8 @@ impl PerfDest {
 /// What rnic carries after the version's NUL: enough to detect differing parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TestSig {
-    /// Test code: verb (0 send, 1 write, 2 read, 3 atomic) * 2 + 1 for latency.
+    /// Test code: verb (0 send, 1 write, 2 read, 3 atomic) * 2 + 1 for latency, plus
+    /// [`SIG_IMM`] with immediate.
     pub test: u8,
     /// Connection type (0 RC, 1 UC, 2 UD).
     pub conn: u8,
@@ -139,6 +140,8 @@ pub struct TestSig {
 }
 
 const SIG_MAGIC: u8 = b'R';
+/// Added to [`TestSig::test`] for `--write_with_imm` / `--send_with_imm`.
+pub const SIG_IMM: u8 = 8;
 
 /// Builds our 16 version bytes: `version` (4 characters, `X.YY`), NUL, then the signature.
 pub fn version_bytes(version: &str, sig: &TestSig) -> [u8; VERSION_LEN] {
@@ -186,6 +189,14 @@ pub fn sig_mismatch(ours: &TestSig, theirs: &TestSig) -> Option<String> {
     ];
     const CONN: [&str; 3] = ["RC", "UC", "UD"];
     let name = |t: u8, n: &[&str]| n.get(usize::from(t)).copied().unwrap_or("?").to_string();
+    let test = |t: u8| {
+        let base = name(t % SIG_IMM, &TESTS);
+        if t >= SIG_IMM {
+            base + " with immediate"
+        } else {
+            base
+        }
+    };
     let size = |s: u32| {
         if s == u32::MAX {
             "-a".to_string()
@@ -196,8 +207,8 @@ pub fn sig_mismatch(ours: &TestSig, theirs: &TestSig) -> Option<String> {
     if ours.test != theirs.test {
         return Some(format!(
             "test: we run {}, the peer runs {}",
-            name(ours.test, &TESTS),
-            name(theirs.test, &TESTS)
+            test(ours.test),
+            test(theirs.test)
         ));
     }
     if ours.conn != theirs.conn {
@@ -514,6 +525,15 @@ mod tests {
         other = sig;
         other.test = 4;
         assert!(sig_mismatch(&sig, &other).unwrap().contains("read-bw"));
+        let imm = TestSig {
+            test: sig.test + SIG_IMM,
+            ..sig
+        };
+        assert!(
+            sig_mismatch(&sig, &imm)
+                .unwrap()
+                .ends_with("the peer runs write-bw with immediate")
+        );
         assert!(sig_mismatch(&sig, &sig).is_none());
     }
 

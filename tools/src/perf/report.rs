@@ -42,7 +42,7 @@ pub fn c_alt_hex(v: u64, n: usize) -> String {
 /// perftest's name of the test, its words joined by `sep`: "RDMA_Write Post List BW Test"
 /// in the header, "RDMA_Write_Post_List_BW_Test" in the JSON.
 fn test_name(cfg: &PerfConfig, sep: &str) -> String {
-    let mut words = vec![cfg.verb.title()];
+    let mut words = vec![cfg.title()];
     if cfg.verb == Verb::Atomic {
         words.push(if cfg.atomic_cmp_swap {
             "CMP_AND_SWAP"
@@ -89,7 +89,7 @@ pub fn test_info(cfg: &PerfConfig, device: &str, mtu_bytes: u32, server: bool) -
     if cfg.post_list > 1 {
         let _ = writeln!(s, " Post List       : {}", cfg.post_list);
     }
-    if cfg.verb == Verb::Send && (server || cfg.bidirectional) {
+    if cfg.receives() && (server || cfg.bidirectional) {
         let _ = writeln!(s, " RX depth        : {}", cfg.rx_depth);
     }
     if cfg.kind == TestKind::Bw {

@@ -117,7 +117,10 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
     let mut cfg = cfg.clone();
     if cfg.conn == Conn::Ud && cfg.size > u64::from(mtu_b) {
         // perftest: a UD message is one packet, so the size (65536 unless -s says) is the
-        // MTU's.
+        // MTU's; with -a it says so on stderr (check_link).
+        if cfg.all {
+            eprint!(" Max msg size in UD is MTU {mtu_b}\n Changing to this MTU\n");
+        }
         cfg.size = u64::from(mtu_b);
     }
     let sizes = cfg.sizes(mtu_b);
@@ -251,14 +254,14 @@ impl Run<'_> {
             long,
         } = *self;
         let Collected { results, points } = got;
-        let send = cfg.verb == Verb::Send;
         p.out.put(&format!(
             "{RESULT_LINE}\n{}\n",
             report::bw_header(cfg.gbits)
         ));
-        if send {
+        if cfg.receives() {
             // Both sides measure: the client its sends, the server its receives; with -b
-            // each side sends and receives, and prints the sum of both sides' sends.
+            // each side sends and receives, and prints the sum of both sides' sends. A WRITE
+            // with immediate runs the same way (perftest's write_bw.c for WRITE_IMM).
             for &size in sizes {
                 if !client || cfg.bidirectional {
                     super::bw::post_recvs(res, cfg, size)?;
@@ -344,7 +347,7 @@ impl Run<'_> {
             report::lat_header(cfg.duration.is_some())
         ));
         match cfg.verb {
-            Verb::Write => {
+            Verb::Write if !cfg.imm => {
                 for &size in sizes {
                     let line = super::lat::run_write(res, cfg, size, rem, client, t)?;
                     p.out.put(&format!("{}\n", line.0));
@@ -354,7 +357,10 @@ impl Run<'_> {
                 p.out.put(&format!("{RESULT_LINE}\n"));
                 return Ok(Some(comm));
             }
-            Verb::Send => {
+            Verb::Send | Verb::Write => {
+                // send_lat.c, and write_lat.c for WRITE_IMM: the receives posted, a hand
+                // shake, then the ping-pong of completions; WRITE_IMM ends without the
+                // closing exchange, as WRITE does.
                 for &size in sizes {
                     super::bw::post_recvs(res, cfg, size)?;
                     comm.hand_shake(&mine[0], t)?;
@@ -364,6 +370,9 @@ impl Run<'_> {
                     points.push((size, line.2));
                 }
                 p.out.put(&format!("{RESULT_LINE}\n"));
+                if cfg.verb == Verb::Write {
+                    return Ok(Some(comm));
+                }
                 comm.close(&mine[0])?;
             }
             Verb::Read | Verb::Atomic => {
@@ -405,14 +414,14 @@ fn write_files(
     {
         let (title, ylab) = match cfg.kind {
             TestKind::Bw => (
-                format!("{} BW ({})", cfg.verb.title(), p.dev),
+                format!("{} BW ({})", cfg.title(), p.dev),
                 format!(
                     "BW average [{}]",
                     if cfg.gbits { "Gb/sec" } else { "MiB/sec" }
                 ),
             ),
             TestKind::Lat => (
-                format!("{} latency ({})", cfg.verb.title(), p.dev),
+                format!("{} latency ({})", cfg.title(), p.dev),
                 "t_typical [usec]".to_string(),
             ),
         };
