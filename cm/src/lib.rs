@@ -33,6 +33,7 @@ pub mod counters;
 pub mod endpoint;
 pub mod error;
 pub mod event;
+pub mod rdma_cm;
 pub mod state;
 pub mod time;
 pub mod wire;
