@@ -44,7 +44,9 @@ fn connect_accept_write_disconnect_timewait() {
     expect(&cch, EventKind::RouteResolved).ack();
     let cctx = client.context().unwrap();
     let (cpd, ccq) = (cctx.alloc_pd().unwrap(), cctx.create_cq(16, None).unwrap());
-    let cqp = client.create_qp(&cpd, &ccq, &ccq, QpCap::default()).unwrap();
+    let cqp = client
+        .create_qp(&cpd, &ccq, &ccq, QpCap::default())
+        .unwrap();
     let conn = ConnParam {
         private_data: b"client hello".to_vec(),
         responder_resources: 1,
@@ -84,7 +86,7 @@ fn connect_accept_write_disconnect_timewait() {
     let cmr = cpd.reg_mr(64, AccessFlags::LOCAL_WRITE).unwrap();
     cmr.write(0, b"written over the CM's QPs").unwrap();
     let sge = cmr.sge(0, 25).unwrap();
-    cqp.post_send(&[SendWr::write(7, &[sge], smr.remote(0))])
+    cqp.post_send(&[SendWr::write(7, &[sge], smr.remote(0)).signaled()])
         .unwrap();
     let mut wc = [WorkCompletion::default(); 1];
     assert_eq!(ccq.poll_blocking(&mut wc, T).unwrap(), 1);
@@ -105,6 +107,11 @@ fn connect_accept_write_disconnect_timewait() {
 #[test]
 fn connect_to_a_port_nobody_listens_on_is_rejected_invalid_service_id() {
     let ch = EventChannel::new().unwrap();
+    // emu1's CM runs (an id is bound there, listening on another port), as a kernel's
+    // always does; nothing listens on port 9.
+    let other = CmId::new(&ch, PortSpace::Tcp);
+    other.bind_addr(addr("192.0.2.2:10")).unwrap();
+    other.listen(1).unwrap();
     let id = CmId::new(&ch, PortSpace::Tcp);
     id.resolve_addr(Some(addr("192.0.2.1:0")), addr("192.0.2.2:9"), T)
         .unwrap();
@@ -119,5 +126,8 @@ fn connect_to_a_port_nobody_listens_on_is_rejected_invalid_service_id() {
     assert_eq!(ev.status, 8);
     assert_eq!(id.state(), IdState::Failed);
     // Calls that do not fit the state are refused.
-    assert!(matches!(id.accept(&ConnParam::default()), Err(Error::InvalidState { .. })));
+    assert!(matches!(
+        id.accept(&ConnParam::default()),
+        Err(Error::InvalidState { .. })
+    ));
 }

@@ -238,7 +238,9 @@ fn run(core: &Core, mut ch: MadChannel) {
             send(core, &mut ch, &mut ahs, &t);
         }
         let st = lock(&core.state);
-        if st.outbox.is_empty() && lock(&core.doomed).is_empty() && !core.stop.load(Ordering::Acquire)
+        if st.outbox.is_empty()
+            && lock(&core.doomed).is_empty()
+            && !core.stop.load(Ordering::Acquire)
         {
             let _ = core.wake.wait_timeout(st, wait);
         }
@@ -263,7 +265,11 @@ fn send(
                 ahs.insert(t.to.gid, ah);
             }
             Err(e) => {
-                log::warn!("{}: no address handle to {:?}: {e}", core.ctx.name(), Gid(t.to.gid));
+                log::warn!(
+                    "{}: no address handle to {:?}: {e}",
+                    core.ctx.name(),
+                    Gid(t.to.gid)
+                );
                 return;
             }
         }

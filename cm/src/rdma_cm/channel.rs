@@ -100,13 +100,7 @@ impl ChanInner {
         let mut v = 0u64;
         // SAFETY: reads 8 bytes into `v` from the non-blocking eventfd; EAGAIN (already
         // clear) is fine.
-        let _ = unsafe {
-            libc::read(
-                self.efd.as_raw_fd(),
-                (&raw mut v).cast::<libc::c_void>(),
-                8,
-            )
-        };
+        let _ = unsafe { libc::read(self.efd.as_raw_fd(), (&raw mut v).cast::<libc::c_void>(), 8) };
     }
 }
 

@@ -298,7 +298,10 @@ impl CmId {
         if d.qp.is_some() {
             return Err(Error::invalid("rdma_create_qp", "the id has a QP already"));
         }
-        let qp = pd.create_qp(QpType::Rc, send_cq, recv_cq).cap(cap).build()?;
+        let qp = pd
+            .create_qp(QpType::Rc, send_cq, recv_cq)
+            .cap(cap)
+            .build()?;
         qp.to_init(&InitAttr {
             access: AccessFlags::LOCAL_WRITE
                 | AccessFlags::REMOTE_WRITE
@@ -333,7 +336,13 @@ impl CmId {
         };
         let mut param = param.clone();
         param.qp_num = qp.qp_num();
-        let p = cma::connect_params(&route, self.inner.ps, &param, d.psn, st.ep.config().ack_delay)?;
+        let p = cma::connect_params(
+            &route,
+            self.inner.ps,
+            &param,
+            d.psn,
+            st.ep.config().ack_delay,
+        )?;
         let id = st.ep.connect(core.now(), &p)?;
         st.routes.insert(id, Arc::downgrade(&self.inner));
         (d.conn, d.param, d.state) = (Some(id), param, IdState::Connect);
