@@ -255,28 +255,27 @@ fn send(
     ahs: &mut HashMap<[u8; 16], AddressHandle>,
     t: &Transmit,
 ) {
-    if !ahs.contains_key(&t.to.gid) {
-        let attr = AhAttr {
-            hop_limit: 64,
-            ..AhAttr::new(Gid(t.to.gid), core.sgid_index)
-        };
-        match ch.create_ah(&attr) {
-            Ok(ah) => {
-                ahs.insert(t.to.gid, ah);
-            }
-            Err(e) => {
-                log::warn!(
-                    "{}: no address handle to {:?}: {e}",
-                    core.ctx.name(),
-                    Gid(t.to.gid)
-                );
-                return;
+    let ah = match ahs.entry(t.to.gid) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(v) => {
+            let attr = AhAttr {
+                hop_limit: 64,
+                ..AhAttr::new(Gid(t.to.gid), core.sgid_index)
+            };
+            match ch.create_ah(&attr) {
+                Ok(ah) => v.insert(ah),
+                Err(e) => {
+                    log::warn!(
+                        "{}: no address handle to {:?}: {e}",
+                        core.ctx.name(),
+                        attr.dgid
+                    );
+                    return;
+                }
             }
         }
-    }
-    if let Some(ah) = ahs.get(&t.to.gid)
-        && let Err(e) = ch.send(ah, &t.mad)
-    {
+    };
+    if let Err(e) = ch.send(ah, &t.mad) {
         log::warn!("{}: GSI send: {e}", core.ctx.name());
     }
 }
