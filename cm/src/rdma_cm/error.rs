@@ -1,7 +1,7 @@
 //! The one error type of the rdma_cm API: a refused call, named by what refused it.
 
 use crate::error::CmError;
-use crate::rdma_cm::id::IdState;
+use crate::rdma_cm::id_state::IdState;
 use std::net::{IpAddr, SocketAddr};
 
 /// Why an rdma_cm call failed; the id is as it was before the call.

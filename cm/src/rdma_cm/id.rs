@@ -8,6 +8,7 @@ use crate::rdma_cm::addr::open_device_for;
 use crate::rdma_cm::agent::{Agent, AgentState, Core, Doomed, lock, random_u32};
 use crate::rdma_cm::channel::{ChanInner, CmEvent, EventChannel, EventKind};
 use crate::rdma_cm::error::{Error, Result};
+use crate::rdma_cm::id_state::IdState;
 use crate::state::ConnId;
 use crate::time::{Instant, ack_timeout};
 use crate::wire::ip::{PortSpace, port_of};
@@ -20,33 +21,6 @@ use rnic_verbs::{
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Where an id is (after librdmacm's `enum rdma_cm_state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum IdState {
-    /// Created, nothing bound.
-    Idle,
-    /// Bound to a local address ([`CmId::bind_addr`]).
-    Bound,
-    /// The destination is resolved.
-    AddrResolved,
-    /// The route is resolved.
-    RouteResolved,
-    /// Listening.
-    Listen,
-    /// REQ sent, waiting for the REP.
-    Connect,
-    /// A REQ arrived (a ConnectRequest event's id), waiting for accept or reject.
-    ConnectRequest,
-    /// REP sent, waiting for the RTU.
-    Accepted,
-    /// Connected.
-    Established,
-    /// Rejected, unreachable or refused: the connection is gone.
-    Failed,
-    /// Disconnected (in or past timewait).
-    Disconnected,
-}
 
 #[derive(Debug)]
 struct IdData {

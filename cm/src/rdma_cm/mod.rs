@@ -17,8 +17,10 @@ mod agent;
 mod channel;
 mod error;
 mod id;
+mod id_state;
 
 pub use addr::device_name_for;
 pub use channel::{CmEvent, EventChannel, EventKind};
 pub use error::{Error, Result};
-pub use id::{CmId, IdState};
+pub use id::CmId;
+pub use id_state::IdState;
