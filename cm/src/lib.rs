@@ -9,7 +9,10 @@
 //! - [`Endpoint`]: the chapter-12 state machine of one port, both sides, with SIDR, sans-IO
 //!   (the caller passes time, received MADs and their source, and takes MADs to send and
 //!   [`Event`]s out);
-//! - [`cma`]: rdma_cm's conventions for the REQ, REP and SIDR REQ it sends on RoCE v2.
+//! - [`cma`]: rdma_cm's conventions for the REQ, REP and SIDR REQ it sends on RoCE v2;
+//! - [`rdma_cm`]: the librdmacm-shaped API (event channel, CM ids, `create_qp`) over the
+//!   verbs layer, with one CM agent per device on its GSI QP. It lives here, not in verbs,
+//!   because the CM is a client of verbs as librdmacm is of libibverbs.
 //!
 //! ```
 //! use rnic_cm::{cma, Config, Endpoint, Event, MadAddr, time::Instant, wire::ip::PortSpace};
@@ -33,6 +36,7 @@ pub mod counters;
 pub mod endpoint;
 pub mod error;
 pub mod event;
+pub mod rdma_cm;
 pub mod state;
 pub mod time;
 pub mod wire;

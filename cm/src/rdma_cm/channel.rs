@@ -1,0 +1,194 @@
+//! [`EventChannel`] (`struct rdma_event_channel`): where the events of the ids created on
+//! it queue ([`CmEvent`], by [`EventKind`] name), taken by a blocking wait with a timeout
+//! ([`EventChannel::get_event`]) or after a file descriptor an async runtime polls became
+//! readable ([`EventChannel::fd`], an eventfd readable while an event is queued).
+
+use crate::cma::ConnParam;
+use crate::rdma_cm::error::{Error, Result};
+use crate::rdma_cm::id::CmId;
+use std::collections::VecDeque;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// What happened (`enum rdma_cm_event_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// `RDMA_CM_EVENT_ADDR_RESOLVED`: the destination's neighbour is known.
+    AddrResolved,
+    /// `RDMA_CM_EVENT_ADDR_ERROR`: it could not be resolved.
+    AddrError,
+    /// `RDMA_CM_EVENT_ROUTE_RESOLVED`: the path is known; connect next.
+    RouteResolved,
+    /// `RDMA_CM_EVENT_CONNECT_REQUEST`: a REQ for a listening id; the event's id is the new
+    /// connection's, to accept or reject.
+    ConnectRequest,
+    /// `RDMA_CM_EVENT_CONNECT_ERROR`: the local side could not go on with the connection
+    /// (its QP did not take the peer's attributes); the peer was rejected.
+    ConnectError,
+    /// `RDMA_CM_EVENT_UNREACHABLE`: the peer did not answer, retries included.
+    Unreachable,
+    /// `RDMA_CM_EVENT_REJECTED`: the peer sent a REJ ([`CmEvent::status`] is its reason).
+    Rejected,
+    /// `RDMA_CM_EVENT_ESTABLISHED`: the QP is in RTS on both sides.
+    Established,
+    /// `RDMA_CM_EVENT_DISCONNECTED`: a DREQ came (the QP is in error now) or our own
+    /// disconnect finished.
+    Disconnected,
+    /// `RDMA_CM_EVENT_TIMEWAIT_EXIT`: the connection's timewait is over; its QP may be
+    /// reused.
+    TimewaitExit,
+}
+
+/// An event (`struct rdma_cm_event`). Take it with [`EventChannel::get_event`], then
+/// [`ack`](CmEvent::ack) it (or drop it: the same).
+#[derive(Debug)]
+pub struct CmEvent {
+    /// What happened.
+    pub kind: EventKind,
+    /// The id it happened to (for [`EventKind::ConnectRequest`], the new connection's).
+    pub id: CmId,
+    /// For [`EventKind::ConnectRequest`]: the listening id.
+    pub listen_id: Option<CmId>,
+    /// The REJ's reason for [`EventKind::Rejected`], 0 otherwise.
+    pub status: u16,
+    /// The peer's connection parameters: private data (the consumer's, without rdma_cm's
+    /// header) of the REQ, REP or REJ; responder resources, initiator depth, retry and RNR
+    /// retry counts and the peer's QPN of a REQ or REP.
+    pub param: ConnParam,
+}
+
+impl CmEvent {
+    /// `rdma_ack_cm_event`: done with the event.
+    pub fn ack(self) {}
+}
+
+#[derive(Debug)]
+pub(crate) struct ChanInner {
+    queue: Mutex<VecDeque<CmEvent>>,
+    ready: Condvar,
+    /// Readable (counter > 0) exactly while `queue` is not empty.
+    efd: OwnedFd,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ChanInner {
+    /// Queues `ev` and makes the fd readable.
+    pub(crate) fn push(&self, ev: CmEvent) {
+        let mut q = lock(&self.queue);
+        if q.is_empty() {
+            let one = 1u64;
+            // SAFETY: writes 8 bytes to the channel's eventfd, open while `self` lives. A
+            // failure (the counter at its maximum) leaves it readable anyway.
+            let _ = unsafe {
+                libc::write(
+                    self.efd.as_raw_fd(),
+                    (&raw const one).cast::<libc::c_void>(),
+                    8,
+                )
+            };
+        }
+        q.push_back(ev);
+        self.ready.notify_all();
+    }
+
+    /// Clears the fd's readiness (the queue became empty; called with the queue locked).
+    fn clear(&self) {
+        let mut v = 0u64;
+        // SAFETY: reads 8 bytes into `v` from the non-blocking eventfd; EAGAIN (already
+        // clear) is fine.
+        let _ = unsafe { libc::read(self.efd.as_raw_fd(), (&raw mut v).cast::<libc::c_void>(), 8) };
+    }
+}
+
+/// An event channel (`rdma_create_event_channel`). A cheap handle; ids created on it keep
+/// it alive.
+///
+/// ```
+/// use rnic_cm::rdma_cm::EventChannel;
+/// # fn main() -> Result<(), rnic_cm::rdma_cm::Error> {
+/// let ch = EventChannel::new()?;
+/// // Nothing queued: the wait ends at its timeout, the fd is not readable.
+/// assert!(ch.get_event(Some(std::time::Duration::from_millis(1)))?.is_none());
+/// assert!(ch.fd() >= 0);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct EventChannel {
+    pub(crate) inner: Arc<ChanInner>,
+}
+
+impl EventChannel {
+    /// A new channel with its eventfd.
+    pub fn new() -> Result<EventChannel> {
+        // SAFETY: eventfd(2) with constant flags; the result is checked before use.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(Error::Io {
+                what: "rdma_create_event_channel: eventfd",
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        // SAFETY: `fd` is a new descriptor nobody else owns.
+        let efd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(EventChannel {
+            inner: Arc::new(ChanInner {
+                queue: Mutex::new(VecDeque::new()),
+                ready: Condvar::new(),
+                efd,
+            }),
+        })
+    }
+
+    /// `rdma_get_cm_event`: the next event, waiting up to `timeout` (`None`: until one
+    /// comes); `Ok(None)` when none came in time.
+    pub fn get_event(&self, timeout: Option<Duration>) -> Result<Option<CmEvent>> {
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut q = lock(&self.inner.queue);
+        loop {
+            if let Some(ev) = q.pop_front() {
+                if q.is_empty() {
+                    self.inner.clear();
+                }
+                return Ok(Some(ev));
+            }
+            q = match deadline {
+                None => self.inner.ready.wait(q).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Ok(None);
+                    }
+                    let w = self.inner.ready.wait_timeout(q, d - now);
+                    w.unwrap_or_else(|e| e.into_inner()).0
+                }
+            };
+        }
+    }
+
+    /// The next event if one is queued, without waiting (what to call once
+    /// [`fd`](Self::fd) polled readable).
+    pub fn try_get_event(&self) -> Option<CmEvent> {
+        self.get_event(Some(Duration::ZERO)).ok().flatten()
+    }
+
+    /// The channel's file descriptor (`channel->fd`): readable while an event is queued.
+    pub fn fd(&self) -> RawFd {
+        self.inner.efd.as_raw_fd()
+    }
+}
+
+impl AsRawFd for EventChannel {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd()
+    }
+}
+
+impl AsFd for EventChannel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.inner.efd.as_fd()
+    }
+}
