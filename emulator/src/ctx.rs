@@ -30,18 +30,21 @@ impl Ctx<'_> {
     /// An engine needs the QP's transport state and the rest of the context at once (to
     /// read WQEs, write CQEs, send frames), so the state is moved out of the QP table for
     /// the call. Taking and restoring it in one place means no early return between the
-    /// two can lose a QP's state. A QP destroyed during `f` simply drops it.
+    /// two can lose a QP's state. A QP destroyed during `f` simply drops it. The state is
+    /// boxed, so lending it moves a pointer; a QP whose state is lent already (a nested call
+    /// for the same QP) is treated as absent.
     pub(crate) fn with_transport<R>(
         &mut self,
         qpn: u32,
         f: impl FnOnce(&mut Ctx<'_>, &mut QpTransport) -> R,
     ) -> Option<R> {
         let qp = self.state.res.qps.get_mut(qpn)?;
-        let mut tr = std::mem::take(&mut qp.tr);
+        let mut tr = qp.tr.take()?;
         let r = f(self, &mut tr);
         let (at, psns) = if let Some(qp) = self.state.res.qps.get_mut(qpn) {
-            qp.tr = tr;
-            (qp.tr.deadline(), qp.tr.in_flight())
+            let kept = (tr.deadline(), tr.in_flight());
+            qp.tr = Some(tr);
+            kept
         } else {
             (None, 0)
         };

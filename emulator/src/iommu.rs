@@ -10,9 +10,11 @@
 //! does. Ordering is the PRM's: the device reads a doorbell record, then issues an acquire
 //! fence before it reads the WQEs; it writes a CQE body, a release fence, then the owner byte.
 
-use std::collections::BTreeMap;
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+
+/// Slots of the translation hint ([`Iommu::hint`]), by IOVA page.
+const HINT_SLOTS: usize = 32;
 
 /// The direction of a DMA access.
 ///
@@ -81,9 +83,18 @@ pub enum MapError {
 
 #[derive(Clone, Copy, Debug)]
 struct Mapping {
+    /// First IOVA.
+    iova: u64,
     /// Host address of the first byte.
     host: usize,
     len: u64,
+}
+
+impl Mapping {
+    /// Whether `at` lies inside.
+    fn holds(&self, at: u64) -> bool {
+        at >= self.iova && at - self.iova < self.len
+    }
 }
 
 /// The translation table and its fault counter.
@@ -102,7 +113,12 @@ struct Mapping {
 /// ```
 #[derive(Debug, Default)]
 pub struct Iommu {
-    maps: RwLock<BTreeMap<u64, Mapping>>,
+    /// The mappings, sorted by IOVA (they never overlap): a binary search finds one.
+    maps: RwLock<Vec<Mapping>>,
+    /// Where in `maps` the last access to each IOVA page (modulo [`HINT_SLOTS`]) found its
+    /// mapping, as an IOTLB remembers translations: the data path touches the same few
+    /// queues and buffers again and again. Only a hint: checked against `maps` on use.
+    hint: [AtomicUsize; HINT_SLOTS],
     faults: AtomicU64,
 }
 
@@ -143,17 +159,17 @@ impl Iommu {
         }
         let mut maps = self.maps.write().unwrap_or_else(|e| e.into_inner());
         // Overlap with the mapping at or before `iova`, or with one starting inside the range.
-        if let Some((&start, m)) = maps.range(..=iova).next_back() {
-            if start + m.len > iova {
-                return Err(MapError::Overlap);
-            }
+        let at = maps.partition_point(|m| m.iova <= iova);
+        if at > 0 && maps[at - 1].holds(iova) {
+            return Err(MapError::Overlap);
         }
-        if maps.range(iova..end).next().is_some() {
+        if maps.get(at).is_some_and(|m| m.iova < end) {
             return Err(MapError::Overlap);
         }
         maps.insert(
-            iova,
+            at,
             Mapping {
+                iova,
                 host: host as usize,
                 len: len64,
             },
@@ -175,9 +191,10 @@ impl Iommu {
     /// ```
     pub fn unmap(&self, iova: u64, len: usize) -> Result<(), MapError> {
         let mut maps = self.maps.write().unwrap_or_else(|e| e.into_inner());
-        match maps.get(&iova) {
-            Some(m) if u64::try_from(len).is_ok_and(|l| l == m.len) => {
-                maps.remove(&iova);
+        let at = maps.partition_point(|m| m.iova < iova);
+        match maps.get(at) {
+            Some(m) if m.iova == iova && u64::try_from(len).is_ok_and(|l| l == m.len) => {
+                maps.remove(at);
                 Ok(())
             }
             _ => Err(MapError::NotMapped),
@@ -218,6 +235,24 @@ impl Iommu {
         self.maps.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 
+    /// The mapping in `maps` (the locked table) that holds `at`: the hint's if it holds it,
+    /// else by binary search (and the hint learns it).
+    fn find<'m>(&self, maps: &'m [Mapping], at: u64) -> Option<&'m Mapping> {
+        let slot = &self.hint[(at >> 12) as usize % HINT_SLOTS];
+        if let Some(m) = maps.get(slot.load(Ordering::Relaxed)) {
+            if m.holds(at) {
+                return Some(m);
+            }
+        }
+        let i = maps.partition_point(|m| m.iova <= at).checked_sub(1)?;
+        let m = &maps[i];
+        if !m.holds(at) {
+            return None;
+        }
+        slot.store(i, Ordering::Relaxed);
+        Some(m)
+    }
+
     /// Calls `f(host_ptr, offset_in_access, n)` for each mapped piece of `iova..iova + len`,
     /// or counts a fault and returns it when any byte is unmapped (then `f` was not called).
     fn walk(
@@ -238,10 +273,10 @@ impl Iommu {
             let mut done = 0usize;
             while done < len {
                 let piece = iova.checked_add(done as u64).and_then(|at| {
-                    let (&start, m) = maps.range(..=at).next_back()?;
-                    let off = at - start;
+                    let m = self.find(&maps, at)?;
+                    let off = at - m.iova;
                     // `off < m.len`, and `m.len` came from a usize, so both casts are exact.
-                    (off < m.len).then(|| (m.host + off as usize, (m.len - off) as usize))
+                    Some((m.host + off as usize, (m.len - off) as usize))
                 });
                 let Some((host, avail)) = piece else {
                     self.faults.fetch_add(1, Ordering::Relaxed);
@@ -439,6 +474,27 @@ mod tests {
         assert!(iommu.write(0x1008, &[0xAA; 16]).is_err());
         assert!(iommu.write_owned(0x1008, &[0xAA; 16]).is_err());
         assert!(mem.iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn a_stale_translation_hint_never_translates() {
+        // The hint learns where 0x5000's mapping sits; a mapping inserted before it moves
+        // it, an unmap removes it: each access still finds its own mapping, or faults.
+        let iommu = Iommu::new();
+        let (mut a, mut b) = (vec![0u8; 16], vec![0u8; 16]);
+        // SAFETY: both buffers outlive the accesses (the IOMMU is dropped first).
+        unsafe { iommu.map(0x5000, a.as_mut_ptr(), 16).unwrap() };
+        iommu.write(0x5000, &[1]).unwrap();
+        // SAFETY: as above.
+        unsafe { iommu.map(0x1000, b.as_mut_ptr(), 16).unwrap() };
+        iommu.write(0x5001, &[2]).unwrap();
+        iommu.write(0x1000, &[3]).unwrap();
+        assert_eq!((a[..2].to_vec(), b[0]), (vec![1, 2], 3));
+        iommu.unmap(0x5000, 16).unwrap();
+        assert!(iommu.write(0x5000, &[4]).is_err());
+        iommu.write(0x1001, &[5]).unwrap();
+        assert_eq!((a[0], b[1]), (1, 5));
+        drop(iommu);
     }
 
     #[test]

@@ -386,7 +386,7 @@ pub(super) fn modify_qp(ctx: &mut Ctx<'_>, cmd: &mut Cmd<'_>) -> CmdResult {
             c = reset_qpc(&c);
             qp.sq_ci = 0;
             qp.rq_ci = 0;
-            qp.tr = Default::default();
+            qp.tr = Some(Box::default());
         }
         _ => {}
     }

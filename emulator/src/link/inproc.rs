@@ -189,7 +189,8 @@ impl Link for InProcLink {
     fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
         let (mut f, sealed) = self.rx.try_recv().ok()?;
         std::mem::swap(buf, &mut f);
-        f.clear();
+        // Not cleared: whoever reuses it sizes it (a frame emitter then overwrites the old
+        // bytes instead of zeroing them first).
         let _ = self.free_tx.try_send(f);
         Some(sealed)
     }

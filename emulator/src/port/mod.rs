@@ -114,6 +114,18 @@ impl Port {
         self.link.next_deadline_ns()
     }
 
+    /// A buffer for [`crate::link::Link::receive`], which replaces its contents: not
+    /// cleared, so the bytes it keeps go back to the link's pool sized (an in-process
+    /// peer's emitter then overwrites them instead of zeroing them first, see
+    /// [`Port::frame_buffer`]).
+    pub(crate) fn rx_buffer(&mut self) -> Vec<u8> {
+        let mut b = self.pool.pop().unwrap_or_default();
+        if b.capacity() < FRAME_CAPACITY {
+            b.reserve(FRAME_CAPACITY - b.len());
+        }
+        b
+    }
+
     /// An empty frame buffer.
     pub(crate) fn buffer(&mut self) -> Vec<u8> {
         let mut b = self.pool.pop().unwrap_or_default();
@@ -124,12 +136,18 @@ impl Port {
 
     /// A frame buffer of `len` bytes whose contents are whatever its last use left: for a
     /// writer that overwrites every byte (the frame emitter), so no zeroing pass is spent.
+    /// Pooled buffers keep the length of their last frame (the in-process link hands them
+    /// back uncleared), so only bytes beyond it are zeroed.
     pub(crate) fn frame_buffer(&mut self, len: usize) -> Vec<u8> {
         let mut b = self.pool.pop().unwrap_or_default();
         if b.capacity() < FRAME_CAPACITY {
             b.reserve(FRAME_CAPACITY - b.len());
         }
-        b.resize(len, 0);
+        if b.len() >= len {
+            b.truncate(len);
+        } else {
+            b.resize(len, 0);
+        }
         b
     }
 

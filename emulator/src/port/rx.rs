@@ -52,7 +52,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> (usize, bool) {
         let (mut frame, from_link, sealed) = match ctx.state.port.rx.pop_front() {
             Some(f) => (f, false, true),
             None => {
-                let mut b = ctx.state.port.buffer();
+                let mut b = ctx.state.port.rx_buffer();
                 // A capturing port writes what it receives: it takes every frame sealed.
                 let got = if ctx.state.port.capture.is_some() {
                     ctx.state.port.link.receive(&mut b).then_some(true)

@@ -160,8 +160,10 @@ pub(crate) struct Qp {
     /// Send doorbells rung so far (0x800 / 0x900 alternate).
     pub sq_doorbells: u64,
     /// Transport state: parsed send WQEs in flight, the responder's message in progress,
-    /// retry state (see [`crate::transport`]). Starts empty ([`Default`]).
-    pub tr: QpTransport,
+    /// retry state (see [`crate::transport`]). Starts empty ([`Default`]). Boxed so that
+    /// [`crate::ctx::Ctx::with_transport`] lends it by moving a pointer, not the state;
+    /// `None` only while it is lent.
+    pub tr: Option<Box<QpTransport>>,
 }
 
 impl Qp {
@@ -173,7 +175,7 @@ impl Qp {
             sq_ci: 0,
             rq_ci: 0,
             sq_doorbells: 0,
-            tr: Default::default(),
+            tr: Some(Box::default()),
         }
     }
 }

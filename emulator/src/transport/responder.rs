@@ -256,7 +256,7 @@ pub(crate) fn pump_reads(ctx: &mut Ctx<'_>) -> bool {
         let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
             continue;
         };
-        if qp.tr.resp.reads.is_empty() {
+        if qp.tr.as_ref().is_none_or(|tr| tr.resp.reads.is_empty()) {
             continue;
         }
         let qpc = qp.ctx;

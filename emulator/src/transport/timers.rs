@@ -59,7 +59,7 @@ fn scan_deadline(st: &DeviceState) -> Option<u64> {
     st.res
         .qps
         .iter()
-        .filter_map(|(_, qp)| qp.tr.deadline())
+        .filter_map(|(_, qp)| qp.tr.as_ref()?.deadline())
         .min()
 }
 
@@ -73,22 +73,27 @@ pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
         let Some(qpn) = ctx.state.res.qp_timers.lowest_due(now) else {
             return fired;
         };
-        let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
+        let Some((qp, tr)) = ctx
+            .state
+            .res
+            .qps
+            .get_mut(qpn)
+            .and_then(|qp| qp.tr.as_deref_mut().map(|tr| (&qp.ctx, tr)))
+        else {
             // Destroyed without its entry removed: drop the entry.
             ctx.state.res.qp_timers.set(qpn, None);
             continue;
         };
-        let rnr = qp.tr.rnr_wait.is_some_and(|(at, _)| at <= now);
-        let retx = qp.tr.retx_at.is_some_and(|at| at <= now);
+        let rnr = tr.rnr_wait.is_some_and(|(at, _)| at <= now);
+        let retx = tr.retx_at.is_some_and(|at| at <= now);
         if !(rnr || retx) {
             // Not due after all (the queue is exact, so this does not happen): requeue.
-            let at = qp.tr.deadline();
+            let at = tr.deadline();
             ctx.state.res.qp_timers.set(qpn, at);
             continue;
         }
         fired += 1;
-        let retry_count = qp.ctx.retry_count();
-        let tr = &mut qp.tr;
+        let retry_count = qp.retry_count();
         let resume = if rnr {
             if let Some((_, psn)) = tr.rnr_wait.take() {
                 completer::go_back(tr, psn);
@@ -120,7 +125,8 @@ pub(crate) fn poll_timers(ctx: &mut Ctx<'_>) -> usize {
             .res
             .qps
             .get(qpn)
-            .map_or((None, 0), |qp| (qp.tr.deadline(), qp.tr.in_flight()));
+            .and_then(|qp| qp.tr.as_ref())
+            .map_or((None, 0), |tr| (tr.deadline(), tr.in_flight()));
         ctx.state.res.qp_timers.set(qpn, at);
         ctx.state.res.qp_timers.set_charge(qpn, psns);
         match resume {
