@@ -765,20 +765,25 @@ impl Cq {
         res.map(|()| n)
     }
 
-    /// Polls up to `max` CQEs of a CQ no QP uses (the raw Ethernet queues' own CQs, see
-    /// [`crate::eth`]), handing each to `each` with its `op_own` byte and index in the batch;
-    /// `each` refuses an impossible entry with the QPN field and what is wrong.
-    pub(crate) fn poll_raw(
+    /// Polls up to `out.len()` CQEs of a CQ no QP uses (the raw Ethernet queues' own CQs,
+    /// see [`crate::eth`]), handing each to `each` with its `op_own` byte and the completion
+    /// to fill; `each` refuses an impossible entry with the QPN field and what is wrong.
+    /// Once the device is dead its ring is not read (what it writes is not trusted):
+    /// `flush(out)` fills `out` with flush completions of the queue's outstanding work
+    /// instead (the queue tracks its WQEs; this CQ does not), under the same poll claim.
+    pub(crate) fn poll_raw<T>(
         &self,
-        max: usize,
-        mut each: impl FnMut(Cqe, u8, usize) -> Result<(), (u32, BadCqe)>,
+        out: &mut [T],
+        mut each: impl FnMut(Cqe, u8, &mut T) -> Result<(), (u32, BadCqe)>,
+        flush: impl FnOnce(&mut [T]) -> usize,
     ) -> Result<usize, PollError> {
-        // A dead device's ring is not read (what it writes is not trusted); the raw queues'
-        // work is not tracked per WQE here, so nothing is flushed for them.
         if self.hca.is_dead() {
-            return Ok(0);
+            return self.with_poll_claim(|_| Ok(flush(out)));
         }
-        self.with_poll_claim(|st| self.drain(st, max, |_, cqe, op_own, n| each(cqe, op_own, n)))
+        let max = out.len();
+        self.with_poll_claim(|st| {
+            self.drain(st, max, |_, cqe, op_own, n| each(cqe, op_own, &mut out[n]))
+        })
     }
 
     fn teardown(&mut self) -> Result<(), DriverError> {

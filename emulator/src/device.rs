@@ -787,6 +787,25 @@ impl Device {
         c
     }
 
+    /// The state QP `qpn` is in, as the device holds it (`None`: no such QP; a value the
+    /// PRM does not name reads as ERR). What QUERY_QP reports, without a command: a test
+    /// or fuzz harness that checks many QPs often asks this way.
+    ///
+    /// ```
+    /// use rnic_emulator::{Device, Profile, RunMode};
+    ///
+    /// let dev = Device::new(Profile::default(), RunMode::Deterministic);
+    /// assert_eq!(dev.qp_state(0x10), None); // no QP was created
+    /// ```
+    pub fn qp_state(&self, qpn: u32) -> Option<rnic_hw_regs::ctx::QpState> {
+        let st = self.shared.lock();
+        let qp = st.res.qps.get(qpn)?;
+        Some(
+            rnic_hw_regs::ctx::QpState::try_from(qp.ctx.state())
+                .unwrap_or(rnic_hw_regs::ctx::QpState::Err),
+        )
+    }
+
     /// Firmware pages the device holds now.
     ///
     /// ```

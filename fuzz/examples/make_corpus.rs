@@ -6,6 +6,7 @@
 //! Run from `fuzz/`: `cargo +nightly run --release --example make_corpus`.
 
 use pcap_file::pcap::PcapReader;
+use rnic_cm::wire::{MAD_LEN, Mad};
 use rnic_driver::cmdq::CommandRecorder;
 use rnic_driver::wr::{Payload, RecvWr, SendFlags, SendOp, SendWr};
 use rnic_driver::{Hca, HcaConfig};
@@ -48,6 +49,20 @@ fn pcap_frames() -> Vec<(String, Vec<Vec<u8>>)> {
         ));
     }
     out
+}
+
+/// Where a CM MAD starts in a RoCE v2 UD frame: Ethernet 14, IPv4 20, UDP 8, BTH 12, DETH 8.
+const CM_MAD_AT: usize = 62;
+
+/// Every frame of `tests/data/pcaps/<stem>.pcap`.
+fn pcap_frames_all(stem: &str) -> Vec<(String, Vec<Vec<u8>>)> {
+    let p = Path::new("../tests/data/pcaps").join(format!("{stem}.pcap"));
+    let mut r = PcapReader::new(fs::File::open(&p).unwrap()).unwrap();
+    let mut frames = Vec::new();
+    while let Some(pkt) = r.next_packet() {
+        frames.push(pkt.unwrap().data.into_owned());
+    }
+    vec![(stem.to_string(), frames)]
 }
 
 fn main() {
@@ -261,6 +276,117 @@ fn main() {
             let mut r = vec![kind];
             r.extend_from_slice(e.as_bytes());
             save("hostile_cqe_eqe", &format!("eqe-{kind}-{i}"), &r);
+        }
+    }
+
+    // cm_mads: the CM MADs of rdma_cm's exchange as captured (a UD packet's payload: the
+    // MAD starts after Ethernet, IPv4, UDP, BTH and DETH, at byte 62).
+    let mut mads = 0;
+    for (name, frames) in pcap_frames_all("rdmacm_send") {
+        for (i, f) in frames.iter().enumerate() {
+            if f.len() >= CM_MAD_AT + MAD_LEN && Mad::parse(&f[CM_MAD_AT..]).is_ok() {
+                save(
+                    "cm_mads",
+                    &format!("{name}-{i}"),
+                    &f[CM_MAD_AT..CM_MAD_AT + MAD_LEN],
+                );
+                mads += 1;
+            }
+        }
+    }
+    assert!(mads > 0, "no CM MAD in rdmacm_send.pcap");
+
+    // arp_icmp: frames the driver's own emitters write, as a peer would send them to the
+    // fuzzed port, one per input and all in one sequence with resolutions and time.
+    use rnic_driver::net::arp::ArpFrame;
+    use rnic_driver::net::icmp::{EchoFrame, EchoKind};
+    use rnic_driver::net::ndisc::NdFrame;
+    use rnic_fuzz::net::{PORT_MAC, PORT_V4, PORT_V6, frame_record};
+    let peer_mac = [0x02, 0, 0, 0, 0, 2];
+    let peer_v4 = std::net::Ipv4Addr::new(10, 0, 0, 2);
+    let peer_v6 = std::net::Ipv6Addr::new(0xFE80, 0, 0, 0, 0, 0, 0, 2);
+    let mut frames: Vec<(&str, Vec<u8>)> = Vec::new();
+    let mut emit = |name, f: &dyn Fn(&mut [u8]) -> Result<usize, rnic_driver::net::FrameError>| {
+        let mut b = [0u8; 256];
+        let n = f(&mut b).expect("emit");
+        frames.push((name, b[..n].to_vec()));
+    };
+    emit("arp-request", &|b| {
+        ArpFrame::request(peer_mac, peer_v4, PORT_V4[0]).emit(b)
+    });
+    emit("arp-reply", &|b| {
+        ArpFrame::request(PORT_MAC, PORT_V4[0], peer_v4)
+            .reply_from(peer_mac)
+            .emit(b)
+    });
+    emit("arp-gratuitous", &|b| {
+        ArpFrame::gratuitous(peer_mac, peer_v4).emit(b)
+    });
+    emit("echo-request", &|b| {
+        EchoFrame {
+            eth_dst: PORT_MAC,
+            eth_src: peer_mac,
+            src_ip: peer_v4,
+            dst_ip: PORT_V4[1],
+            kind: EchoKind::Request,
+            ident: 7,
+            seq_no: 1,
+            ttl: 64,
+            data: b"abcdefgh",
+        }
+        .emit(b)
+    });
+    emit("nd-solicit", &|b| {
+        NdFrame::solicit(peer_mac, peer_v6, PORT_V6[0]).emit(b)
+    });
+    emit("nd-advert", &|b| {
+        NdFrame::solicit(PORT_MAC, PORT_V6[0], peer_v6)
+            .advert_from(peer_mac)
+            .emit(b)
+    });
+    let mut seq = Vec::new();
+    for (name, f) in &frames {
+        let r = frame_record(f);
+        save("arp_icmp", name, &r);
+        seq.extend_from_slice(&r);
+    }
+    // Resolve 10.0.0.2 and fe80::2, time (retransmits), the answers, time (ageing), announce.
+    seq.extend_from_slice(&[1, 0, 2, 1, 1, 2, 2, 0x64, 0]);
+    seq.extend_from_slice(&frame_record(&frames[1].1));
+    seq.extend_from_slice(&frame_record(&frames[5].1));
+    seq.extend_from_slice(&[1, 0, 2, 2, 0x10, 0x27, 3]);
+    save("arp_icmp", "sequence", &seq);
+
+    // raw_sq_wqes: send WQEs the driver writes into a raw SQ (the device does not run).
+    {
+        use rnic_driver::eth::{RawSq, Tis, TransportDomain};
+        let d = LiveDevice::new(Peer::Itself);
+        let td = Arc::new(TransportDomain::alloc(&d.hca).unwrap());
+        let tis = Arc::new(Tis::create(&td).unwrap());
+        let mut frame = [0u8; 60];
+        frame[..6].copy_from_slice(&PEER_MAC);
+        frame[6..12].copy_from_slice(&d.hca.mac());
+        frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        let sge = [d.mr.sge(0, 100)];
+        let cases: [(&str, &[u8], &[rnic_driver::wr::Sge]); 3] = [
+            ("inline", &frame, &[]),
+            ("l2-header-and-sge", &frame[..18], &sge),
+            ("two-sends", &frame[..18], &sge),
+        ];
+        for (name, headers, sgl) in cases {
+            let sq = RawSq::create(&d.pd, &tis, rnic_fuzz::raw::SQ_SENDS).unwrap();
+            d.dev.set_auto_step(false);
+            sq.post_send(1, headers, sgl, true).unwrap();
+            if name == "two-sends" {
+                sq.post_send(2, &frame, &[], true).unwrap();
+            }
+            let (ring, _, _) = sq.sq_ring();
+            let mut bytes = vec![0u8];
+            // SAFETY: the first four WQEBBs of the live SQ ring; volatile reads.
+            bytes.extend((0..256).map(|k| unsafe { ring.as_ptr().add(k).read_volatile() }));
+            save("raw_sq_wqes", name, &bytes);
+            d.dev.set_auto_step(true);
+            d.dev.step();
         }
     }
 }

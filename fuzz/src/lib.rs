@@ -318,7 +318,8 @@ impl LiveDevice {
     pub fn recover(&mut self) -> usize {
         let mut bad = Vec::new();
         for (i, t) in self.targets().iter().enumerate() {
-            let st = t.qp.query().expect("QUERY_QP").state;
+            // The device's own view (what QUERY_QP reports), without a command per QP.
+            let st = self.dev.qp_state(t.qp.qpn()).expect("the QP exists");
             if st != QpState::Rts {
                 t.qp.to_reset().expect("2RST");
                 connect(&t.qp, self.peer, self.hca.mac());
@@ -413,5 +414,7 @@ pub fn connect(q: &Qp, peer: Peer, mac: [u8; 6]) {
 }
 pub mod cmd;
 pub mod hostile;
+pub mod net;
+pub mod raw;
 pub mod rx;
 pub mod wqe;

@@ -39,7 +39,9 @@ pub fn rx_frame(d: &mut LiveDevice, frame: &[u8]) {
 /// a live-device target saw, in order, for a finding that depends on earlier inputs.
 pub fn log_input(data: &[u8]) {
     use std::io::Write;
-    if let Some(path) = std::env::var_os("RNIC_FUZZ_LOG") {
+    // Looked up once: an environment lookup per input costs a lock and an allocation.
+    static LOG: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::OnceLock::new();
+    if let Some(path) = LOG.get_or_init(|| std::env::var_os("RNIC_FUZZ_LOG")) {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

@@ -149,6 +149,15 @@ impl Ring {
 }
 
 /// CQE status of an error CQE's syndrome, or success.
+/// The completion a dead device's queue gives a work request it still held.
+fn flushed(wr_id: u64) -> EthCompletion {
+    EthCompletion {
+        wr_id,
+        status: WcStatus::WrFlushErr,
+        ..EthCompletion::default()
+    }
+}
+
 fn status_of(cqe: Cqe, op: u8) -> WcStatus {
     match op {
         OP_REQ_ERR | OP_RESP_ERR => WcStatus::from_syndrome(cqe.get(SYNDROME)),
@@ -319,33 +328,50 @@ impl RawRq {
     /// ```
     pub fn poll(&self, out: &mut [EthCompletion]) -> Result<usize, PollError> {
         let r = &self.ring;
-        r.cq.poll_raw(out.len(), |cqe, op_own, n| {
-            let ci = r.ci.load(Ordering::Relaxed);
-            let (tag, counter) = (cqe.get(QPN), cqe.get(WQE_COUNTER));
-            let op = opcode_of(op_own);
-            if op != OP_RESP_SEND && op != OP_RESP_ERR {
-                return Err((tag, BadCqe::UnknownOpcode(op)));
-            }
-            if counter != ci as u16 || ci == r.pi.load(Ordering::Acquire) {
-                return Err((tag, BadCqe::RecvCounterOutOfRange(counter)));
-            }
-            let vlan = cqe.get(CVLAN_PRESENT).then(|| cqe.get(VLAN_INFO));
-            out[n] = EthCompletion {
-                wr_id: r.wr_id[(ci & r.mask) as usize].load(Ordering::Relaxed),
-                status: status_of(cqe, op),
-                byte_len: if op == OP_RESP_SEND {
-                    cqe.get(BYTE_CNT)
-                } else {
-                    0
-                },
-                flow_tag: if op == OP_RESP_SEND { tag } else { 0 },
-                vlan_tci: vlan,
-                l3_hdr_type: cqe.get(L3_HDR_TYPE),
-                l4_hdr_type: cqe.get(L4_HDR_TYPE),
-            };
-            r.ci.store(ci.wrapping_add(1), Ordering::Release);
-            Ok(())
-        })
+        r.cq.poll_raw(
+            out,
+            |cqe, op_own, slot_out| {
+                let ci = r.ci.load(Ordering::Relaxed);
+                let (tag, counter) = (cqe.get(QPN), cqe.get(WQE_COUNTER));
+                let op = opcode_of(op_own);
+                if op != OP_RESP_SEND && op != OP_RESP_ERR {
+                    return Err((tag, BadCqe::UnknownOpcode(op)));
+                }
+                if counter != ci as u16 || ci == r.pi.load(Ordering::Acquire) {
+                    return Err((tag, BadCqe::RecvCounterOutOfRange(counter)));
+                }
+                let vlan = cqe.get(CVLAN_PRESENT).then(|| cqe.get(VLAN_INFO));
+                *slot_out = EthCompletion {
+                    wr_id: r.wr_id[(ci & r.mask) as usize].load(Ordering::Relaxed),
+                    status: status_of(cqe, op),
+                    byte_len: if op == OP_RESP_SEND {
+                        cqe.get(BYTE_CNT)
+                    } else {
+                        0
+                    },
+                    flow_tag: if op == OP_RESP_SEND { tag } else { 0 },
+                    vlan_tci: vlan,
+                    l3_hdr_type: cqe.get(L3_HDR_TYPE),
+                    l4_hdr_type: cqe.get(L4_HDR_TYPE),
+                };
+                r.ci.store(ci.wrapping_add(1), Ordering::Release);
+                Ok(())
+            },
+            |out| {
+                // A dead device: every posted receive, oldest first, as a flush completion.
+                let mut n = 0;
+                while n < out.len() {
+                    let ci = r.ci.load(Ordering::Relaxed);
+                    if ci == r.pi.load(Ordering::Acquire) {
+                        break;
+                    }
+                    out[n] = flushed(r.wr_id[(ci & r.mask) as usize].load(Ordering::Relaxed));
+                    n += 1;
+                    r.ci.store(ci.wrapping_add(1), Ordering::Release);
+                }
+                n
+            },
+        )
     }
 
     fn teardown(&mut self) -> Result<(), DriverError> {
@@ -484,6 +510,48 @@ impl RawSq {
         self.sqn
     }
 
+    /// The send queue ring in host memory (`(start, bytes)`) and the doorbell record (dword
+    /// 1: the send counter): for diagnostics and tests that play the host writing WQEs, as
+    /// [`crate::qp::Qp::sq_ring`] is for a QP. Access them only with volatile reads and
+    /// writes, while the SQ exists.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&hca)?);
+    /// use rnic_driver::eth::{RawSq, Tis, TransportDomain};
+    /// use std::sync::Arc;
+    /// let tis = Arc::new(Tis::create(&Arc::new(TransportDomain::alloc(&hca)?))?);
+    /// let sq = RawSq::create(&pd, &tis, 4)?;
+    /// let (_ring, bytes, _dbrec) = sq.sq_ring();
+    /// assert_eq!(bytes, 16 * 64); // 4 sends of up to 4 WQEBBs
+    /// # Ok(()) }
+    /// ```
+    pub fn sq_ring(&self) -> (NonNull<u8>, usize, NonNull<u8>) {
+        let r = &self.ring;
+        (r.base, (r.mask as usize + 1) * WQEBB, r.dbrec)
+    }
+
+    /// The SQ's own completion queue (its ring, for diagnostics and tests; completions are
+    /// taken with [`RawSq::poll`]).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dev = rnic_emulator::Device::new(Default::default(), rnic_emulator::RunMode::Deterministic);
+    /// # let hca = std::sync::Arc::new(rnic_driver::Hca::open(std::sync::Arc::new(dev.bus()), Default::default())?);
+    /// # let pd = std::sync::Arc::new(rnic_driver::pd::Pd::alloc(&hca)?);
+    /// # use rnic_driver::eth::{RawSq, Tis, TransportDomain};
+    /// # use std::sync::Arc;
+    /// # let tis = Arc::new(Tis::create(&Arc::new(TransportDomain::alloc(&hca)?))?);
+    /// let sq = RawSq::create(&pd, &tis, 4)?;
+    /// assert_eq!(sq.cq().consumer_index(), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn cq(&self) -> &Cq {
+        &self.ring.cq
+    }
+
     /// Sends one frame: `headers` (its first bytes, at least the 18-byte L2 header the
     /// device requires inline, at most [`RAW_SEND_MAX_INLINE`]) copied into the WQE's
     /// Ethernet segment, then the bytes `sgl` points at (at most [`RAW_SEND_MAX_SGE`]).
@@ -603,29 +671,48 @@ impl RawSq {
     /// ```
     pub fn poll(&self, out: &mut [EthCompletion]) -> Result<usize, PollError> {
         let r = &self.ring;
-        r.cq.poll_raw(out.len(), |cqe, op_own, n| {
-            let (qpn, counter) = (cqe.get(QPN), cqe.get(WQE_COUNTER));
-            let op = opcode_of(op_own);
-            if op != OP_REQ && op != OP_REQ_ERR {
-                return Err((qpn, BadCqe::UnknownOpcode(op)));
-            }
-            let (ci, pi) = (r.ci.load(Ordering::Relaxed), r.pi.load(Ordering::Acquire));
-            let ahead = counter.wrapping_sub(ci as u16);
-            if qpn != self.sqn {
-                return Err((qpn, BadCqe::UnknownQpn));
-            }
-            if u32::from(ahead) >= pi.wrapping_sub(ci) {
-                return Err((qpn, BadCqe::WqeCounterOutOfRange(counter)));
-            }
-            let slot = (u32::from(counter) & r.mask) as usize;
-            out[n] = EthCompletion {
-                wr_id: r.wr_id[slot].load(Ordering::Relaxed),
-                status: status_of(cqe, op),
-                ..EthCompletion::default()
-            };
-            r.ci.store(self.next[slot].load(Ordering::Relaxed), Ordering::Release);
-            Ok(())
-        })
+        r.cq.poll_raw(
+            out,
+            |cqe, op_own, slot_out| {
+                let (qpn, counter) = (cqe.get(QPN), cqe.get(WQE_COUNTER));
+                let op = opcode_of(op_own);
+                if op != OP_REQ && op != OP_REQ_ERR {
+                    return Err((qpn, BadCqe::UnknownOpcode(op)));
+                }
+                let (ci, pi) = (r.ci.load(Ordering::Relaxed), r.pi.load(Ordering::Acquire));
+                let ahead = counter.wrapping_sub(ci as u16);
+                if qpn != self.sqn {
+                    return Err((qpn, BadCqe::UnknownQpn));
+                }
+                if u32::from(ahead) >= pi.wrapping_sub(ci) {
+                    return Err((qpn, BadCqe::WqeCounterOutOfRange(counter)));
+                }
+                let slot = (u32::from(counter) & r.mask) as usize;
+                *slot_out = EthCompletion {
+                    wr_id: r.wr_id[slot].load(Ordering::Relaxed),
+                    status: status_of(cqe, op),
+                    ..EthCompletion::default()
+                };
+                r.ci.store(self.next[slot].load(Ordering::Relaxed), Ordering::Release);
+                Ok(())
+            },
+            |out| {
+                // A dead device: every posted send, oldest first, as a flush completion (each
+                // WQE's first slot records where the next one starts).
+                let mut n = 0;
+                while n < out.len() {
+                    let ci = r.ci.load(Ordering::Relaxed);
+                    if ci == r.pi.load(Ordering::Acquire) {
+                        break;
+                    }
+                    let slot = (ci & r.mask) as usize;
+                    out[n] = flushed(r.wr_id[slot].load(Ordering::Relaxed));
+                    n += 1;
+                    r.ci.store(self.next[slot].load(Ordering::Relaxed), Ordering::Release);
+                }
+                n
+            },
+        )
     }
 
     fn teardown(&mut self) -> Result<(), DriverError> {
@@ -646,3 +733,52 @@ impl RawSq {
 }
 
 drop_by_teardown!(RawSq, "SQ", sqn);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eth::TransportDomain;
+    use crate::health::FatalReason;
+    use crate::mr::Mr;
+    use crate::wr::Access;
+    use crate::{Hca, HcaConfig};
+    use rnic_emulator::{Device, Profile, RunMode};
+
+    #[test]
+    fn a_dead_devices_raw_queues_flush_what_they_hold_oldest_first() {
+        let dev = Device::new(Profile::default(), RunMode::Deterministic);
+        let hca = Arc::new(Hca::open(Arc::new(dev.bus()), HcaConfig::default()).expect("open"));
+        let pd = Arc::new(Pd::alloc(&hca).expect("pd"));
+        let mr = Mr::alloc(&pd, 4096, Access::LOCAL_WRITE).expect("mr");
+        let rq = RawRq::create(&pd, 4, 1).expect("rq");
+        let tis = Arc::new(
+            Tis::create(&Arc::new(TransportDomain::alloc(&hca).expect("td"))).expect("tis"),
+        );
+        let sq = RawSq::create(&pd, &tis, 4).expect("sq");
+        for i in 0..3 {
+            rq.post_recv(10 + i, &[mr.sge(i as usize * 1024, 1024)])
+                .expect("recv");
+        }
+        // The device does not run: the sends stay outstanding (the second spans WQEBBs).
+        dev.set_auto_step(false);
+        let headers = [0u8; ETH_L2_INLINE_HEADER_SIZE];
+        sq.post_send(20, &headers, &[mr.sge(0, 60)], true)
+            .expect("send");
+        sq.post_send(21, &[0u8; 100], &[], true).expect("send");
+        let mut wc = [EthCompletion::default(); 8];
+        assert_eq!(rq.poll(&mut wc), Ok(0));
+        assert!(hca.cmdq().declare_fatal(FatalReason::PciLinkDead));
+        // Two at a time: the rest waits for the next poll.
+        assert_eq!(rq.poll(&mut wc[..2]), Ok(2));
+        assert_eq!(rq.poll(&mut wc[2..]), Ok(1));
+        let ids: Vec<_> = wc[..3].iter().map(|c| (c.wr_id, c.status)).collect();
+        assert_eq!(ids, [10, 11, 12].map(|i| (i, WcStatus::WrFlushErr)));
+        assert_eq!(rq.poll(&mut wc), Ok(0));
+        assert_eq!(sq.poll(&mut wc), Ok(2));
+        assert_eq!(
+            [(wc[0].wr_id, wc[0].status), (wc[1].wr_id, wc[1].status)],
+            [(20, WcStatus::WrFlushErr), (21, WcStatus::WrFlushErr)]
+        );
+        assert_eq!(sq.poll(&mut wc), Ok(0));
+    }
+}
