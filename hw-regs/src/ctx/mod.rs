@@ -258,7 +258,13 @@ mod tests {
         }
         assert_eq!(QpState::try_from(5), Err(InvalidValue(5)));
         assert_eq!(QpState::try_from(3), Ok(QpState::Rts));
-        assert_eq!(QpSt::try_from(2), Err(InvalidValue(2)));
+        assert_eq!(QpSt::try_from(2), Ok(QpSt::Ud));
+        assert_eq!(
+            QpSt::try_from(3),
+            Err(InvalidValue(3)),
+            "st 3 is XRC, not modelled"
+        );
+        assert_eq!(QpSt::try_from(8), Ok(QpSt::Qp1));
         assert_eq!(opt_param::CQN_RCV, 0x8_0000);
     }
 }
