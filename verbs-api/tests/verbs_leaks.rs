@@ -27,6 +27,21 @@ fn count_dir(path: &str) -> usize {
 }
 
 /// `VmRSS` from `/proc/self/status`, in KiB.
+/// The process's (fds, threads), once the threads it has joined are gone from
+/// `/proc/self/task`: `pthread_join` returns when the kernel clears the thread's tid, a moment
+/// before it reaps the task, so on a loaded machine a joined thread can still be listed. Waits
+/// (up to 2 s) for the count to come down to `expect`'s, and returns what it sees then.
+fn fds_and_threads_settled(expect: (usize, usize)) -> (usize, usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let now = (count_dir("/proc/self/fd"), count_dir("/proc/self/task"));
+        if now.1 <= expect.1 || std::time::Instant::now() >= deadline {
+            return now;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -36,13 +51,16 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn held(ctx: &Context) -> Held {
+/// What the device and the process hold; `threads_at_most` lets joined threads be reaped
+/// first (see [`fds_and_threads_settled`]).
+fn held(ctx: &Context, threads_at_most: usize) -> Held {
     let dev = ctx.emulator().expect("an emulated device");
+    let (fds, threads) = fds_and_threads_settled((0, threads_at_most));
     Held {
         pages: dev.pages_held(),
         mappings: dev.dma_mappings(),
-        fds: count_dir("/proc/self/fd"),
-        threads: count_dir("/proc/self/task"),
+        fds,
+        threads,
     }
 }
 
@@ -102,13 +120,13 @@ fn create_destroy_cycles_leave_nothing_behind() {
 
     // Warm up once: first-use allocations (thread-locals, the allocator's pools) are not leaks.
     object_cycle(&ctx, peer_gid);
-    let before = held(&ctx);
+    let before = held(&ctx, usize::MAX);
     let rss_before = rss_kib();
     let start = std::time::Instant::now();
     for _ in 0..n {
         object_cycle(&ctx, peer_gid);
     }
-    let after = held(&ctx);
+    let after = held(&ctx, before.threads);
     let rss_after = rss_kib();
     println!(
         "leaks: {n} object cycles (PD, MR, channel, CQ, SRQ, RC/UC/UD QPs, RC QP on the SRQ, AH) in {:.1?}: {before:?} -> {after:?}, RSS {rss_before} -> {rss_after} KiB",
@@ -146,7 +164,7 @@ fn create_destroy_cycles_leave_nothing_behind() {
     for _ in 0..opens {
         context_cycle();
     }
-    let proc_after = (count_dir("/proc/self/fd"), count_dir("/proc/self/task"));
+    let proc_after = fds_and_threads_settled(proc_before);
     let rss_after = rss_kib();
     println!(
         "leaks: {opens} context open/close cycles (after {} to warm up) in {:.1?}: (fds, threads) {proc_before:?} -> {proc_after:?}, RSS {rss_before} -> {rss_after} KiB",
