@@ -456,7 +456,7 @@ fn ready_qp(
     path: &crate::wire::Path,
 ) -> Result<()> {
     let local_mtu = ctx.query_port(1)?.active_mtu;
-    let mtu = mtu_of(path_mtu).map_or(local_mtu, |m| m.min(local_mtu));
+    let mtu = Mtu::from_code(path_mtu).map_or(local_mtu, |m| m.min(local_mtu));
     let sgid_index = ctx
         .ipv4_gid_index()
         .and_then(|i| u8::try_from(i).ok())
@@ -481,18 +481,6 @@ fn ready_qp(
     })?;
     qp.to_rts(&rts)?;
     Ok(())
-}
-
-/// The IB MTU enum of a path (1 = 256 ... 5 = 4096).
-fn mtu_of(code: u8) -> Option<Mtu> {
-    Some(match code {
-        1 => Mtu::Mtu256,
-        2 => Mtu::Mtu512,
-        3 => Mtu::Mtu1024,
-        4 => Mtu::Mtu2048,
-        5 => Mtu::Mtu4096,
-        _ => return None,
-    })
 }
 
 /// An ephemeral port, as the kernel picks one for an unbound id.
