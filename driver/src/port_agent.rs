@@ -24,7 +24,7 @@ use crate::eth::{
 };
 use crate::hca::Hca;
 use crate::mr::Mr;
-use crate::net::eth::{ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use crate::net::framing::{ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 use crate::net::{
     FrameTx, MAX_ADDRS, PortAddrs, Resolution, ResolveError, Resolver, ResolverConfig,
     ResolverCounters, Responder, ResponderCounters, TxError,

@@ -10,7 +10,7 @@
 //! - [`Op::Announce`]: gratuitous ARPs and unsolicited adverts for the port's addresses.
 
 use rnic_driver::net::arp::{ArpFrame, ArpOp};
-use rnic_driver::net::eth::is_unicast;
+use rnic_driver::net::framing::is_unicast;
 use rnic_driver::net::icmp::{EchoFrame, EchoKind};
 use rnic_driver::net::ndisc::{NdFrame, NdMessage};
 use rnic_driver::net::{

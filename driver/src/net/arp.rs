@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use smoltcp::wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress};
 
 use super::FrameError;
-use super::eth::{self, BROADCAST, ETHERTYPE_ARP};
+use super::framing::{self, BROADCAST, ETHERTYPE_ARP};
 
 /// The ARP operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ impl ArpFrame {
     /// assert_eq!(ArpFrame::parse(&f), Err(FrameError::Unsupported));
     /// ```
     pub fn parse(frame: &[u8]) -> Result<ArpFrame, FrameError> {
-        let l2 = eth::parse(frame)?;
+        let l2 = framing::parse(frame)?;
         if l2.ethertype != ETHERTYPE_ARP {
             return Err(FrameError::Unsupported);
         }
@@ -107,7 +107,7 @@ impl ArpFrame {
     /// assert_eq!(g.emit(&mut [0u8; 59]), Err(FrameError::BufferTooSmall));
     /// ```
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, FrameError> {
-        let n = eth::emit(out, self.eth_dst, self.eth_src, ETHERTYPE_ARP, ARP_LEN)?;
+        let n = framing::emit(out, self.eth_dst, self.eth_src, ETHERTYPE_ARP, ARP_LEN)?;
         let operation = match self.op {
             ArpOp::Request => ArpOperation::Request,
             ArpOp::Reply => ArpOperation::Reply,
@@ -119,7 +119,7 @@ impl ArpFrame {
             target_hardware_addr: EthernetAddress(self.target_mac),
             target_protocol_addr: self.target_ip,
         };
-        repr.emit(&mut ArpPacket::new_unchecked(eth::payload_mut(
+        repr.emit(&mut ArpPacket::new_unchecked(framing::payload_mut(
             out, ARP_LEN,
         )));
         Ok(n)

@@ -8,7 +8,7 @@ use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{Icmpv4Packet, Icmpv4Repr, IpProtocol, Ipv4Packet, Ipv4Repr};
 
 use super::FrameError;
-use super::eth::{self, ETHERTYPE_IPV4};
+use super::framing::{self, ETHERTYPE_IPV4};
 
 /// Bytes of an IPv4 header without options.
 const IPV4_LEN: usize = 20;
@@ -86,7 +86,7 @@ impl<'a> EchoFrame<'a> {
     /// assert_eq!(EchoFrame::parse(&f), Err(FrameError::Malformed)); // IP version 0
     /// ```
     pub fn parse(frame: &'a [u8]) -> Result<EchoFrame<'a>, FrameError> {
-        let l2 = eth::parse(frame)?;
+        let l2 = framing::parse(frame)?;
         if l2.ethertype != ETHERTYPE_IPV4 {
             return Err(FrameError::Unsupported);
         }
@@ -203,9 +203,9 @@ impl<'a> EchoFrame<'a> {
         if ip_len > usize::from(u16::MAX) {
             return Err(FrameError::BufferTooSmall);
         }
-        let n = eth::emit(out, self.eth_dst, self.eth_src, ETHERTYPE_IPV4, ip_len)?;
+        let n = framing::emit(out, self.eth_dst, self.eth_src, ETHERTYPE_IPV4, ip_len)?;
         let caps = ChecksumCapabilities::default();
-        let payload = eth::payload_mut(out, ip_len);
+        let payload = framing::payload_mut(out, ip_len);
         let ip = Ipv4Repr {
             src_addr: self.src_ip,
             dst_addr: self.dst_ip,

@@ -33,7 +33,7 @@
 pub mod addrs;
 pub mod arp;
 pub mod error;
-pub mod eth;
+pub mod framing;
 pub mod icmp;
 pub mod ndisc;
 pub mod neighbour;

@@ -12,7 +12,7 @@ use smoltcp::wire::{
 };
 
 use super::FrameError;
-use super::eth::{self, ETHERTYPE_IPV6, ipv6_multicast_mac};
+use super::framing::{self, ETHERTYPE_IPV6, ipv6_multicast_mac};
 
 /// Bytes of the fixed IPv6 header.
 const IPV6_LEN: usize = 40;
@@ -108,7 +108,7 @@ impl NdFrame {
     /// assert_eq!(NdFrame::parse(&f[..50]), Err(FrameError::Short)); // no room for IPv6
     /// ```
     pub fn parse(frame: &[u8]) -> Result<NdFrame, FrameError> {
-        let l2 = eth::parse(frame)?;
+        let l2 = framing::parse(frame)?;
         if l2.ethertype != ETHERTYPE_IPV6 {
             return Err(FrameError::Unsupported);
         }
@@ -221,14 +221,14 @@ impl NdFrame {
         };
         let icmp = Icmpv6Repr::Ndisc(nd);
         let icmp_len = icmp.buffer_len();
-        let n = eth::emit(
+        let n = framing::emit(
             out,
             self.eth_dst,
             self.eth_src,
             ETHERTYPE_IPV6,
             IPV6_LEN + icmp_len,
         )?;
-        let payload = eth::payload_mut(out, IPV6_LEN + icmp_len);
+        let payload = framing::payload_mut(out, IPV6_LEN + icmp_len);
         Ipv6Repr {
             src_addr: self.src_ip,
             dst_addr: self.dst_ip,

@@ -25,7 +25,7 @@ use std::net::IpAddr;
 
 use super::addrs::{PortAddrs, unicast_v4};
 use super::arp::{ArpFrame, ArpOp};
-use super::eth::is_unicast;
+use super::framing::is_unicast;
 use super::ndisc::{NdFrame, NdMessage};
 use super::neighbour::{NeighbourState, NeighbourTable, Probe};
 use super::{FrameTx, ResolveError, TxError};

@@ -7,7 +7,7 @@
 use super::FrameError;
 use super::addrs::{PortAddrs, unicast_v4};
 use super::arp::{ArpFrame, ArpOp};
-use super::eth::{self, BROADCAST, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, is_unicast};
+use super::framing::{self, BROADCAST, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, is_unicast};
 use super::icmp::{EchoFrame, EchoKind};
 use super::ndisc::{NdFrame, NdMessage, solicited_node};
 
@@ -70,7 +70,7 @@ impl From<FrameError> for NoReply {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn reply(frame: &[u8], port: &PortAddrs, out: &mut [u8]) -> Result<usize, NoReply> {
-    let l2 = eth::parse(frame)?;
+    let l2 = framing::parse(frame)?;
     if l2.src == port.mac() || !is_unicast(l2.src) {
         return Err(NoReply::NotForUs);
     }
@@ -115,7 +115,7 @@ fn reply_nd(frame: &[u8], port: &PortAddrs, out: &mut [u8]) -> Result<usize, NoR
         return Err(NoReply::Unsupported);
     }
     let to_us = n.dst_ip == n.target || n.dst_ip == solicited_node(n.target);
-    let mac_ok = n.eth_dst == port.mac() || n.eth_dst == eth::ipv6_multicast_mac(n.dst_ip);
+    let mac_ok = n.eth_dst == port.mac() || n.eth_dst == framing::ipv6_multicast_mac(n.dst_ip);
     let from_ok = n.lladdr.is_none_or(is_unicast) && !port.has_ipv6(n.src_ip);
     if !to_us || !mac_ok || !from_ok || !port.has_ipv6(n.target) {
         return Err(NoReply::NotForUs);
@@ -179,7 +179,7 @@ impl Responder {
         let c = &mut self.counters;
         match reply(frame, port, out) {
             Ok(n) => {
-                let kind = eth::parse(frame).map(|l2| l2.ethertype).unwrap_or(0);
+                let kind = framing::parse(frame).map(|l2| l2.ethertype).unwrap_or(0);
                 let counter = match kind {
                     ETHERTYPE_ARP => &mut c.arp_replies,
                     ETHERTYPE_IPV6 => &mut c.nd_adverts,

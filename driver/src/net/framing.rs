@@ -24,7 +24,7 @@ pub(crate) const ETHERTYPE_IPV6: u16 = 0x86DD;
 /// Whether `mac` is one a single station can have (not zero, not a group address).
 ///
 /// ```
-/// use rnic_driver::net::eth::{is_unicast, BROADCAST};
+/// use rnic_driver::net::framing::{is_unicast, BROADCAST};
 ///
 /// assert!(is_unicast([2, 0, 0, 0, 0, 1]));
 /// assert!(!is_unicast(BROADCAST) && !is_unicast([0; 6]));
@@ -37,7 +37,7 @@ pub fn is_unicast(mac: [u8; 6]) -> bool {
 /// four bytes.
 ///
 /// ```
-/// use rnic_driver::net::eth::ipv6_multicast_mac;
+/// use rnic_driver::net::framing::ipv6_multicast_mac;
 ///
 /// let m = ipv6_multicast_mac("ff02::1:ff00:1".parse().unwrap());
 /// assert_eq!(m, [0x33, 0x33, 0xFF, 0, 0, 1]);
