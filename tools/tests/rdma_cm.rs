@@ -9,45 +9,11 @@
 //! timewait: each process's emulated device numbers its QPs from the same start, and a REQ
 //! from a QP number the server's CM still remembers is rejected as a stale connection.
 
-use std::process::{Child, Command, Output, Stdio};
+mod common;
+
+use common::{heavy, rnic, spawn, text};
+use std::process::Output;
 use std::time::Duration;
-
-const RNIC: &str = env!("CARGO_BIN_EXE_rnic");
-
-/// Runs that move data one at a time (emulated devices are threads; a small machine starves
-/// them past RC's retransmission limits when many run at once).
-static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn heavy() -> std::sync::MutexGuard<'static, ()> {
-    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn rnic(args: &[&str]) -> Output {
-    Command::new(RNIC)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run rnic")
-}
-
-fn spawn(args: &[&str]) -> Child {
-    Command::new(RNIC)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn rnic")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 /// A server started, given time to listen, then a client; both outputs.
 fn pair(server: &[&str], client: &[&str]) -> (Output, Output) {

@@ -37,7 +37,7 @@
 //! retries a comm connection the server rejected for want of a listener until
 //! `--timeout` (perftest fails at once), as rnic's TCP client retries a refused socket.
 
-use super::protocol::MAX_CM_MSG;
+use super::protocol::{MAX_CM_MSG, MsgLink};
 use super::res::Res;
 use super::{PerfConfig, Verb};
 use crate::cm::{self, CmId, ConnParam, EventChannel, EventKind, PortSpace};
@@ -289,8 +289,33 @@ impl CommQp {
         &self.ch
     }
 
+    fn wait(
+        &self,
+        cq: &CompletionQueue,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<WorkCompletion, ToolError> {
+        let mut wc = [WorkCompletion::default(); 1];
+        if cq.poll_blocking(&mut wc, timeout).map_err(rdma::verr)? == 0 {
+            return Err(ToolError::Timeout(
+                timeout,
+                format!("waiting for the peer ({what}, rdma_cm)"),
+            ));
+        }
+        match wc[0].status() {
+            WcStatus::Success => Ok(wc[0]),
+            // The CM moved the QP to the error state: the peer disconnected.
+            WcStatus::WrFlushErr => Err(ToolError::Io(format!(
+                "{what}: the peer closed the rdma_cm connection"
+            ))),
+            _ => Err(rdma::wc_error(&wc[0], what)),
+        }
+    }
+}
+
+impl MsgLink for CommQp {
     /// `rdma_write_data`: SENDs `msg` and waits for its completion.
-    pub fn send(&self, msg: &[u8], timeout: Duration, what: &str) -> Result<(), ToolError> {
+    fn send(&self, msg: &[u8], timeout: Duration, what: &str) -> Result<(), ToolError> {
         if msg.len() > MAX_CM_MSG {
             return Err(ToolError::Protocol(format!(
                 "{what}: {} bytes do not fit a comm QP message",
@@ -317,35 +342,12 @@ impl CommQp {
 
     /// `rdma_read_data`: the next message the peer SENT (waiting up to `timeout`), the
     /// receive posted again.
-    pub fn recv(&self, timeout: Duration, what: &str) -> Result<Vec<u8>, ToolError> {
+    fn recv(&self, timeout: Duration, what: &str) -> Result<Vec<u8>, ToolError> {
         let wc = self.wait(&self.recv_cq, timeout, what)?;
         let n = wc.byte_len() as usize;
         let msg = self.mr.to_vec(0, n).map_err(rdma::verr)?;
         self.post_recv()?;
         Ok(msg)
-    }
-
-    fn wait(
-        &self,
-        cq: &CompletionQueue,
-        timeout: Duration,
-        what: &str,
-    ) -> Result<WorkCompletion, ToolError> {
-        let mut wc = [WorkCompletion::default(); 1];
-        if cq.poll_blocking(&mut wc, timeout).map_err(rdma::verr)? == 0 {
-            return Err(ToolError::Timeout(
-                timeout,
-                format!("waiting for the peer ({what}, rdma_cm)"),
-            ));
-        }
-        match wc[0].status() {
-            WcStatus::Success => Ok(wc[0]),
-            // The CM moved the QP to the error state: the peer disconnected.
-            WcStatus::WrFlushErr => Err(ToolError::Io(format!(
-                "{what}: the peer closed the rdma_cm connection"
-            ))),
-            _ => Err(rdma::wc_error(&wc[0], what)),
-        }
     }
 }
 

@@ -26,7 +26,6 @@
 //! QP ([`super::cm`]); only the QP message differs: binary `struct pingpong_dest`
 //! ([`PerfDest::encode_binary`]), and no "done" at the close.
 
-use super::cm::CommQp;
 use super::negotiate;
 use crate::error::ToolError;
 use crate::oob;
@@ -331,12 +330,20 @@ pub struct BwReport {
     pub msg_rate: f64,
 }
 
+/// A connection that carries whole messages (`-R`: perftest's comm QP, [`super::cm`]).
+pub trait MsgLink {
+    /// Sends `msg` (`rdma_write_data`).
+    fn send(&self, msg: &[u8], timeout: Duration, what: &str) -> Result<(), ToolError>;
+    /// The next message, waiting up to `timeout` (`rdma_read_data`).
+    fn recv(&self, timeout: Duration, what: &str) -> Result<Vec<u8>, ToolError>;
+}
+
 /// What the exchanges travel on.
 enum Channel {
     /// perftest's TCP socket.
     Tcp(TcpStream),
     /// `-R`: perftest's comm QP (shared with whoever keeps the connection up to the end).
-    Cm(Arc<CommQp>),
+    Cm(Arc<dyn MsgLink + Send + Sync>),
 }
 
 /// The connection with the peer (TCP, or with `-R` the comm QP) and its role.
@@ -365,21 +372,13 @@ impl Comm {
     }
 
     /// `-R`: the exchanges as SENDs on perftest's comm QP.
-    pub fn over_cm(qp: Arc<CommQp>, client: bool, timeout: Duration) -> Comm {
+    pub fn over_cm(qp: Arc<dyn MsgLink + Send + Sync>, client: bool, timeout: Duration) -> Comm {
         Comm {
             channel: Channel::Cm(qp),
             client,
             peer_version: 0.0,
             own_version: 0.0,
             timeout,
-        }
-    }
-
-    /// The comm QP with `-R`.
-    pub fn comm_qp(&self) -> Option<&Arc<CommQp>> {
-        match &self.channel {
-            Channel::Cm(q) => Some(q),
-            Channel::Tcp(_) => None,
         }
     }
 

@@ -114,8 +114,10 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
     if !client {
         p.out.put("\n************************************\n* Waiting for client to connect... *\n************************************\n");
     }
-    // -R: this device's address and the server's.
+    // -R: this device's address and the server's, and the comm QP, which stays connected
+    // until the test QPs are disconnected, as perftest's.
     let mut cm_addrs = None;
+    let mut comm_qp = None;
     let mut comm = match tcp {
         Tcp::Listen(l) => Comm::new(oob::accept(&l, p.timeout)?, false, p.timeout),
         Tcp::Connect(h) => Comm::new(oob::connect(&h, p.port, p.timeout)?, true, p.timeout),
@@ -135,11 +137,11 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
                     CommQp::accept(me, cfg.qps, p.timeout)?
                 }
             };
-            Comm::over_cm(std::sync::Arc::new(qp), client, p.timeout)
+            let qp = std::sync::Arc::new(qp);
+            comm_qp = Some(qp.clone());
+            Comm::over_cm(qp, client, p.timeout)
         }
     };
-    // -R: the comm QP stays connected until the test QPs are disconnected, as perftest's.
-    let comm_qp = comm.comm_qp().cloned();
     comm.exchange_versions(&cfg.perftest_version, &cfg.sig())?;
     comm.check_sys_data(4096, 64)?;
     let mtu = comm.exchange_mtu(want_mtu)?;

@@ -100,7 +100,7 @@ pub struct RpingArgs {
     pub client: bool,
     /// Address: the server's to listen on (default 127.0.0.1), the client's to connect to. It
     /// picks the device: 192.0.2.1 / 192.0.2.2 are emu0 / emu1 in this process, other IPv4
-    /// addresses the UDP-link device emu:<IPv4>.
+    /// addresses the UDP-link device `emu:<IPv4>`.
     #[arg(short = 'a', value_name = "addr")]
     pub addr: Option<String>,
     /// Source address to bind to for client (default: the one the kernel routes from; for
@@ -374,37 +374,51 @@ fn conn_param() -> ConnParam {
     }
 }
 
-/// The session's error as rping prints it, then `rping <role> failed: -1`.
-fn session_failed(role: &str, e: &ToolError) -> ToolError {
+/// The session's error as rping prints it, then `rping <role> failed: -1`; the connection
+/// of `id` ends (`rping_disconnect`).
+fn session_failed(role: &str, e: &ToolError, id: &CmId) -> ToolError {
     match e {
         ToolError::DataCheck(m) | ToolError::Protocol(m) => eprintln!("{m}"),
         e => eprintln!("{e}"),
     }
     eprintln!("rping {role} failed: -1");
+    let _ = id.disconnect();
     exit(EXIT_FAILED)
 }
 
-/// `--emu-counters`: the device's counters once the run is over, passed or failed.
-fn counters_after<T>(ctx: &rdma::Context, o: &Opts, r: T) -> T {
+/// Runs `role` with the device behind `ip` open (for `call`, with the emulator options),
+/// then `--emu-counters`: the device's counters, the run passed or failed.
+fn on_device(
+    ip: IpAddr,
+    call: &str,
+    o: &Opts,
+    role: impl FnOnce() -> Result<(), ToolError>,
+) -> Result<(), ToolError> {
+    let ctx = open(ip, call, o)?;
+    let r = role();
     if o.emu_counters {
-        print!("{}", rdma::format_emu_counters(ctx.name(), ctx));
+        print!("{}", rdma::format_emu_counters(ctx.name(), &ctx));
     }
     r
 }
 
-/// rping's client (`rping_run_client`).
-fn client(src: IpAddr, dst: IpAddr, o: &Opts) -> Result<(), ToolError> {
-    let ctx = open(src, "rdma_resolve_addr", o)?;
-    let r = client_on(src, dst, o);
-    counters_after(&ctx, o, r)
-}
-
-fn client_on(src: IpAddr, dst: IpAddr, o: &Opts) -> Result<(), ToolError> {
+/// `rdma_create_event_channel` and `rdma_create_id` (TCP port space).
+fn new_id(o: &Opts) -> Result<(EventChannel, CmId), ToolError> {
     let ch = EventChannel::new().map_err(cm::cm_err)?;
     let id = CmId::new(&ch, PortSpace::Tcp);
     if o.debug {
         println!("created cm_id");
     }
+    Ok((ch, id))
+}
+
+/// rping's client (`rping_run_client`).
+fn client(src: IpAddr, dst: IpAddr, o: &Opts) -> Result<(), ToolError> {
+    on_device(src, "rdma_resolve_addr", o, || client_on(src, dst, o))
+}
+
+fn client_on(src: IpAddr, dst: IpAddr, o: &Opts) -> Result<(), ToolError> {
+    let (ch, id) = new_id(o)?;
     let to = SocketAddr::new(dst, o.port);
     if let Err(e) = id.resolve_addr(Some(SocketAddr::new(src, 0)), to, RESOLVE_MS) {
         return Err(perror("rdma_resolve_addr", &e.to_string()));
@@ -471,11 +485,7 @@ fn client_on(src: IpAddr, dst: IpAddr, o: &Opts) -> Result<(), ToolError> {
             let _ = id.disconnect();
             Ok(())
         }
-        Err(e) => {
-            let err = session_failed("client", &e);
-            let _ = id.disconnect();
-            Err(err)
-        }
+        Err(e) => Err(session_failed("client", &e, &id)),
     }
 }
 
@@ -502,17 +512,11 @@ fn wait_disconnected(ch: &EventChannel, qp: &QueuePair, wait: Duration) -> bool 
 
 /// rping's server (`rping_run_server`, `rping_run_persistent_server`).
 fn server(addr: IpAddr, persistent: bool, o: &Opts) -> Result<(), ToolError> {
-    let ctx = open(addr, "rdma_bind_addr", o)?;
-    let r = server_on(addr, persistent, o);
-    counters_after(&ctx, o, r)
+    on_device(addr, "rdma_bind_addr", o, || server_on(addr, persistent, o))
 }
 
 fn server_on(addr: IpAddr, persistent: bool, o: &Opts) -> Result<(), ToolError> {
-    let ch = EventChannel::new().map_err(cm::cm_err)?;
-    let listener = CmId::new(&ch, PortSpace::Tcp);
-    if o.debug {
-        println!("created cm_id");
-    }
+    let (ch, listener) = new_id(o)?;
     listener
         .bind_addr(SocketAddr::new(addr, o.port))
         .map_err(|e| perror("rdma_bind_addr", &e.to_string()))?;
@@ -620,11 +624,7 @@ fn serve_one(
             let _ = child.disconnect();
             Ok(())
         }
-        Err(e) => {
-            let err = session_failed("server", &e);
-            let _ = child.disconnect();
-            Err(err)
-        }
+        Err(e) => Err(session_failed("server", &e, child)),
     }
 }
 
