@@ -1,10 +1,11 @@
 //! The commands that connect through the connection manager, end to end: `rnic rping` and
 //! the perf commands' `-R`, two processes over the emulated UDP link (both roles, a lossy
-//! link), the in-process pair for every perf test, and the bad paths (a port nobody listens
-//! on, a port taken, rping's argument errors).
+//! link, rping's persistent server), the in-process pair for every perf test, and the bad
+//! paths (a port nobody listens on, a port taken, rping's argument errors).
 //!
-//! Each test uses its own 127.0.0.15x / 16x addresses (an `emu:<IPv4>` device binds UDP 4791
-//! on its address), so the tests of this file and `cli.rs` never share a device. A client
+//! Each test uses its own addresses in 127.0.0.151 ..= 127.0.0.170 (an `emu:<IPv4>` device
+//! binds UDP 4791 on its address), so the tests of this file and `cli.rs` never share a
+//! device. A client
 //! address is not reused for a new connection to a live server process within its CM's
 //! timewait: each process's emulated device numbers its QPs from the same start, and a REQ
 //! from a QP number the server's CM still remembers is rejected as a stale connection.
@@ -273,10 +274,17 @@ fn write_bw_rdma_cm_two_processes_both_roles() {
     );
 }
 
+/// As perftest 4.5 (6.06) speaks it: no negotiation, 56-byte QP messages on the comm QP
+/// (write-bw above runs 6.29's: the negotiation over the comm QP, 64-byte messages).
 #[test]
 fn send_lat_rdma_cm_two_processes_both_roles() {
     let _g = heavy();
-    perf_rdma_cm_both_roles("send-lat", "127.0.0.160", "127.0.0.161", &["-n", "200"]);
+    perf_rdma_cm_both_roles(
+        "send-lat",
+        "127.0.0.160",
+        "127.0.0.161",
+        &["-n", "200", "--perftest-version", "6.06"],
+    );
 }
 
 /// `-R` through a link losing a fiftieth of the client's frames: perftest's ACK timeout
@@ -333,5 +341,49 @@ fn rdma_cm_errors_are_one_line() {
     assert!(
         err.ends_with("timed out after 1s waiting for the client's rdma_cm connection\n"),
         "{err}"
+    );
+}
+
+/// `-P`: one server process serves a client, then two at once (each from an address of its
+/// own), until it is stopped.
+#[test]
+fn rping_persistent_server() {
+    let _g = heavy();
+    let mut server = spawn(&["rping", "-s", "-P", "-a", "127.0.0.167", "-v"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let client = |from: &'static str| {
+        move || {
+            rnic(&[
+                "rping",
+                "-c",
+                "-I",
+                from,
+                "-a",
+                "127.0.0.167",
+                "-C",
+                "20",
+                "-V",
+                "--timeout",
+                "20",
+            ])
+        }
+    };
+    let first = client("127.0.0.168")();
+    let both = [
+        std::thread::spawn(client("127.0.0.169")),
+        std::thread::spawn(client("127.0.0.170")),
+    ]
+    .map(|t| t.join().unwrap());
+    server.kill().unwrap();
+    let s = server.wait_with_output().unwrap();
+    for c in std::iter::once(&first).chain(&both) {
+        assert!(c.status.success(), "{:?}", text(c));
+    }
+    let (so, se) = text(&s);
+    assert_eq!(so.lines().count(), 60, "{so}");
+    assert_eq!(
+        se.matches("server DISCONNECT EVENT...\n").count(),
+        3,
+        "{se}"
     );
 }
