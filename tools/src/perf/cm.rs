@@ -84,7 +84,7 @@ pub struct CommQp {
 /// How one attempt at a connection ended.
 enum Attempt<T> {
     Made(T),
-    /// The peer's CM rejected it (nobody listened, or a stale connection): worth another go.
+    /// The peer's CM rejected it for want of a listener (not yet): worth another go.
     Rejected(String),
 }
 
@@ -93,8 +93,8 @@ fn event_text(ev: &cm::CmEvent) -> String {
     format!("{} (status {})", cm::event_str(ev.kind), cm::status(ev))
 }
 
-/// Waits for `want` on `ch` for `id` (other events of the id are an error, others' are
-/// passed over).
+/// Waits for `want` on `ch` for `id`: an error event of the id ends the wait (returned);
+/// its other events and other ids' are passed over.
 fn expect(
     ch: &EventChannel,
     id: &CmId,
