@@ -10,8 +10,9 @@
 //! - [`args`]: the flags pingpong and perf share (`-d`, `-i`, `--pcap`, `--emu-faults`);
 //! - [`device_select`]: device names and `--emu-faults`;
 //! - [`oob`]: the out-of-band TCP connection and its fixed-size text messages;
-//! - [`rping`]: rping's ping loop and messages (`rnic rping` once the connection manager
-//!   connects it);
+//! - [`rping`]: `rnic rping`, librdmacm's rping (flags, messages, exit statuses) over the
+//!   connection manager;
+//! - [`cm`]: the one place that talks to the connection manager (rnic-cm's rdma_cm API);
 //! - [`rdma`]: the one place that talks to the verbs API, and the helpers perf and pingpong
 //!   share.
 //!
@@ -29,6 +30,12 @@
 //! rnic write-bw -d emu:10.11.0.1 -x 1               # ib_write_bw -d rxe0 -x 1 10.11.0.1 pairs with it
 //! rnic send-bw -d emu:127.0.0.2 --emu-faults loss=0.05,seed=7 --pcap run.pcap 127.0.0.1
 //!
+//! # the connection manager instead of TCP: librdmacm's rping, perftest's -R
+//! rnic rping -s -a 127.0.0.2 -v
+//! rnic rping -c -I 127.0.0.1 -a 127.0.0.2 -C 100 -V -v
+//! rnic write-bw -R -d emu:127.0.0.2
+//! rnic send-lat -R -d emu:127.0.0.1 127.0.0.2
+//!
 //! # as root: a port of its own on a Linux bridge (TAP rnic0, created if missing, put on br0)
 //! rnic rc-pingpong -d emu-tap:rnic0,10.12.0.1/24 -c &
 //! ip link set rnic0 master br0
@@ -39,6 +46,7 @@
 //! line on stderr and a non-zero exit (2 for bad arguments, 1 for a failed run).
 
 pub mod args;
+pub mod cm;
 pub mod device_select;
 pub mod devinfo;
 pub mod error;

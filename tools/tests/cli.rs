@@ -6,35 +6,12 @@
 //! Each test uses its own TCP port and its own 127.0.0.x addresses for the emulated devices
 //! (an `emu:<IPv4>` device binds UDP 4791 on its address), so tests run in parallel.
 
+mod common;
+
+use common::{RNIC, heavy, rnic, spawn, text};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-const RNIC: &str = env!("CARGO_BIN_EXE_rnic");
-
-/// The tests that move data run one at a time: emulated devices are threads, and on a small
-/// machine several runs at once can starve them past RC's retransmission limits.
-static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn heavy() -> std::sync::MutexGuard<'static, ()> {
-    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn rnic(args: &[&str]) -> Output {
-    Command::new(RNIC)
-        .args(args)
-        .env_remove("RUST_LOG") // logs on stderr only where a test asks for them
-        .stdin(Stdio::null())
-        .output()
-        .expect("run rnic")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("rnic-tools-test-{}", std::process::id()));
@@ -292,13 +269,7 @@ fn both_succeed(s: &Output, c: &Output) -> (String, String) {
 
 /// Runs a server and then a client of the same command; returns both outputs.
 fn pair(server: &[&str], client: &[&str]) -> (Output, Output) {
-    let srv = Command::new(RNIC)
-        .args(server)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("server");
+    let srv = spawn(server);
     // The client retries refused connections, so no sleep is needed; a short one keeps
     // the log order readable.
     std::thread::sleep(Duration::from_millis(100));
