@@ -146,6 +146,10 @@ impl Cq {
     }
 }
 
+/// QPNs handed out before a freed one comes back (see [`Table::cyclic`]): more than a
+/// process makes within a peer's CM timewait in any test or tool here.
+const QPN_ROUND: u32 = 256;
+
 /// A queue pair created with CREATE_QP.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Qp {
@@ -269,7 +273,11 @@ impl Resources {
             mkeys: Table::new(1, n(profile.log_max_mkey)),
             eqs: Table::new(0x10, n(profile.log_max_eq).min(0xEF)),
             cqs: Table::new(0x400, n(profile.log_max_cq)),
-            qps: Table::new(profile.first_qpn.clamp(2, 0xFF_FFFF), n(profile.log_max_qp)),
+            qps: Table::cyclic(
+                profile.first_qpn.clamp(2, 0xFF_FFFF),
+                n(profile.log_max_qp),
+                QPN_ROUND,
+            ),
             gsi_qpn: None,
             qp_timers: TimerQueue::new(profile.first_qpn.clamp(2, 0xFF_FFFF)),
             srqs: Table::new(0x40, n(profile.log_max_srq)),
