@@ -49,7 +49,7 @@ fn connect_accept_write_disconnect_timewait() {
         .unwrap();
     let conn = ConnParam {
         private_data: b"client hello".to_vec(),
-        responder_resources: 1,
+        responder_resources: 2,
         initiator_depth: 1,
         retry_count: 7,
         rnr_retry_count: 7,
@@ -60,7 +60,14 @@ fn connect_accept_write_disconnect_timewait() {
     let req = expect(&sch, EventKind::ConnectRequest);
     assert_eq!(&req.param.private_data[..12], b"client hello");
     assert_eq!(req.param.qp_num, cqp.qp_num());
+    // From the server's view: it serves the client's one READ at a time, and may issue
+    // two.
+    assert_eq!(
+        (req.param.responder_resources, req.param.initiator_depth),
+        (1, 2)
+    );
     let child = req.id.clone();
+    assert!(child == req.id && child != listener && req.listen_id.as_ref() == Some(&listener));
     assert_eq!(child.state(), IdState::ConnectRequest);
     assert_eq!(child.peer_addr().unwrap().ip(), addr("192.0.2.1:1").ip());
     let sctx = child.context().unwrap();

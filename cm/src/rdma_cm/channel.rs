@@ -44,6 +44,36 @@ pub enum EventKind {
     TimewaitExit,
 }
 
+impl EventKind {
+    /// librdmacm's name of the event (`rdma_event_str`), what its tools print.
+    ///
+    /// ```
+    /// use rnic_cm::rdma_cm::EventKind;
+    /// assert_eq!(EventKind::Unreachable.as_str(), "RDMA_CM_EVENT_UNREACHABLE");
+    /// assert_eq!(EventKind::TimewaitExit.to_string(), "RDMA_CM_EVENT_TIMEWAIT_EXIT");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventKind::AddrResolved => "RDMA_CM_EVENT_ADDR_RESOLVED",
+            EventKind::AddrError => "RDMA_CM_EVENT_ADDR_ERROR",
+            EventKind::RouteResolved => "RDMA_CM_EVENT_ROUTE_RESOLVED",
+            EventKind::ConnectRequest => "RDMA_CM_EVENT_CONNECT_REQUEST",
+            EventKind::ConnectError => "RDMA_CM_EVENT_CONNECT_ERROR",
+            EventKind::Unreachable => "RDMA_CM_EVENT_UNREACHABLE",
+            EventKind::Rejected => "RDMA_CM_EVENT_REJECTED",
+            EventKind::Established => "RDMA_CM_EVENT_ESTABLISHED",
+            EventKind::Disconnected => "RDMA_CM_EVENT_DISCONNECTED",
+            EventKind::TimewaitExit => "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+        }
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// An event (`struct rdma_cm_event`). Take it with [`EventChannel::get_event`], then
 /// [`ack`](CmEvent::ack) it (or drop it: the same).
 #[derive(Debug)]
@@ -62,8 +92,10 @@ pub struct CmEvent {
     pub status: i32,
     /// The peer's connection parameters (`event->param.conn`, ids of connected port
     /// spaces): private data (the consumer's, without rdma_cm's header) of the REQ, REP or
-    /// REJ; responder resources, initiator depth, retry and RNR retry counts and the peer's
-    /// QPN of a REQ or REP.
+    /// REJ; retry and RNR retry counts and the peer's QPN of a REQ; its responder resources
+    /// and initiator depth from this side's view, as the kernel's CM turns them
+    /// (`responder_resources` is the REQ's initiator depth, what this side's QP is to
+    /// serve; `initiator_depth` the REQ's responder resources).
     pub param: ConnParam,
     /// `event->param.ud`, events of UD ids (port space UDP): the SIDR REQ's private data
     /// in a ConnectRequest, the service's QPN, Q_Key and address in an Established, the

@@ -79,6 +79,15 @@ pub struct CmId {
     inner: Arc<IdInner>,
 }
 
+/// Handles of one id are equal (the same `struct rdma_cm_id`), whatever their state.
+impl PartialEq for CmId {
+    fn eq(&self, other: &CmId) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Eq for CmId {}
+
 impl CmId {
     /// `rdma_create_id`: a new id whose events go to `channel`, in port space `ps` (RC
     /// connections: [`PortSpace::Tcp`]).
@@ -690,7 +699,9 @@ pub(crate) fn dispatch(core: &Core, st: &mut AgentState, now: Instant) {
                 };
                 let child = new_child(st, &l, id, req.service_id, &hdr);
                 child.data().req = Some(req.clone());
-                let param = peer_param(user, req.responder_resources, req.initiator_depth);
+                // From this side's view, as `cm_format_req_event`: the READs the peer
+                // issues are ours to serve, and the other way round.
+                let param = peer_param(user, req.initiator_depth, req.responder_resources);
                 let param = ConnParam {
                     retry_count: req.retry_count,
                     rnr_retry_count: req.rnr_retry_count,
