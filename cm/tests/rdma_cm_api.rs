@@ -138,3 +138,25 @@ fn connect_to_a_port_nobody_listens_on_is_rejected_invalid_service_id() {
         Err(Error::InvalidState { .. })
     ));
 }
+
+#[test]
+fn migrate_moves_the_queued_events_and_the_later_ones() {
+    let (old, new) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let other = CmId::new(&old, PortSpace::Tcp);
+    let id = CmId::new(&old, PortSpace::Tcp);
+    other
+        .resolve_addr(Some(addr("192.0.2.1:0")), addr("192.0.2.2:7190"), T)
+        .unwrap();
+    id.resolve_addr(Some(addr("192.0.2.1:0")), addr("192.0.2.2:7190"), T)
+        .unwrap();
+    id.migrate(&new);
+    // The id's queued AddrResolved moved; the other id's stayed.
+    let ev = expect(&new, EventKind::AddrResolved);
+    assert!(ev.id == id);
+    let ev = expect(&old, EventKind::AddrResolved);
+    assert!(ev.id == other);
+    assert!(old.try_get_event().is_none() && new.try_get_event().is_none());
+    id.resolve_route(T).unwrap();
+    assert!(expect(&new, EventKind::RouteResolved).id == id);
+    assert!(old.try_get_event().is_none());
+}

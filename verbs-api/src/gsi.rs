@@ -261,6 +261,31 @@ impl MadChannel {
         self.qp.post_recv(&[RecvWr::new(u64::from(slot), &[sge])])
     }
 
+    /// Waits up to `timeout` until every MAD sent so far has left (its send completed), so
+    /// that what was sent last is on the wire before the channel goes. `Ok(false)` when some
+    /// were still outstanding at the timeout.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mut ch = MadChannel::open(&ctx, 1, 4)?;
+    /// let ah = ch.create_ah(&AhAttr::new(Gid::from_ipv4([192, 0, 2, 2].into()), 1))?;
+    /// ch.send(&ah, &[0; MAD_SIZE])?;
+    /// assert!(ch.drain(std::time::Duration::from_secs(5))?);
+    /// # Ok(()) }
+    /// ```
+    pub fn drain(&mut self, timeout: Duration) -> Result<bool> {
+        let deadline = std::time::Instant::now() + timeout;
+        while self.sends_out > 0 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            self.reap_sends(left)?;
+        }
+        Ok(true)
+    }
+
     /// Reaps send completions, waiting up to `wait` for the first.
     fn reap_sends(&mut self, wait: Duration) -> Result<()> {
         let mut wc = [WorkCompletion::default(); 8];

@@ -156,6 +156,18 @@ impl ChanInner {
         self.ready.notify_all();
     }
 
+    /// Takes the queued events of `id` out, in their order (`rdma_migrate_id`).
+    pub(crate) fn take_of(&self, id: &CmId) -> Vec<CmEvent> {
+        let mut q = lock(&self.queue);
+        let (mine, rest): (VecDeque<CmEvent>, VecDeque<CmEvent>) =
+            q.drain(..).partition(|ev| ev.id == *id);
+        *q = rest;
+        if q.is_empty() && !mine.is_empty() {
+            self.clear();
+        }
+        mine.into()
+    }
+
     /// Clears the fd's readiness (the queue became empty; called with the queue locked).
     fn clear(&self) {
         let mut v = 0u64;

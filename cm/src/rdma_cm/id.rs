@@ -54,7 +54,8 @@ struct IdData {
 
 #[derive(Debug)]
 pub(crate) struct IdInner {
-    channel: Arc<ChanInner>,
+    /// Where the id's events go (`rdma_migrate_id` changes it; a leaf lock).
+    channel: Mutex<Arc<ChanInner>>,
     ps: PortSpace,
     data: Mutex<IdData>,
 }
@@ -94,7 +95,7 @@ impl CmId {
     pub fn new(channel: &EventChannel, ps: PortSpace) -> CmId {
         CmId {
             inner: Arc::new(IdInner {
-                channel: channel.inner.clone(),
+                channel: Mutex::new(channel.inner.clone()),
                 ps,
                 data: Mutex::new(IdData {
                     state: IdState::Idle,
@@ -157,6 +158,24 @@ impl CmId {
     /// until the id is bound to a device.
     pub fn cm_counters(&self) -> Option<crate::Counters> {
         self.agent().map(|a| *lock(&a.core.state).ep.counters())
+    }
+
+    /// The channel the id's events go to.
+    fn channel(&self) -> Arc<ChanInner> {
+        lock(&self.inner.channel).clone()
+    }
+
+    /// `rdma_migrate_id`: the id's events go to `channel` from now on, and those queued on
+    /// its old channel and not yet taken move there too, in their order. (A listening id's
+    /// new connection ids start on the channel the listener has then.)
+    pub fn migrate(&self, channel: &EventChannel) {
+        let old = std::mem::replace(&mut *lock(&self.inner.channel), channel.inner.clone());
+        if Arc::ptr_eq(&old, &channel.inner) {
+            return;
+        }
+        for ev in old.take_of(self) {
+            channel.inner.push(ev);
+        }
     }
 
     /// The id's port space.
@@ -546,7 +565,7 @@ impl CmId {
     }
 
     fn event(&self, kind: EventKind, listen_id: Option<CmId>, status: i32, param: ConnParam) {
-        self.inner.channel.push(CmEvent {
+        self.channel().push(CmEvent {
             kind,
             id: self.clone(),
             listen_id,
@@ -558,7 +577,7 @@ impl CmId {
 
     /// An event of a UD id, with its `param.ud`.
     fn event_ud(&self, kind: EventKind, listen_id: Option<CmId>, status: i32, ud: UdParam) {
-        self.inner.channel.push(CmEvent {
+        self.channel().push(CmEvent {
             kind,
             id: self.clone(),
             listen_id,
@@ -648,12 +667,7 @@ fn new_child(
     service_id: u64,
     hdr: &crate::wire::ip::IpHeader,
 ) -> CmId {
-    let child = CmId::new(
-        &EventChannel {
-            inner: l.inner.channel.clone(),
-        },
-        l.inner.ps,
-    );
+    let child = CmId::new(&EventChannel { inner: l.channel() }, l.inner.ps);
     {
         let ld = l.data();
         let mut d = child.data();
