@@ -40,6 +40,9 @@ fn connect_accept_write_disconnect_timewait() {
         .resolve_addr(Some(addr("192.0.2.1:0")), addr("192.0.2.2:7174"), T)
         .unwrap();
     expect(&cch, EventKind::AddrResolved).ack();
+    // RDMA_OPTION_ID_ACK_TIMEOUT: the QP's local ACK timeout (the server sets its own).
+    client.set_ack_timeout(16).unwrap();
+    assert!(client.set_ack_timeout(32).is_err());
     client.resolve_route(T).unwrap();
     expect(&cch, EventKind::RouteResolved).ack();
     let cctx = client.context().unwrap();
@@ -73,6 +76,7 @@ fn connect_accept_write_disconnect_timewait() {
     let sctx = child.context().unwrap();
     let (spd, scq) = (sctx.alloc_pd().unwrap(), sctx.create_cq(16, None).unwrap());
     let sqp = child.create_qp(&spd, &scq, &scq, QpCap::default()).unwrap();
+    child.set_ack_timeout(17).unwrap();
     child
         .accept(&ConnParam {
             private_data: b"server hello".to_vec(),
@@ -85,6 +89,7 @@ fn connect_accept_write_disconnect_timewait() {
     assert_eq!(&est.param.private_data[..12], b"server hello");
     expect(&sch, EventKind::Established).ack();
     assert_eq!(client.state(), IdState::Established);
+    assert_eq!((cqp.query().unwrap().timeout, sqp.query().unwrap().timeout), (16, 17));
 
     // An RDMA WRITE over the connected QPs.
     let smr = spd

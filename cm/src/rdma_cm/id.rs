@@ -475,7 +475,8 @@ impl CmId {
             (req.local_qpn, req.starting_psn, req.path_mtu),
             RtsAttr {
                 sq_psn: d.psn,
-                timeout: req.primary.local_ack_timeout,
+                // rdma_init_qp_attr: RDMA_OPTION_ID_ACK_TIMEOUT over the path's.
+                timeout: d.ack_timeout.unwrap_or(req.primary.local_ack_timeout),
                 retry_cnt: req.retry_count,
                 rnr_retry: req.rnr_retry_count,
                 max_rd_atomic: param.initiator_depth.max(1),
@@ -819,7 +820,9 @@ fn active_ready(core: &Core, c: &CmId, rep: &Rep) -> Result<()> {
         (rep.local_qpn, rep.starting_psn, route.path_mtu),
         RtsAttr {
             sq_psn: d.psn,
-            timeout: ack_timeout(rep.target_ack_delay, route.packet_life_time),
+            timeout: d
+                .ack_timeout
+                .unwrap_or_else(|| ack_timeout(rep.target_ack_delay, route.packet_life_time)),
             retry_cnt: d.param.retry_count,
             rnr_retry: rep.rnr_retry_count,
             max_rd_atomic: d.param.initiator_depth.max(1),
