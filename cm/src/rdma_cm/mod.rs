@@ -10,16 +10,21 @@
 //! every id bound to the device.
 //!
 //! Rooms: `error`; `addr` (the device behind an address); `channel` (events); `agent`
-//! (the per-device CM thread); `id` (the ids and how events reach them).
+//! (the per-device CM thread); `id` (the ids and how events reach them; `id/ud` the UD
+//! ids' SIDR); with the `tokio` feature, `async_channel` (events awaited).
 
 mod addr;
 mod agent;
+#[cfg(feature = "tokio")]
+mod async_channel;
 mod channel;
 mod error;
 mod id;
 mod id_state;
 
 pub use addr::{device_name_for, source_for};
+#[cfg(feature = "tokio")]
+pub use async_channel::AsyncEventChannel;
 pub use channel::{CmEvent, EventChannel, EventKind, UdParam};
 pub use error::{Error, Result};
 pub use id::CmId;
