@@ -1,7 +1,9 @@
 //! An rdma_cm-shaped API over the verbs layer (librdmacm's `rdma_cma.h`): an
 //! [`EventChannel`], [`CmId`]s that bind, resolve, listen, connect, accept, reject and
 //! disconnect, events by name ([`EventKind`]), and `create_qp`, whose RC QP the id moves to
-//! RTS from the CM's attributes.
+//! RTS from the CM's attributes. Ids of the UDP port space carry UD QPs and resolve their
+//! peer's service with SIDR instead of connecting ([`CmEvent::ud`] says where to send). With
+//! the `tokio` feature, `AsyncEventChannel` awaits the events.
 //!
 //! Why here and not in verbs: the CM is a client of verbs (it needs QP1, address handles
 //! and QPs), as librdmacm is of libibverbs; putting it in `rnic-cm` keeps verbs free of

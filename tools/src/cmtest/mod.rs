@@ -48,7 +48,7 @@ pub struct CommonArgs {
     #[arg(short = 's', value_name = "server_address")]
     pub server: Option<String>,
     /// The local address to bind to (it picks the device: 192.0.2.1 / .2 the in-process pair,
-    /// another IPv4 address the emulated device emu:<IPv4>).
+    /// another IPv4 address the emulated device emu:IPV4).
     #[arg(short = 'b', value_name = "bind_address")]
     pub bind: Option<String>,
     /// Address format: name, ip, ipv6 (both numeric) or gid.
