@@ -2,6 +2,8 @@
 //! emu1 (192.0.2.2) in one process: the SIDR REQ / REP handshake through each device's CM
 //! agent, then UD messages both ways with what the events carry (QPN, Q_Key, address).
 
+mod live;
+
 use rnic_cm::cma::{self, ConnParam};
 use rnic_cm::rdma_cm::{CmEvent, CmId, EventChannel, EventKind, IdState};
 use rnic_cm::wire::ip::PortSpace;
@@ -18,9 +20,7 @@ const T: Duration = Duration::from_secs(20);
 const GRH: usize = 40;
 
 fn expect(ch: &EventChannel, kind: EventKind) -> CmEvent {
-    let ev = ch.get_event(Some(T)).unwrap().expect("an event in time");
-    assert_eq!(ev.kind, kind, "{ev:?}");
-    ev
+    live::expect(ch, kind, T)
 }
 
 fn addr(s: &str) -> SocketAddr {
@@ -65,23 +65,17 @@ impl Side {
 
 /// A client UDP id on emu0 with its route to `dst` resolved.
 fn client(ch: &EventChannel, dst: &str) -> CmId {
-    let id = CmId::new(ch, PortSpace::Udp);
     // No source given: the other one of the pair (as the route to it would say).
-    id.resolve_addr(None, addr(dst), T).unwrap();
-    expect(ch, EventKind::AddrResolved);
+    let id = live::resolved(ch, PortSpace::Udp, None, dst, T);
     assert_eq!(id.local_addr().unwrap().ip(), addr("192.0.2.1:0").ip());
-    id.resolve_route(T).unwrap();
-    expect(ch, EventKind::RouteResolved);
     id
 }
 
 #[test]
 fn sidr_accept_gives_the_service_qp_and_ud_messages_flow_both_ways() {
     let (sch, cch) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
-    let listener = CmId::new(&sch, PortSpace::Udp);
+    let listener = live::listener(&sch, PortSpace::Udp, "192.0.2.2:7174");
     assert_eq!(listener.qp_type(), QpType::Ud);
-    listener.bind_addr(addr("192.0.2.2:7174")).unwrap();
-    listener.listen(8).unwrap();
 
     let id = client(&cch, "192.0.2.2:7174");
     let c = Side::new(&id);
@@ -178,9 +172,7 @@ fn sidr_accept_gives_the_service_qp_and_ud_messages_flow_both_ways() {
 #[test]
 fn sidr_reject_is_unreachable_with_status_2_and_the_private_data() {
     let (sch, cch) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
-    let listener = CmId::new(&sch, PortSpace::Udp);
-    listener.bind_addr(addr("192.0.2.2:7175")).unwrap();
-    listener.listen(8).unwrap();
+    let _listener = live::listener(&sch, PortSpace::Udp, "192.0.2.2:7175");
     let id = client(&cch, "192.0.2.2:7175");
     // No QP needed to ask.
     id.connect(&ConnParam::default()).unwrap();
@@ -197,18 +189,14 @@ fn sidr_reject_is_unreachable_with_status_2_and_the_private_data() {
 fn sidr_to_a_port_nobody_listens_on_is_unreachable_service_id_not_supported() {
     let (sch, cch) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
     // emu1's CM runs (an id listens there on another port), as a kernel's always does.
-    let other = CmId::new(&sch, PortSpace::Udp);
-    other.bind_addr(addr("192.0.2.2:7176")).unwrap();
-    other.listen(1).unwrap();
+    let _other = live::listener(&sch, PortSpace::Udp, "192.0.2.2:7176");
     let id = client(&cch, "192.0.2.2:7177");
     id.connect(&ConnParam::default()).unwrap();
     let ev = expect(&cch, EventKind::Unreachable);
     // IBTA table 120: 1, the service ID is not supported.
     assert_eq!(ev.status, 1);
     // A TCP listener on the port does not serve UD either.
-    let tcp = CmId::new(&sch, PortSpace::Tcp);
-    tcp.bind_addr(addr("192.0.2.2:7178")).unwrap();
-    tcp.listen(1).unwrap();
+    let _tcp = live::listener(&sch, PortSpace::Tcp, "192.0.2.2:7178");
     let id = client(&cch, "192.0.2.2:7178");
     id.connect(&ConnParam::default()).unwrap();
     // The TCP listener's service ID is of another port space: no UDP service there.

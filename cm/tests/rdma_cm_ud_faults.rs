@@ -3,59 +3,33 @@
 //! SIDR timeout and the UD service resolves. A process of its own: fault options apply when
 //! a device is created.
 
+mod live;
+
+use live::{expect, listener, open_lossy, resolved};
 use rnic_cm::cma::{self, ConnParam};
-use rnic_cm::rdma_cm::{CmEvent, CmId, EventChannel, EventKind};
+use rnic_cm::rdma_cm::{EventChannel, EventKind};
 use rnic_cm::wire::ip::PortSpace;
-use rnic_verbs::{Context, EmuOptions, OpenOptions};
 use std::time::Duration;
 
 /// rdma_cm's SIDR timeout (4.096 s) a few times over.
 const T: Duration = Duration::from_secs(40);
 
-fn expect(ch: &EventChannel, kind: EventKind) -> CmEvent {
-    let ev = ch.get_event(Some(T)).unwrap().expect("an event in time");
-    assert_eq!(ev.kind, kind, "{ev:?}");
-    ev
-}
-
 #[test]
 fn sidr_resolves_through_lost_mads() {
-    let emu = EmuOptions::default()
-        .with_fault_spec("loss=0.5,seed=3")
-        .unwrap();
-    let a = Context::open_with(
-        "emu0",
-        &OpenOptions {
-            emu,
-            ..OpenOptions::default()
-        },
-    )
-    .unwrap();
+    let a = open_lossy("emu0", "loss=0.5,seed=3");
     let (sch, cch) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
-    let listener = CmId::new(&sch, PortSpace::Udp);
-    listener
-        .bind_addr("192.0.2.2:7174".parse().unwrap())
-        .unwrap();
-    listener.listen(1).unwrap();
-    let client = CmId::new(&cch, PortSpace::Udp);
-    let (src, dst) = (
-        "192.0.2.1:0".parse().ok(),
-        "192.0.2.2:7174".parse().unwrap(),
-    );
-    client.resolve_addr(src, dst, T).unwrap();
-    expect(&cch, EventKind::AddrResolved);
-    client.resolve_route(T).unwrap();
-    expect(&cch, EventKind::RouteResolved);
+    let _listener = listener(&sch, PortSpace::Udp, "192.0.2.2:7174");
+    let src = "192.0.2.1:0".parse().ok();
+    let client = resolved(&cch, PortSpace::Udp, src, "192.0.2.2:7174", T);
     client.connect(&ConnParam::default()).unwrap();
-    let req = expect(&sch, EventKind::ConnectRequest);
+    let req = expect(&sch, EventKind::ConnectRequest, T);
     req.id
         .accept(&ConnParam {
             qp_num: 0x77,
             ..ConnParam::default()
         })
         .unwrap();
-    let est = expect(&cch, EventKind::Established);
-    let ud = est.ud.unwrap();
+    let ud = expect(&cch, EventKind::Established, T).ud.unwrap();
     assert_eq!((ud.qp_num, ud.qkey), (0x77, cma::UDP_QKEY));
     let f = a.fault_counters().unwrap();
     let k = client.cm_counters().unwrap();

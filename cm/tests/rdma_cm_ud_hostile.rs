@@ -5,8 +5,10 @@
 //! agent still answers a good request afterwards. A process of its own: emu0's QP1 must be
 //! free for the raw channel.
 
+mod live;
+
 use rnic_cm::cma::{self, ConnParam, RoceRoute};
-use rnic_cm::rdma_cm::{CmId, EventChannel, EventKind};
+use rnic_cm::rdma_cm::{EventChannel, EventKind};
 use rnic_cm::wire::ip::PortSpace;
 use rnic_cm::wire::{MAD_LEN, SidrRep, SidrReq};
 use rnic_verbs::{AhAttr, Context, Gid, MadChannel};
@@ -23,11 +25,7 @@ fn reply(ch: &mut MadChannel) -> SidrRep {
 #[test]
 fn malformed_sidr_mads_are_counted_and_dropped_and_refusals_carry_the_status() {
     let sch = EventChannel::new().unwrap();
-    let listener = CmId::new(&sch, PortSpace::Udp);
-    listener
-        .bind_addr("192.0.2.2:7174".parse().unwrap())
-        .unwrap();
-    listener.listen(4).unwrap();
+    let listener = live::listener(&sch, PortSpace::Udp, "192.0.2.2:7174");
 
     let a = Context::open("emu0").unwrap();
     let mut ch = MadChannel::open(&a, 1, 16).unwrap();

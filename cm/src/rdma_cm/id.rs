@@ -544,6 +544,26 @@ impl CmId {
         call: &'static str,
         f: impl FnOnce(&mut AgentState, Instant, ConnId, IdState) -> Result<IdState>,
     ) -> Result<()> {
+        self.with_agent(call, |core, st, d| {
+            let Some(id) = d.conn else {
+                return Err(Error::InvalidState {
+                    call,
+                    state: d.state,
+                });
+            };
+            d.state = f(st, core.now(), id, d.state)?;
+            Ok(())
+        })
+    }
+
+    /// Runs `f` on the id's agent and the id, both locked (in that order), then has the
+    /// agent send what `f` queued; `call` names the librdmacm call of an id bound to no
+    /// device.
+    fn with_agent<T>(
+        &self,
+        call: &'static str,
+        f: impl FnOnce(&Core, &mut AgentState, &mut IdData) -> Result<T>,
+    ) -> Result<T> {
         let Some(agent) = self.agent() else {
             return Err(Error::InvalidState {
                 call,
@@ -552,17 +572,10 @@ impl CmId {
         };
         let core = &agent.core;
         let mut st = lock(&core.state);
-        let mut d = self.data();
-        let Some(id) = d.conn else {
-            return Err(Error::InvalidState {
-                call,
-                state: d.state,
-            });
-        };
-        d.state = f(&mut st, core.now(), id, d.state)?;
+        let r = f(core, &mut st, &mut self.data())?;
         st.collect_tx();
         core.kick();
-        Ok(())
+        Ok(r)
     }
 
     fn event(&self, kind: EventKind, listen_id: Option<CmId>, status: i32, param: ConnParam) {
@@ -600,7 +613,7 @@ fn ready_qp(
     path: &crate::wire::Path,
 ) -> Result<()> {
     let local_mtu = ctx.query_port(1)?.active_mtu;
-    let mtu = mtu_of(path_mtu).map_or(local_mtu, |m| m.min(local_mtu));
+    let mtu = Mtu::from_code(path_mtu).map_or(local_mtu, |m| m.min(local_mtu));
     let sgid_index = sgid_index(ctx);
     let dgid = match peer.ip() {
         IpAddr::V4(a) => Gid::from_ipv4(a),
@@ -622,18 +635,6 @@ fn ready_qp(
     })?;
     qp.to_rts(&rts)?;
     Ok(())
-}
-
-/// The IB MTU enum of a path (1 = 256 ... 5 = 4096).
-fn mtu_of(code: u8) -> Option<Mtu> {
-    Some(match code {
-        1 => Mtu::Mtu256,
-        2 => Mtu::Mtu512,
-        3 => Mtu::Mtu1024,
-        4 => Mtu::Mtu2048,
-        5 => Mtu::Mtu4096,
-        _ => return None,
-    })
 }
 
 /// The port spaces whose ids carry UD QPs (librdmacm's `ucma_is_ud_qp` of their QP type).

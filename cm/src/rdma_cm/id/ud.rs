@@ -7,7 +7,7 @@
 use super::{CmId, IdState, listener, new_child, sgid_index, upgrade};
 use crate::cma::{self, ConnParam};
 use crate::event::MadAddr;
-use crate::rdma_cm::agent::{AgentState, Core, lock};
+use crate::rdma_cm::agent::{AgentState, Core};
 use crate::rdma_cm::channel::{EventKind, UdParam};
 use crate::rdma_cm::error::{Error, Result};
 use crate::state::ConnId;
@@ -50,64 +50,46 @@ pub(super) fn create_qp(
 impl CmId {
     /// `rdma_connect` of a UD id: the SIDR REQ.
     pub(super) fn sidr_connect(&self, param: &ConnParam) -> Result<()> {
-        let Some(agent) = self.agent() else {
-            return Err(Error::InvalidState {
-                call: "rdma_connect",
-                state: self.state(),
-            });
-        };
-        let core = &agent.core;
-        let mut st = lock(&core.state);
-        let mut d = self.data();
-        let (IdState::RouteResolved, Some(route)) = (d.state, d.route) else {
-            return Err(Error::InvalidState {
-                call: "rdma_connect",
-                state: d.state,
-            });
-        };
-        let p = cma::sidr_params(&route, self.inner.ps, &param.private_data)?;
-        let id = st.ep.sidr_request(core.now(), &p)?;
-        st.routes.insert(id, Arc::downgrade(&self.inner));
-        (d.conn, d.param, d.state) = (Some(id), param.clone(), IdState::Connect);
-        st.collect_tx();
-        core.kick();
-        Ok(())
+        self.with_agent("rdma_connect", |core, st, d| {
+            let (IdState::RouteResolved, Some(route)) = (d.state, d.route) else {
+                return Err(Error::InvalidState {
+                    call: "rdma_connect",
+                    state: d.state,
+                });
+            };
+            let p = cma::sidr_params(&route, self.inner.ps, &param.private_data)?;
+            let id = st.ep.sidr_request(core.now(), &p)?;
+            st.routes.insert(id, Arc::downgrade(&self.inner));
+            (d.conn, d.param, d.state) = (Some(id), param.clone(), IdState::Connect);
+            Ok(())
+        })
     }
 
     /// `rdma_accept` of a UD id: the SIDR REP with the QP and the id's Q_Key. The id is
     /// then done with the CM (in Established, as far as its calls go).
     pub(super) fn sidr_accept(&self, param: &ConnParam) -> Result<()> {
-        let Some(agent) = self.agent() else {
-            return Err(Error::InvalidState {
-                call: "rdma_accept",
-                state: self.state(),
-            });
-        };
-        let core = &agent.core;
-        let mut st = lock(&core.state);
-        let mut d = self.data();
-        let (IdState::ConnectRequest, Some(id)) = (d.state, d.conn) else {
-            return Err(Error::InvalidState {
-                call: "rdma_accept",
-                state: d.state,
-            });
-        };
-        // librdmacm: the id's QP, else the caller's QPN.
-        let qp_num = d.qp.as_ref().map_or(param.qp_num, |qp| qp.qp_num());
-        if qp_num == 0 {
-            return Err(Error::invalid(
-                "rdma_accept",
-                "a UD id answers with its QP: create one (rdma_create_qp) or give param.qp_num",
-            ));
-        }
-        let qkey = *d.qkey.get_or_insert(cma::UDP_QKEY);
-        let rep = cma::sidr_accept(qp_num, qkey, &param.private_data)?;
-        st.ep.sidr_reply(id, &rep)?;
-        st.routes.remove(&id);
-        (d.conn, d.param, d.state) = (None, param.clone(), IdState::Established);
-        st.collect_tx();
-        core.kick();
-        Ok(())
+        self.with_agent("rdma_accept", |_, st, d| {
+            let (IdState::ConnectRequest, Some(id)) = (d.state, d.conn) else {
+                return Err(Error::InvalidState {
+                    call: "rdma_accept",
+                    state: d.state,
+                });
+            };
+            // librdmacm: the id's QP, else the caller's QPN.
+            let qp_num = d.qp.as_ref().map_or(param.qp_num, |qp| qp.qp_num());
+            if qp_num == 0 {
+                return Err(Error::invalid(
+                    "rdma_accept",
+                    "a UD id answers with its QP: create one (rdma_create_qp) or give param.qp_num",
+                ));
+            }
+            let qkey = *d.qkey.get_or_insert(cma::UDP_QKEY);
+            let rep = cma::sidr_accept(qp_num, qkey, &param.private_data)?;
+            st.ep.sidr_reply(id, &rep)?;
+            st.routes.remove(&id);
+            (d.conn, d.param, d.state) = (None, param.clone(), IdState::Established);
+            Ok(())
+        })
     }
 
     /// `rdma_disconnect` of a UD id: its QP to error; nothing goes on the wire.
