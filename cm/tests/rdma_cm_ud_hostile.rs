@@ -8,7 +8,7 @@
 mod live;
 
 use rnic_cm::cma::{self, ConnParam, RoceRoute};
-use rnic_cm::rdma_cm::{EventChannel, EventKind};
+use rnic_cm::rdma_cm::{CmId, EventChannel, EventKind};
 use rnic_cm::wire::ip::PortSpace;
 use rnic_cm::wire::{MAD_LEN, SidrRep, SidrReq};
 use rnic_verbs::{AhAttr, Context, Gid, MadChannel};
@@ -27,6 +27,17 @@ fn malformed_sidr_mads_are_counted_and_dropped_and_refusals_carry_the_status() {
     let sch = EventChannel::new().unwrap();
     let listener = live::listener(&sch, PortSpace::Udp, "192.0.2.2:7174");
 
+    // An id on emu0 whose events nobody takes: when the consumer drops its channel and the
+    // id, the queued events go too, the id ends and emu0's agent stops, freeing its QP1.
+    {
+        let cch = EventChannel::new().unwrap();
+        let id = CmId::new(&cch, PortSpace::Udp);
+        let src = "192.0.2.1:0".parse().ok();
+        id.resolve_addr(src, "192.0.2.2:7174".parse().unwrap(), T)
+            .unwrap();
+        id.resolve_route(T).unwrap();
+        assert!(id.cm_counters().is_some());
+    }
     let a = Context::open("emu0").unwrap();
     let mut ch = MadChannel::open(&a, 1, 16).unwrap();
     let sgid = u8::try_from(a.ipv4_gid_index().unwrap()).unwrap();

@@ -192,6 +192,23 @@ impl ChanInner {
 #[derive(Debug, Clone)]
 pub struct EventChannel {
     pub(crate) inner: Arc<ChanInner>,
+    /// Shared by the consumer's handles only (ids hold `inner`).
+    _owner: Arc<Owner>,
+}
+
+/// The consumer's hold on a channel. Queued events hold their ids and ids their channel, so
+/// when the last consumer handle goes the events nobody can take any more are dropped: their
+/// ids can end (and their agent stop) instead of keeping each other alive.
+#[derive(Debug)]
+struct Owner(Arc<ChanInner>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        let orphans = std::mem::take(&mut *lock(&self.0.queue));
+        self.0.clear();
+        // Dropped outside the queue's lock: an id's drop reaches its agent.
+        drop(orphans);
+    }
 }
 
 impl EventChannel {
@@ -207,12 +224,14 @@ impl EventChannel {
         }
         // SAFETY: `fd` is a new descriptor nobody else owns.
         let efd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let inner = Arc::new(ChanInner {
+            queue: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+            efd,
+        });
         Ok(EventChannel {
-            inner: Arc::new(ChanInner {
-                queue: Mutex::new(VecDeque::new()),
-                ready: Condvar::new(),
-                efd,
-            }),
+            _owner: Arc::new(Owner(inner.clone())),
+            inner,
         })
     }
 

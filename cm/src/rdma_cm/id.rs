@@ -93,9 +93,14 @@ impl CmId {
     /// `rdma_create_id`: a new id whose events go to `channel`, in port space `ps` (RC
     /// connections: [`PortSpace::Tcp`]).
     pub fn new(channel: &EventChannel, ps: PortSpace) -> CmId {
+        CmId::on(channel.inner.clone(), ps)
+    }
+
+    /// A new id whose events go to `channel`.
+    fn on(channel: Arc<ChanInner>, ps: PortSpace) -> CmId {
         CmId {
             inner: Arc::new(IdInner {
-                channel: Mutex::new(channel.inner.clone()),
+                channel: Mutex::new(channel),
                 ps,
                 data: Mutex::new(IdData {
                     state: IdState::Idle,
@@ -291,7 +296,7 @@ impl CmId {
                 EventKind::AddrError
             }
         };
-        self.event(kind, None, 0, ConnParam::default());
+        self.clone().event(kind, None, 0, ConnParam::default());
         Ok(())
     }
 
@@ -316,7 +321,8 @@ impl CmId {
             }
             (d.route, d.state) = (Some(route), IdState::RouteResolved);
         }
-        self.event(EventKind::RouteResolved, None, 0, ConnParam::default());
+        self.clone()
+            .event(EventKind::RouteResolved, None, 0, ConnParam::default());
         Ok(())
     }
 
@@ -578,10 +584,14 @@ impl CmId {
         Ok(r)
     }
 
-    fn event(&self, kind: EventKind, listen_id: Option<CmId>, status: i32, param: ConnParam) {
+    /// Queues an event of this id. It takes the handle (and `listen_id`): the agent thread
+    /// keeps no handle of an id once its event is queued, so the consumer's drop of the id
+    /// is the last, and an agent stopping with it is joined there (its last MADs out and
+    /// its device closed before the consumer goes on, e.g. exits).
+    fn event(self, kind: EventKind, listen_id: Option<CmId>, status: i32, param: ConnParam) {
         self.channel().push(CmEvent {
             kind,
-            id: self.clone(),
+            id: self,
             listen_id,
             status,
             param,
@@ -589,11 +599,11 @@ impl CmId {
         });
     }
 
-    /// An event of a UD id, with its `param.ud`.
-    fn event_ud(&self, kind: EventKind, listen_id: Option<CmId>, status: i32, ud: UdParam) {
+    /// An event of a UD id, with its `param.ud` (taking the handle, as [`CmId::event`]).
+    fn event_ud(self, kind: EventKind, listen_id: Option<CmId>, status: i32, ud: UdParam) {
         self.channel().push(CmEvent {
             kind,
-            id: self.clone(),
+            id: self,
             listen_id,
             status,
             param: ConnParam::default(),
@@ -669,7 +679,7 @@ fn new_child(
     service_id: u64,
     hdr: &crate::wire::ip::IpHeader,
 ) -> CmId {
-    let child = CmId::new(&EventChannel { inner: l.channel() }, l.inner.ps);
+    let child = CmId::on(l.channel(), l.inner.ps);
     {
         let ld = l.data();
         let mut d = child.data();

@@ -151,7 +151,14 @@ pub(super) fn on_reply(core: &Core, st: &mut AgentState, id: ConnId, rep: &SidrR
     let private_data = rep.private_data.to_vec();
     let mut d = c.data();
     d.conn = None;
-    if rep.status != SidrStatus::Valid.raw() {
+    let failure = if rep.status != SidrStatus::Valid.raw() {
+        Some((EventKind::Unreachable, i32::from(rep.status)))
+    } else if d.qkey.is_some_and(|k| k != rep.qkey) {
+        Some((EventKind::AddrError, EINVAL))
+    } else {
+        None
+    };
+    if let Some((kind, status)) = failure {
         d.state = IdState::Failed;
         drop(d);
         let ud = UdParam {
@@ -160,19 +167,7 @@ pub(super) fn on_reply(core: &Core, st: &mut AgentState, id: ConnId, rep: &SidrR
             qp_num: 0,
             qkey: 0,
         };
-        c.event_ud(EventKind::Unreachable, None, i32::from(rep.status), ud);
-        return;
-    }
-    if d.qkey.is_some_and(|k| k != rep.qkey) {
-        d.state = IdState::Failed;
-        drop(d);
-        let ud = UdParam {
-            private_data,
-            ah_attr: None,
-            qp_num: 0,
-            qkey: 0,
-        };
-        c.event_ud(EventKind::AddrError, None, EINVAL, ud);
+        c.event_ud(kind, None, status, ud);
         return;
     }
     d.qkey = Some(rep.qkey);
