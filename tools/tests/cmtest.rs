@@ -118,6 +118,15 @@ fn check(o: &Output, want: &[&str], who: &str, peer: &Output) {
     assert!(o.status.success(), "{who}: {:?}", o.status);
 }
 
+/// A run that failed as the C program does: `says` on stderr, then `test complete` and
+/// `return status N` as its last lines, and N's low 8 bits as the exit status.
+fn failed(o: &Output, says: &str, status: i32) {
+    assert!(err(o).contains(says), "{}", err(o));
+    let end = format!("test complete\nreturn status {status}\n");
+    assert!(out(o).ends_with(&end), "{}", out(o));
+    assert_eq!(o.status.code(), Some(i32::from(status as u8)));
+}
+
 /// A RoCE v2 frame of a capture: BTH opcode, destination QP, and what follows the BTH.
 struct Frame {
     opcode: u8,
@@ -178,32 +187,37 @@ const DREP: u16 = 0x0016;
 const SIDR_REQ: u16 = 0x0017;
 const SIDR_REP: u16 = 0x0018;
 
+/// `cmd` between `a` and `b` in both roles with `-C count -S size`, the client capturing:
+/// both sides print `lines` (server, client) and succeed; returns each run's frames.
+fn both_roles(
+    cmd: &str,
+    (a, b): (&str, &str),
+    (count, size): (&str, &str),
+    lines: (&[&str], &[&str]),
+) -> Vec<Vec<Frame>> {
+    let mut runs = Vec::new();
+    for (srv, cli) in [(a, b), (b, a)] {
+        let pcap = tmp(&format!("{cmd}-{cli}.pcap"));
+        let pcap_s = pcap.to_str().unwrap();
+        let flags = ["-C", count, "-S", size];
+        let mut server = vec![cmd, "-b", srv, "--timeout", "30"];
+        server.extend(flags);
+        let mut client = vec![cmd, "-s", srv, "-b", cli, "--pcap", pcap_s];
+        client.extend(flags);
+        let (s, c) = pair(&server, &client);
+        check(&s, lines.0, "server", &c);
+        check(&c, lines.1, "client", &s);
+        runs.push(roce_frames(&pcap));
+    }
+    runs
+}
+
 #[test]
 fn cmatose_two_processes_both_roles_and_the_wire() {
     let _g = heavy();
-    let (a, b) = ("127.0.0.141", "127.0.0.142");
-    for (srv, cli) in [(a, b), (b, a)] {
-        let pcap = tmp(&format!("cmatose-{cli}.pcap"));
-        let pcap_s = pcap.to_str().unwrap();
-        let (s, c) = pair(
-            &[
-                "cmatose",
-                "-b",
-                srv,
-                "-C",
-                "20",
-                "-S",
-                "3000",
-                "--timeout",
-                "30",
-            ],
-            &[
-                "cmatose", "-s", srv, "-b", cli, "-C", "20", "-S", "3000", "--pcap", pcap_s,
-            ],
-        );
-        check(&s, CMATOSE_SERVER, "server", &c);
-        check(&c, CMATOSE_CLIENT, "client", &s);
-        let frames = roce_frames(&pcap);
+    let lines = (CMATOSE_SERVER, CMATOSE_CLIENT);
+    let addrs = ("127.0.0.141", "127.0.0.142");
+    for frames in both_roles("cmatose", addrs, ("20", "3000"), lines) {
         // REQ, REP, RTU, then the data, then the server's DREQ and the client's DREP.
         assert_eq!(cm_attrs(&frames), [REQ, REP, RTU, DREQ, DREP]);
         // 20 SENDs of 3000 bytes each way: First, Middle, Last at a 1024-byte MTU (RC SEND
@@ -237,29 +251,9 @@ fn cmatose_several_connections_and_options() {
 #[test]
 fn udaddy_two_processes_both_roles_and_the_wire() {
     let _g = heavy();
-    let (a, b) = ("127.0.0.145", "127.0.0.146");
-    for (srv, cli) in [(a, b), (b, a)] {
-        let pcap = tmp(&format!("udaddy-{cli}.pcap"));
-        let pcap_s = pcap.to_str().unwrap();
-        let (s, c) = pair(
-            &[
-                "udaddy",
-                "-b",
-                srv,
-                "-C",
-                "15",
-                "-S",
-                "1000",
-                "--timeout",
-                "30",
-            ],
-            &[
-                "udaddy", "-s", srv, "-b", cli, "-C", "15", "-S", "1000", "--pcap", pcap_s,
-            ],
-        );
-        check(&s, UDADDY_SERVER, "server", &c);
-        check(&c, UDADDY_CLIENT, "client", &s);
-        let frames = roce_frames(&pcap);
+    let lines = (UDADDY_SERVER, UDADDY_CLIENT);
+    let addrs = ("127.0.0.145", "127.0.0.146");
+    for frames in both_roles("udaddy", addrs, ("15", "1000"), lines) {
         // SIDR REQ, SIDR REP; no connection to end.
         assert_eq!(cm_attrs(&frames), [SIDR_REQ, SIDR_REP]);
         // UD SEND Only with Immediate (0x65): 15 each way, after the SIDR REP, each with the
@@ -325,17 +319,8 @@ fn refusals_print_the_event_and_return_its_status() {
     assert_eq!(c.status.code(), Some(8));
     assert_eq!(cm_attrs(&roce_frames(&pcap)), [REQ, REJ]);
     // The server's wait for a client ends at its --timeout.
-    assert_eq!(s.status.code(), Some(110), "{}{}", out(&s), err(&s));
-    assert!(
-        err(&s).contains("udaddy: rdma_get_cm_event: Connection timed out"),
-        "{}",
-        err(&s)
-    );
-    assert!(
-        out(&s).ends_with("test complete\nreturn status 110\n"),
-        "{}",
-        out(&s)
-    );
+    let says = "udaddy: failure in rdma_get_cm_event in connect events: Connection timed out";
+    failed(&s, says, 110);
 
     // A cmatose server on TCP 7471; udaddy asks for UDP 7174: SIDR REP status 1 (service
     // ID not supported), reported as RDMA_CM_EVENT_UNREACHABLE.
@@ -357,14 +342,8 @@ fn refusals_print_the_event_and_return_its_status() {
         err(&c)
     );
     assert_eq!(c.status.code(), Some(1));
-    assert!(
-        err(&s).contains(
-            "cmatose: failure in rdma_get_cm_event in connect events: Connection timed out"
-        ),
-        "{}",
-        err(&s)
-    );
-    assert_eq!(s.status.code(), Some(110));
+    let says = "cmatose: failure in rdma_get_cm_event in connect events: Connection timed out";
+    failed(&s, says, 110);
 }
 
 #[test]
@@ -403,17 +382,7 @@ fn local_failures_are_the_c_programs_lines() {
         "-P",
         "ipoib",
     ]);
-    assert!(
-        err(&o).starts_with("udaddy: failure getting addr: Invalid argument"),
-        "{}",
-        err(&o)
-    );
-    assert!(
-        out(&o).ends_with("test complete\nreturn status -1\n"),
-        "{}",
-        out(&o)
-    );
-    assert_eq!(o.status.code(), Some(255));
+    failed(&o, "udaddy: failure getting addr: Invalid argument", -1);
     // An unknown name: rdma_getaddrinfo's error.
     let o = rnic(&["cmatose", "-s", "no-such-host.invalid", "-f", "name"]);
     assert!(

@@ -18,22 +18,17 @@
 //!
 //! The lines each side prints are the C program's (stdout), its `perror` lines on stderr.
 
-use super::{
-    AddrFormat, CommonArgs, ENOMEM, RdmaAddr, finish, get_event, get_rdma_addr, perror, poll_count,
-    preopen,
-};
+use super::test::Test;
+use super::{AddrFormat, CommonArgs, ENOMEM, finish, perror, poll_count};
 use crate::error::ToolError;
 use clap::Args;
 use rnic_cm::cma::ConnParam;
 use rnic_cm::rdma_cm::{CmEvent, CmId, EventChannel, EventKind};
 use rnic_cm::wire::ip::PortSpace;
-use rnic_verbs::{AccessFlags, CompletionQueue, MemoryRegion, ProtectionDomain, QpCap, SendWr};
-use std::time::Duration;
+use rnic_verbs::{CompletionQueue, QpCap, SendWr};
 
 /// cmatose's default port.
 pub const DEFAULT_PORT: u16 = 7471;
-/// `rdma_resolve_addr` / `rdma_resolve_route`'s timeout in cmatose (2000 ms).
-const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
 
 /// `rnic cmatose`'s flags: cmatose's (`s:b:f:P:c:C:S:t:p:a:m`) and rnic's.
 #[derive(Debug, Clone, Args)]
@@ -55,31 +50,8 @@ pub struct CmatoseArgs {
     pub ack_timeout: Option<u8>,
 }
 
-/// One connection's resources (`struct cmatest_node`).
-#[derive(Default)]
-struct Node {
-    id: Option<CmId>,
-    connected: bool,
-    pd: Option<ProtectionDomain>,
-    /// Send, then receive CQ.
-    cq: Option<[CompletionQueue; 2]>,
-    mr: Option<MemoryRegion>,
-}
-
-/// The test's state (`struct cmatest`) and flags.
-struct Test<'a> {
-    a: &'a CmatoseArgs,
-    channel: EventChannel,
-    nodes: Vec<Node>,
-    conn_index: usize,
-    connects_left: i64,
-    disconnects_left: i64,
-    /// `message_count`, which a zero `-S` turns to 0 (`create_message`).
-    count: u32,
-    rai: RdmaAddr,
-    ps: PortSpace,
-    wait: Duration,
-}
+/// A node's CQs: send, then receive.
+type Cqs = Option<[CompletionQueue; 2]>;
 
 const SEND: usize = 0;
 const RECV: usize = 1;
@@ -97,32 +69,11 @@ pub fn main(a: &CmatoseArgs) -> Result<(), ToolError> {
         None => PortSpace::Tcp,
     };
     let format = AddrFormat::from_flag(a.common.address_format.as_deref());
-    let channel = EventChannel::new().map_err(|e| ToolError::Io(e.to_string()))?;
-    let mut t = Test {
-        a,
-        channel,
-        nodes: (0..a.common.connections).map(|_| Node::default()).collect(),
-        conn_index: 0,
-        connects_left: i64::from(a.common.connections),
-        disconnects_left: 0,
-        count: a.common.message_count,
-        rai: RdmaAddr {
-            src: None,
-            dst: None,
-        },
-        ps,
-        wait: Duration::from_secs(a.common.timeout),
-    };
-    let client = a.common.server.is_some();
-    if client {
-        for n in &mut t.nodes {
-            n.id = Some(CmId::new(&t.channel, ps));
-        }
-    }
-    let ret = if client {
-        run_client(&mut t, format)?
+    let mut t = Test::<Cqs>::new("cmatose", &a.common, ps)?;
+    let ret = if a.common.server.is_some() {
+        run_client(&mut t, a, format)?
     } else {
-        run_server(&mut t, format)?
+        run_server(&mut t, a, ps, format)?
     };
     println!("test complete");
     // destroy_nodes: each node's QP, CQs and region, then its id.
@@ -130,34 +81,12 @@ pub fn main(a: &CmatoseArgs) -> Result<(), ToolError> {
     finish(ret)
 }
 
-impl Test<'_> {
-    fn name(&self) -> &'static str {
-        "cmatose"
-    }
-
-    fn connect_error(&mut self) {
-        self.connects_left -= 1;
-    }
-
-    fn node_of(&self, id: &CmId) -> Option<usize> {
-        self.nodes.iter().position(|n| n.id.as_ref() == Some(id))
-    }
-
+impl Test<'_, Cqs> {
     /// `init_node`: PD, two CQs, the QP through rdma_cm, the message region.
     fn init_node(&mut self, i: usize) -> i32 {
-        let Some(id) = self.nodes[i].id.clone() else {
-            return -1;
-        };
-        let Some(ctx) = id.context() else {
-            return -1;
-        };
-        let pd = match ctx.alloc_pd() {
-            Ok(pd) => pd,
-            Err(e) => {
-                println!("cmatose: unable to allocate PD");
-                log::warn!("{e}");
-                return ENOMEM;
-            }
+        let (id, ctx, pd) = match self.alloc_pd(i) {
+            Ok(r) => r,
+            Err(ret) => return ret,
         };
         let cqe = self.count.max(1);
         let cqs = match (ctx.create_cq(cqe, None), ctx.create_cq(cqe, None)) {
@@ -178,46 +107,8 @@ impl Test<'_> {
         if let Err(e) = id.create_qp(&pd, &cqs[SEND], &cqs[RECV], cap) {
             return perror("cmatose: unable to create QP", &e);
         }
-        // create_message
-        if self.a.common.message_size == 0 {
-            self.count = 0;
-        }
-        let n = &mut self.nodes[i];
-        if self.count > 0 {
-            match pd.reg_mr(
-                self.a.common.message_size as usize,
-                AccessFlags::LOCAL_WRITE,
-            ) {
-                Ok(mr) => n.mr = Some(mr),
-                Err(e) => {
-                    println!("failed to reg MR");
-                    log::warn!("{e}");
-                    println!("cmatose: failed to create messages: -1");
-                    return -1;
-                }
-            }
-        }
-        (n.pd, n.cq) = (Some(pd), Some(cqs));
-        0
-    }
-
-    fn post_recvs(&self, i: usize) -> i32 {
-        let n = &self.nodes[i];
-        let (Some(id), Some(mr)) = (&n.id, &n.mr) else {
-            return 0;
-        };
-        let (Some(qp), Ok(sge)) = (id.qp(), mr.sge(0, self.a.common.message_size)) else {
-            return -1;
-        };
-        let sgl = [sge];
-        for _ in 0..self.count {
-            if let Err(e) = qp.post_recv(&[rnic_verbs::RecvWr::new(i as u64, &sgl)]) {
-                println!("failed to post receives: -1");
-                log::warn!("{e}");
-                return -1;
-            }
-        }
-        0
+        self.nodes[i].x = Some(cqs);
+        self.create_message(i, pd, self.a.message_size as usize)
     }
 
     fn post_sends(&self, i: usize) -> i32 {
@@ -228,7 +119,7 @@ impl Test<'_> {
         let (Some(id), Some(mr)) = (&n.id, &n.mr) else {
             return 0;
         };
-        let (Some(qp), Ok(sge)) = (id.qp(), mr.sge(0, self.a.common.message_size)) else {
+        let (Some(qp), Ok(sge)) = (id.qp(), mr.sge(0, self.a.message_size)) else {
             return -1;
         };
         let sgl = [sge];
@@ -243,29 +134,10 @@ impl Test<'_> {
         0
     }
 
-    fn addr_handler(&mut self, i: usize) -> i32 {
-        let Some(id) = self.nodes[i].id.clone() else {
-            return -1;
-        };
-        if let Some(tos) = self.a.common.tos {
-            id.set_tos(tos);
-        }
-        if let Some(t) = self.a.ack_timeout
-            && let Err(e) = id.set_ack_timeout(t)
-        {
-            perror("cmatose: set ack timeout option failed", &e);
-        }
-        if let Err(e) = id.resolve_route(RESOLVE_TIMEOUT) {
-            self.connect_error();
-            return perror("cmatose: resolve route failed", &e);
-        }
-        0
-    }
-
     fn route_handler(&mut self, i: usize) -> i32 {
         let mut ret = self.init_node(i);
         if ret == 0 {
-            ret = self.post_recvs(i);
+            ret = self.post_recvs(i, self.a.message_size);
         }
         if ret == 0 {
             let param = ConnParam {
@@ -286,28 +158,16 @@ impl Test<'_> {
         ret
     }
 
-    fn connect_handler(&mut self, ev: &CmEvent) -> i32 {
-        let id = ev.id.clone();
-        let fail = |ret: i32| {
-            println!("cmatose: failing connection request");
-            let _ = id.reject(&[]);
-            ret
+    fn connect_handler(&mut self, ev: &CmEvent, ack_timeout: Option<u8>) -> i32 {
+        let id = &ev.id;
+        let i = match self.take_request(id) {
+            Ok(i) => i,
+            Err(ret) => return ret,
         };
-        if self.conn_index == self.nodes.len() {
-            return fail(ENOMEM);
-        }
-        let i = self.conn_index;
-        self.conn_index += 1;
-        self.nodes[i].id = Some(id.clone());
         let mut ret = self.init_node(i);
-        if ret == 0
-            && let Some(t) = self.a.ack_timeout
-            && let Err(e) = id.set_ack_timeout(t)
-        {
-            perror("cmatose: set ack timeout option failed", &e);
-        }
         if ret == 0 {
-            ret = self.post_recvs(i);
+            self.set_ack_timeout(id, ack_timeout);
+            ret = self.post_recvs(i, self.a.message_size);
         }
         if ret == 0 {
             // rdma_accept(id, NULL): what the REQ asked for, within the device's limits.
@@ -333,20 +193,18 @@ impl Test<'_> {
             }
         }
         if ret != 0 {
-            self.nodes[i].id = None;
-            self.connect_error();
-            return fail(ret);
+            return self.fail_request(Some(i), id, ret);
         }
         0
     }
 
     /// `cma_handler`: one event.
-    fn handle(&mut self, ev: &CmEvent) -> i32 {
+    fn handle(&mut self, ev: &CmEvent, ack_timeout: Option<u8>) -> i32 {
         let node = self.node_of(&ev.id);
         match ev.kind {
-            EventKind::AddrResolved => node.map_or(-1, |i| self.addr_handler(i)),
+            EventKind::AddrResolved => node.map_or(-1, |i| self.addr_handler(i, ack_timeout)),
             EventKind::RouteResolved => node.map_or(-1, |i| self.route_handler(i)),
-            EventKind::ConnectRequest => self.connect_handler(ev),
+            EventKind::ConnectRequest => self.connect_handler(ev, ack_timeout),
             EventKind::Established => {
                 if let Some(i) = node {
                     self.nodes[i].connected = true;
@@ -358,11 +216,7 @@ impl Test<'_> {
             EventKind::AddrError
             | EventKind::ConnectError
             | EventKind::Unreachable
-            | EventKind::Rejected => {
-                println!("cmatose: event: {}, error: {}", ev.kind, ev.status);
-                self.connect_error();
-                ev.status
-            }
+            | EventKind::Rejected => self.report(ev),
             EventKind::Disconnected => {
                 let _ = ev.id.disconnect();
                 self.disconnects_left -= 1;
@@ -372,52 +226,31 @@ impl Test<'_> {
         }
     }
 
-    /// Events until every connection is made or failed; `peer_acts`: the wait is the peer's
-    /// to end (a server waiting for requests), so `--timeout` bounds it.
-    fn connect_events(&mut self, peer_acts: bool) -> i32 {
-        let mut ret = 0;
-        while self.connects_left > 0 && ret == 0 {
-            let wait = peer_acts.then_some(self.wait);
-            match get_event(&self.channel, wait) {
-                Ok(ev) => ret = self.handle(&ev),
-                Err(errno) => {
-                    eprintln!(
-                        "cmatose: failure in rdma_get_cm_event in connect events: {}",
-                        super::strerror(errno)
-                    );
-                    ret = errno;
-                }
-            }
-        }
-        ret
+    fn connect_events(&mut self, peer_acts: bool, ack_timeout: Option<u8>) -> i32 {
+        self.events(
+            "connect",
+            |t| t.connects_left,
+            peer_acts,
+            |t, ev| t.handle(ev, ack_timeout),
+        )
     }
 
     fn disconnect_events(&mut self, peer_acts: bool) -> i32 {
-        let mut ret = 0;
-        while self.disconnects_left > 0 && ret == 0 {
-            let wait = peer_acts.then_some(self.wait);
-            match get_event(&self.channel, wait) {
-                Ok(ev) => ret = self.handle(&ev),
-                Err(errno) => {
-                    eprintln!(
-                        "cmatose: failure in rdma_get_cm_event in disconnect events: {}",
-                        super::strerror(errno)
-                    );
-                    ret = errno;
-                }
-            }
-        }
-        ret
+        self.events(
+            "disconnect",
+            |t| t.disconnects_left,
+            peer_acts,
+            |t, ev| t.handle(ev, None),
+        )
     }
 
     fn poll_cqs(&self, index: usize) -> i32 {
         for n in self.nodes.iter().filter(|n| n.connected) {
-            let Some(cq) = n.cq.as_ref().map(|c| &c[index]) else {
+            let Some(cq) = n.x.as_ref().map(|c| &c[index]) else {
                 continue;
             };
             if let Err(ret) = poll_count(cq, self.count, self.wait, |_| Ok(())) {
-                println!("{}: failed polling CQ: {ret}", self.name());
-                return ret;
+                return self.poll_failed(ret);
             }
         }
         0
@@ -440,24 +273,17 @@ impl Test<'_> {
     }
 }
 
-fn run_server(t: &mut Test<'_>, format: AddrFormat) -> Result<i32, ToolError> {
-    println!("cmatose: starting server");
-    let listen_id = CmId::new(&t.channel, t.ps);
-    t.rai = match get_rdma_addr(&t.a.common, t.a.port, format, "cmatose") {
-        Ok(r) => r,
+fn run_server(
+    t: &mut Test<'_, Cqs>,
+    a: &CmatoseArgs,
+    ps: PortSpace,
+    format: AddrFormat,
+) -> Result<i32, ToolError> {
+    let (listen_id, _dev) = match t.start_server(ps, a.port, format)? {
+        Ok(l) => l,
         Err(ret) => return Ok(ret),
     };
-    let _dev = preopen(&t.a.common.emu, t.rai.src, None)?;
-    let Some(src) = t.rai.src else {
-        return Ok(-1);
-    };
-    if let Err(e) = listen_id.bind_addr(src) {
-        return Ok(perror("cmatose: bind address failed", &e));
-    }
-    if let Err(e) = listen_id.listen(0) {
-        return Ok(perror("cmatose: failure trying to listen", &e));
-    }
-    let ret = t.connect_events(true);
+    let ret = t.connect_events(true, a.ack_timeout);
     if ret != 0 {
         return Ok(ret);
     }
@@ -481,7 +307,7 @@ fn run_server(t: &mut Test<'_>, format: AddrFormat) -> Result<i32, ToolError> {
         }
         println!("data transfers complete");
     }
-    if t.a.migrate {
+    if a.migrate {
         let ret = t.migrate_channel(Some(&listen_id));
         if ret != 0 {
             return Ok(ret);
@@ -500,28 +326,17 @@ fn run_server(t: &mut Test<'_>, format: AddrFormat) -> Result<i32, ToolError> {
     Ok(ret)
 }
 
-fn run_client(t: &mut Test<'_>, format: AddrFormat) -> Result<i32, ToolError> {
-    println!("cmatose: starting client");
-    t.rai = match get_rdma_addr(&t.a.common, t.a.port, format, "cmatose") {
-        Ok(r) => r,
+fn run_client(
+    t: &mut Test<'_, Cqs>,
+    a: &CmatoseArgs,
+    format: AddrFormat,
+) -> Result<i32, ToolError> {
+    let _dev = match t.start_client(a.port, format)? {
+        Ok(dev) => dev,
         Err(ret) => return Ok(ret),
     };
-    let _dev = preopen(&t.a.common.emu, t.rai.src, t.rai.dst)?;
-    let Some(dst) = t.rai.dst else {
-        return Ok(-1);
-    };
-    println!("cmatose: connecting");
-    for i in 0..t.nodes.len() {
-        let Some(id) = t.nodes[i].id.clone() else {
-            continue;
-        };
-        if let Err(e) = id.resolve_addr(t.rai.src, dst, RESOLVE_TIMEOUT) {
-            t.connect_error();
-            return Ok(perror("cmatose: failure getting addr", &e));
-        }
-    }
     // The CM ends every connect (established, rejected or unreachable).
-    let mut ret = t.connect_events(false);
+    let mut ret = t.connect_events(false, a.ack_timeout);
     if ret == 0 && t.count > 0 {
         println!("receiving data transfers");
         ret = t.poll_cqs(RECV);
@@ -538,7 +353,7 @@ fn run_client(t: &mut Test<'_>, format: AddrFormat) -> Result<i32, ToolError> {
             println!("data transfers complete");
         }
     }
-    if ret == 0 && t.a.migrate {
+    if ret == 0 && a.migrate {
         ret = t.migrate_channel(None);
         if ret != 0 {
             return Ok(ret);

@@ -21,6 +21,7 @@
 //! device. `--pcap` and `--emu-faults` apply to the device of the local address.
 
 pub mod cmatose;
+mod test;
 pub mod udaddy;
 
 use crate::args::EmuArgs;

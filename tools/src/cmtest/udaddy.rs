@@ -19,28 +19,20 @@
 //! No disconnect: a UD id has no connection. The lines each side prints are the C
 //! program's (stdout), its `perror` lines on stderr.
 
-use super::{
-    AddrFormat, CommonArgs, EINVAL, ENOMEM, RdmaAddr, finish, get_event, get_rdma_addr, perror,
-    poll_count, preopen,
-};
+use super::test::{Node, Test};
+use super::{AddrFormat, CommonArgs, EINVAL, ENOMEM, finish, perror, poll_count};
 use crate::error::ToolError;
 use crate::rdma;
 use clap::Args;
 use rnic_cm::cma::ConnParam;
-use rnic_cm::rdma_cm::{CmEvent, CmId, EventChannel, EventKind};
+use rnic_cm::rdma_cm::{CmEvent, CmId, EventKind};
 use rnic_cm::wire::ip::PortSpace;
-use rnic_verbs::{
-    AccessFlags, AddressHandle, AhAttr, CompletionQueue, MemoryRegion, ProtectionDomain, QpCap,
-    RecvWr, SendWr, WorkCompletion,
-};
-use std::time::Duration;
+use rnic_verbs::{AddressHandle, AhAttr, CompletionQueue, QpCap, SendWr, WorkCompletion};
 
 /// udaddy's port (fixed; its `-p` is the port space).
 pub const PORT: u16 = 7174;
 /// The GRH area in front of every UD message received (`sizeof(struct ibv_grh)`).
 pub const GRH: usize = 40;
-/// `rdma_resolve_addr` / `rdma_resolve_route`'s timeout in udaddy (2000 ms).
-const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
 
 /// `rnic udaddy`'s flags: udaddy's (`s:b:c:C:S:t:p:P:f:`) and rnic's.
 #[derive(Debug, Clone, Args)]
@@ -57,33 +49,16 @@ pub struct UdaddyArgs {
     pub port_space: Option<String>,
 }
 
-/// One connection's resources (`struct cmatest_node`).
+/// A node's own: its CQ, and where its peer's UD QP is.
 #[derive(Default)]
-struct Node {
-    id: Option<CmId>,
-    connected: bool,
-    pd: Option<ProtectionDomain>,
+struct Ud {
     cq: Option<CompletionQueue>,
-    mr: Option<MemoryRegion>,
     ah: Option<AddressHandle>,
     remote_qpn: u32,
     remote_qkey: u32,
 }
 
-/// The test's state (`struct cmatest`) and flags.
-struct Test<'a> {
-    a: &'a CommonArgs,
-    channel: EventChannel,
-    nodes: Vec<Node>,
-    conn_index: usize,
-    connects_left: i64,
-    count: u32,
-    rai: RdmaAddr,
-    wait: Duration,
-}
-
-/// The port space of the flags, as udaddy reads them (`-P` after `-p` wins, being read
-/// later only when given later; rnic reads `-P` over `-p`).
+/// The port space of the flags: `-P` by name over `-p` by number.
 fn port_space(a: &UdaddyArgs) -> Result<PortSpace, ToolError> {
     if let Some(p) = a.port_space.as_deref() {
         let starts = |w: &str| p.len() >= w.len() && p[..w.len()].eq_ignore_ascii_case(w);
@@ -110,28 +85,8 @@ fn port_space(a: &UdaddyArgs) -> Result<PortSpace, ToolError> {
 pub fn main(a: &UdaddyArgs) -> Result<(), ToolError> {
     let ps = port_space(a)?;
     let format = AddrFormat::from_flag(a.common.address_format.as_deref());
-    let channel = EventChannel::new().map_err(|e| ToolError::Io(e.to_string()))?;
-    let c = &a.common;
-    let mut t = Test {
-        a: c,
-        channel,
-        nodes: (0..c.connections).map(|_| Node::default()).collect(),
-        conn_index: 0,
-        connects_left: i64::from(c.connections),
-        count: c.message_count,
-        rai: RdmaAddr {
-            src: None,
-            dst: None,
-        },
-        wait: Duration::from_secs(c.timeout),
-    };
-    let client = c.server.is_some();
-    if client {
-        for n in &mut t.nodes {
-            n.id = Some(CmId::new(&t.channel, ps));
-        }
-    }
-    let ret = if client {
+    let mut t = Test::<Ud>::new("udaddy", &a.common, ps)?;
+    let ret = if a.common.server.is_some() {
         run_client(&mut t, format)?
     } else {
         run_server(&mut t, ps, format)?
@@ -142,15 +97,7 @@ pub fn main(a: &UdaddyArgs) -> Result<(), ToolError> {
     finish(ret)
 }
 
-impl Test<'_> {
-    fn connect_error(&mut self) {
-        self.connects_left -= 1;
-    }
-
-    fn node_of(&self, id: &CmId) -> Option<usize> {
-        self.nodes.iter().position(|n| n.id.as_ref() == Some(id))
-    }
-
+impl Test<'_, Ud> {
     /// `verify_test_params`: one message must fit one packet.
     fn verify_test_params(&self, i: usize) -> i32 {
         let Some(ctx) = self.nodes[i].id.as_ref().and_then(CmId::context) else {
@@ -170,20 +117,11 @@ impl Test<'_> {
         0
     }
 
+    /// `init_node`: PD, one CQ, the UD QP through rdma_cm, the region with its GRH area.
     fn init_node(&mut self, i: usize) -> i32 {
-        let Some(id) = self.nodes[i].id.clone() else {
-            return -1;
-        };
-        let Some(ctx) = id.context() else {
-            return -1;
-        };
-        let pd = match ctx.alloc_pd() {
-            Ok(pd) => pd,
-            Err(e) => {
-                println!("udaddy: unable to allocate PD");
-                log::warn!("{e}");
-                return ENOMEM;
-            }
+        let (id, ctx, pd) = match self.alloc_pd(i) {
+            Ok(r) => r,
+            Err(ret) => return ret,
         };
         let cqe = if self.count > 0 { self.count * 2 } else { 2 };
         let cq = match ctx.create_cq(cqe, None) {
@@ -205,45 +143,8 @@ impl Test<'_> {
         if let Err(e) = id.create_qp(&pd, &cq, &cq, cap) {
             return perror("udaddy: unable to create QP", &e);
         }
-        // create_message
-        if self.a.message_size == 0 {
-            self.count = 0;
-        }
-        let n = &mut self.nodes[i];
-        if self.count > 0 {
-            let len = self.a.message_size as usize + GRH;
-            match pd.reg_mr(len, AccessFlags::LOCAL_WRITE) {
-                Ok(mr) => n.mr = Some(mr),
-                Err(e) => {
-                    println!("failed to reg MR");
-                    log::warn!("{e}");
-                    println!("udaddy: failed to create messages: -1");
-                    return -1;
-                }
-            }
-        }
-        (n.pd, n.cq) = (Some(pd), Some(cq));
-        0
-    }
-
-    fn post_recvs(&self, i: usize) -> i32 {
-        let n = &self.nodes[i];
-        let (Some(id), Some(mr)) = (&n.id, &n.mr) else {
-            return 0;
-        };
-        let len = self.a.message_size + GRH as u32;
-        let (Some(qp), Ok(sge)) = (id.qp(), mr.sge(0, len)) else {
-            return -1;
-        };
-        let sgl = [sge];
-        for _ in 0..self.count {
-            if let Err(e) = qp.post_recv(&[RecvWr::new(i as u64, &sgl)]) {
-                println!("failed to post receives: -1");
-                log::warn!("{e}");
-                return -1;
-            }
-        }
-        0
+        self.nodes[i].x.cq = Some(cq);
+        self.create_message(i, pd, self.a.message_size as usize + GRH)
     }
 
     fn post_sends(&self, i: usize, signal: bool) -> i32 {
@@ -251,7 +152,7 @@ impl Test<'_> {
         if !n.connected || self.count == 0 {
             return 0;
         }
-        let (Some(id), Some(mr), Some(ah)) = (&n.id, &n.mr, &n.ah) else {
+        let (Some(id), Some(mr), Some(ah)) = (&n.id, &n.mr, &n.x.ah) else {
             return 0;
         };
         let (Some(qp), Ok(sge)) = (id.qp(), mr.sge(0, self.a.message_size)) else {
@@ -261,8 +162,8 @@ impl Test<'_> {
         for _ in 0..self.count {
             let wr = SendWr::send_with_imm(i as u64, &sgl, qp.qp_num()).ud(
                 ah,
-                n.remote_qpn,
-                n.remote_qkey,
+                n.x.remote_qpn,
+                n.x.remote_qkey,
             );
             let wr = if signal { wr.signaled() } else { wr };
             if let Err(e) = qp.post_send(&[wr]) {
@@ -274,27 +175,13 @@ impl Test<'_> {
         0
     }
 
-    fn addr_handler(&mut self, i: usize) -> i32 {
-        let Some(id) = self.nodes[i].id.clone() else {
-            return -1;
-        };
-        if let Some(tos) = self.a.tos {
-            id.set_tos(tos);
-        }
-        if let Err(e) = id.resolve_route(RESOLVE_TIMEOUT) {
-            self.connect_error();
-            return perror("udaddy: resolve route failed", &e);
-        }
-        0
-    }
-
     fn route_handler(&mut self, i: usize) -> i32 {
         let mut ret = self.verify_test_params(i);
         if ret == 0 {
             ret = self.init_node(i);
         }
         if ret == 0 {
-            ret = self.post_recvs(i);
+            ret = self.post_recvs(i, self.a.message_size + GRH as u32);
         }
         if ret == 0
             && let Some(id) = &self.nodes[i].id
@@ -309,24 +196,17 @@ impl Test<'_> {
     }
 
     fn connect_handler(&mut self, ev: &CmEvent) -> i32 {
-        let id = ev.id.clone();
-        let fail = |ret: i32| {
-            println!("udaddy: failing connection request");
-            let _ = id.reject(&[]);
-            ret
+        let id = &ev.id;
+        let i = match self.take_request(id) {
+            Ok(i) => i,
+            Err(ret) => return ret,
         };
-        if self.conn_index == self.nodes.len() {
-            return fail(ENOMEM);
-        }
-        let i = self.conn_index;
-        self.conn_index += 1;
-        self.nodes[i].id = Some(id.clone());
         let mut ret = self.verify_test_params(i);
         if ret == 0 {
             ret = self.init_node(i);
         }
         if ret == 0 {
-            ret = self.post_recvs(i);
+            ret = self.post_recvs(i, self.a.message_size + GRH as u32);
         }
         if ret == 0 {
             let param = ConnParam {
@@ -338,9 +218,7 @@ impl Test<'_> {
             }
         }
         if ret != 0 {
-            self.nodes[i].id = None;
-            self.connect_error();
-            return fail(ret);
+            return self.fail_request(Some(i), id, ret);
         }
         self.nodes[i].connected = true;
         self.connects_left -= 1;
@@ -351,7 +229,7 @@ impl Test<'_> {
     fn resolved_handler(&mut self, i: usize, ev: &CmEvent) -> i32 {
         let n = &mut self.nodes[i];
         let ud = ev.ud.as_ref();
-        (n.remote_qpn, n.remote_qkey) = ud.map_or((0, 0), |u| (u.qp_num, u.qkey));
+        (n.x.remote_qpn, n.x.remote_qkey) = ud.map_or((0, 0), |u| (u.qp_num, u.qkey));
         let ah = match (&n.pd, ud.and_then(|u| u.ah_attr)) {
             (Some(pd), Some(attr)) => pd.create_ah(&attr).map_err(|e| log::warn!("{e}")).ok(),
             _ => None,
@@ -361,7 +239,7 @@ impl Test<'_> {
             self.connect_error();
             return -1;
         };
-        n.ah = Some(ah);
+        n.x.ah = Some(ah);
         n.connected = true;
         self.connects_left -= 1;
         0
@@ -371,40 +249,25 @@ impl Test<'_> {
     fn handle(&mut self, ev: &CmEvent) -> i32 {
         let node = self.node_of(&ev.id);
         match ev.kind {
-            EventKind::AddrResolved => node.map_or(-1, |i| self.addr_handler(i)),
+            EventKind::AddrResolved => node.map_or(-1, |i| self.addr_handler(i, None)),
             EventKind::RouteResolved => node.map_or(-1, |i| self.route_handler(i)),
             EventKind::ConnectRequest => self.connect_handler(ev),
             EventKind::Established => node.map_or(-1, |i| self.resolved_handler(i, ev)),
             EventKind::AddrError
             | EventKind::ConnectError
             | EventKind::Unreachable
-            | EventKind::Rejected => {
-                println!("udaddy: event: {}, error: {}", ev.kind, ev.status);
-                self.connect_error();
-                ev.status
-            }
+            | EventKind::Rejected => self.report(ev),
             EventKind::Disconnected | EventKind::TimewaitExit => 0,
         }
     }
 
     fn connect_events(&mut self, peer_acts: bool) -> i32 {
-        let mut ret = 0;
-        while self.connects_left > 0 && ret == 0 {
-            let wait = peer_acts.then_some(self.wait);
-            match get_event(&self.channel, wait) {
-                Ok(ev) => ret = self.handle(&ev),
-                Err(errno) => {
-                    eprintln!("udaddy: rdma_get_cm_event: {}", super::strerror(errno));
-                    ret = errno;
-                }
-            }
-        }
-        ret
+        self.events("connect", |t| t.connects_left, peer_acts, Self::handle)
     }
 
     /// `create_reply_ah`: the address back from the GRH of what came in, the QPN from its
     /// immediate, the Q_Key of our own QP.
-    fn create_reply_ah(n: &mut Node, wc: &WorkCompletion) -> i32 {
+    fn create_reply_ah(n: &mut Node<Ud>, wc: &WorkCompletion) -> i32 {
         let (Some(id), Some(pd), Some(mr)) = (&n.id, &n.pd, &n.mr) else {
             return -1;
         };
@@ -421,19 +284,20 @@ impl Test<'_> {
         let (Ok(ah), Ok(q)) = (pd.create_ah(&attr), qp.query()) else {
             return -1;
         };
-        n.ah = Some(ah);
-        n.remote_qpn = wc.imm_data().unwrap_or(wc.src_qp());
-        n.remote_qkey = q.qkey;
+        n.x.ah = Some(ah);
+        n.x.remote_qpn = wc.imm_data().unwrap_or(wc.src_qp());
+        n.x.remote_qkey = q.qkey;
         0
     }
 
     fn poll_cqs(&mut self) -> i32 {
         let (count, wait) = (self.count, self.wait);
-        for n in self.nodes.iter_mut().filter(|n| n.connected) {
-            let Some(cq) = n.cq.clone() else {
+        for i in 0..self.nodes.len() {
+            let n = &mut self.nodes[i];
+            let (true, Some(cq)) = (n.connected, n.x.cq.clone()) else {
                 continue;
             };
-            let need_ah = n.ah.is_none();
+            let need_ah = n.x.ah.is_none();
             let r = poll_count(&cq, count, wait, |wc| {
                 if need_ah && Self::create_reply_ah(n, wc) != 0 {
                     println!("udaddy: failed to create reply AH");
@@ -444,33 +308,18 @@ impl Test<'_> {
             match r {
                 Ok(()) => {}
                 Err(-1) => return -1,
-                Err(ret) => {
-                    println!("udaddy: failed polling CQ: {ret}");
-                    return ret;
-                }
+                Err(ret) => return self.poll_failed(ret),
             }
         }
         0
     }
 }
 
-fn run_server(t: &mut Test<'_>, ps: PortSpace, format: AddrFormat) -> Result<i32, ToolError> {
-    println!("udaddy: starting server");
-    let listen_id = CmId::new(&t.channel, ps);
-    t.rai = match get_rdma_addr(t.a, PORT, format, "udaddy") {
-        Ok(r) => r,
+fn run_server(t: &mut Test<'_, Ud>, ps: PortSpace, format: AddrFormat) -> Result<i32, ToolError> {
+    let (_listen_id, _dev) = match t.start_server(ps, PORT, format)? {
+        Ok(l) => l,
         Err(ret) => return Ok(ret),
     };
-    let _dev = preopen(&t.a.emu, t.rai.src, None)?;
-    let Some(src) = t.rai.src else {
-        return Ok(-1);
-    };
-    if let Err(e) = listen_id.bind_addr(src) {
-        return Ok(perror("udaddy: bind address failed", &e));
-    }
-    if let Err(e) = listen_id.listen(0) {
-        return Ok(perror("udaddy: failure trying to listen", &e));
-    }
     // udaddy ignores what its connect events return; rnic's timeout (no client in time)
     // ends the run instead of going on with no connection.
     let ret = t.connect_events(true);
@@ -499,26 +348,11 @@ fn run_server(t: &mut Test<'_>, ps: PortSpace, format: AddrFormat) -> Result<i32
     Ok(0)
 }
 
-fn run_client(t: &mut Test<'_>, format: AddrFormat) -> Result<i32, ToolError> {
-    println!("udaddy: starting client");
-    t.rai = match get_rdma_addr(t.a, PORT, format, "udaddy") {
-        Ok(r) => r,
+fn run_client(t: &mut Test<'_, Ud>, format: AddrFormat) -> Result<i32, ToolError> {
+    let _dev = match t.start_client(PORT, format)? {
+        Ok(dev) => dev,
         Err(ret) => return Ok(ret),
     };
-    let _dev = preopen(&t.a.emu, t.rai.src, t.rai.dst)?;
-    let Some(dst) = t.rai.dst else {
-        return Ok(-1);
-    };
-    println!("udaddy: connecting");
-    for i in 0..t.nodes.len() {
-        let Some(id) = t.nodes[i].id.clone() else {
-            continue;
-        };
-        if let Err(e) = id.resolve_addr(t.rai.src, dst, RESOLVE_TIMEOUT) {
-            t.connect_error();
-            return Ok(perror("udaddy: failure getting addr", &e));
-        }
-    }
     // The CM ends every SIDR request (answered, or unreachable after its retries).
     let ret = t.connect_events(false);
     if ret != 0 {
