@@ -10,8 +10,9 @@
 //!   (the caller passes time, received MADs and their source, and takes MADs to send and
 //!   [`Event`]s out);
 //! - [`cma`]: rdma_cm's conventions for the REQ, REP and SIDR REQ it sends on RoCE v2;
-//! - [`rdma_cm`]: the librdmacm-shaped API (event channel, CM ids, `create_qp`) over the
-//!   verbs layer, with one CM agent per device on its GSI QP. It lives here, not in verbs,
+//! - [`rdma_cm`]: the librdmacm-shaped API (event channel, CM ids, `create_qp`; RC
+//!   connections, UD services through SIDR) over the verbs layer, with one CM agent per
+//!   device on its GSI QP; with the `tokio` feature, events awaited. It lives here, not in verbs,
 //!   because the CM is a client of verbs as librdmacm is of libibverbs.
 //!
 //! ```

@@ -1,6 +1,6 @@
 //! The one place the tools talk to the connection manager ([`rnic_cm::rdma_cm`], librdmacm's
 //! API over rnic's verbs): waiting for an event within a bound, librdmacm's names and
-//! statuses of events (`rdma_event_str`, `event->status`), host names to IPv4 addresses, the
+//! statuses of error events (`event->status`), host names to IPv4 addresses, the
 //! address an open device answers to, and why a device behind an address did not open.
 
 use crate::error::ToolError;
@@ -19,33 +19,13 @@ pub const ETIMEDOUT: i32 = 110;
 /// peer's attributes (`cma_rep_recv`'s failed `ibv_modify_qp`), negated.
 pub const EINVAL: i32 = 22;
 
-/// librdmacm's `rdma_event_str`.
-///
-/// ```
-/// use rnic_tools::cm::{event_str, EventKind};
-/// assert_eq!(event_str(EventKind::Rejected), "RDMA_CM_EVENT_REJECTED");
-/// ```
-pub fn event_str(kind: EventKind) -> &'static str {
-    match kind {
-        EventKind::AddrResolved => "RDMA_CM_EVENT_ADDR_RESOLVED",
-        EventKind::AddrError => "RDMA_CM_EVENT_ADDR_ERROR",
-        EventKind::RouteResolved => "RDMA_CM_EVENT_ROUTE_RESOLVED",
-        EventKind::ConnectRequest => "RDMA_CM_EVENT_CONNECT_REQUEST",
-        EventKind::ConnectError => "RDMA_CM_EVENT_CONNECT_ERROR",
-        EventKind::Unreachable => "RDMA_CM_EVENT_UNREACHABLE",
-        EventKind::Rejected => "RDMA_CM_EVENT_REJECTED",
-        EventKind::Established => "RDMA_CM_EVENT_ESTABLISHED",
-        EventKind::Disconnected => "RDMA_CM_EVENT_DISCONNECTED",
-        EventKind::TimewaitExit => "RDMA_CM_EVENT_TIMEWAIT_EXIT",
-    }
-}
-
-/// `event->status` as librdmacm reports it on RoCE: the REJ's reason for a rejection (8:
-/// invalid service ID, nobody listens on the port), `-ETIMEDOUT` for an unreachable peer
-/// or an unresolved address, `-EINVAL` for a connect error, 0 otherwise.
+/// `event->status` as librdmacm reports it on RoCE: the event's own status (the REJ's
+/// reason for a rejection, 8 when nobody listens on the port; the SIDR REP's status; the
+/// CM's `-ETIMEDOUT`), or for an error event that carries none, `-ETIMEDOUT` (an
+/// unreachable peer, an unresolved address) or `-EINVAL` (a connect error).
 pub fn status(ev: &CmEvent) -> i32 {
     match ev.kind {
-        EventKind::Rejected => i32::from(ev.status),
+        _ if ev.status != 0 => ev.status,
         EventKind::Unreachable | EventKind::AddrError => -ETIMEDOUT,
         EventKind::ConnectError => -EINVAL,
         _ => 0,
@@ -179,9 +159,15 @@ mod tests {
             listen_id: None,
             status,
             param: ConnParam::default(),
+            ud: None,
         };
         assert_eq!(status(&ev(EventKind::Rejected, 8)), 8);
         assert_eq!(status(&ev(EventKind::Unreachable, 0)), -110);
+        assert_eq!(
+            status(&ev(EventKind::Unreachable, 1)),
+            1,
+            "a SIDR REP's status"
+        );
         assert_eq!(status(&ev(EventKind::AddrError, 0)), -110);
         assert_eq!(status(&ev(EventKind::Established, 0)), 0);
         assert!(is_error(EventKind::Rejected) && !is_error(EventKind::Disconnected));

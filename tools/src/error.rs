@@ -49,8 +49,8 @@ pub enum ToolError {
     /// Reading or writing a file or socket.
     #[error("{0}")]
     Io(String),
-    /// The command reported in its own words already (rping's lines); exit with this
-    /// status.
+    /// The run said what went wrong itself and ends with this exit status (the librdmacm
+    /// examples' return value); nothing more is printed.
     #[error("exit status {0}")]
     Exit(u8),
 }

@@ -1,10 +1,11 @@
 //! The `rnic` command line: `devices`, `devinfo`, `rc-pingpong`, `ud-pingpong`, the
 //! perftest-style benchmarks (`write-bw`, `read-bw`, `send-bw`, `atomic-bw`, `write-lat`,
-//! `read-lat`, `send-lat`, `atomic-lat`) and `rping`, shaped like rdma-core's, perftest's and
-//! librdmacm's tools.
+//! `read-lat`, `send-lat`, `atomic-lat`) and librdmacm's `rping`, `cmatose` and `udaddy`,
+//! shaped like rdma-core's, perftest's and librdmacm's tools.
 //!
 //! Every error is one line on stderr (`rnic: ...`) and a non-zero exit: 1 for a failed run, 2
-//! for bad arguments; `rping` reports what rping reports in its words and statuses.
+//! for bad arguments; `rping`, `cmatose` and `udaddy` report what the librdmacm examples report,
+//! in their words and statuses.
 //!
 //! Logs go to stderr through `env_logger`, filtered by `RUST_LOG` (errors only when it is
 //! unset): `RUST_LOG=rnic_driver::cmd=trace rnic devinfo` shows every firmware command in the
@@ -56,6 +57,11 @@ enum Cmd {
     AtomicLat(PerfArgs),
     /// RDMA ping-pong over a connection the CM makes (like librdmacm's rping; pairs with it).
     Rping(RpingArgs),
+    /// RC connections through the connection manager (like librdmacm's ucmatose; pairs
+    /// with it).
+    Cmatose(rnic_tools::cmtest::cmatose::CmatoseArgs),
+    /// UD through the connection manager's SIDR (like librdmacm's udaddy; pairs with it).
+    Udaddy(rnic_tools::cmtest::udaddy::UdaddyArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -121,6 +127,8 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         Cmd::SendLat(a) => perf::run::main(Verb::Send, TestKind::Lat, &a),
         Cmd::AtomicLat(a) => perf::run::main(Verb::Atomic, TestKind::Lat, &a),
         Cmd::Rping(a) => rnic_tools::rping::run::main(&a),
+        Cmd::Cmatose(a) => rnic_tools::cmtest::cmatose::main(&a),
+        Cmd::Udaddy(a) => rnic_tools::cmtest::udaddy::main(&a),
     }
 }
 

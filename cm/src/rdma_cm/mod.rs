@@ -1,7 +1,9 @@
 //! An rdma_cm-shaped API over the verbs layer (librdmacm's `rdma_cma.h`): an
 //! [`EventChannel`], [`CmId`]s that bind, resolve, listen, connect, accept, reject and
 //! disconnect, events by name ([`EventKind`]), and `create_qp`, whose RC QP the id moves to
-//! RTS from the CM's attributes.
+//! RTS from the CM's attributes. Ids of the UDP port space carry UD QPs and resolve their
+//! peer's service with SIDR instead of connecting ([`CmEvent::ud`] says where to send). With
+//! the `tokio` feature, `AsyncEventChannel` awaits the events.
 //!
 //! Why here and not in verbs: the CM is a client of verbs (it needs QP1, address handles
 //! and QPs), as librdmacm is of libibverbs; putting it in `rnic-cm` keeps verbs free of
@@ -10,17 +12,22 @@
 //! every id bound to the device.
 //!
 //! Rooms: `error`; `addr` (the device behind an address); `channel` (events); `agent`
-//! (the per-device CM thread); `id` (the ids and how events reach them).
+//! (the per-device CM thread); `id` (the ids and how events reach them; `id/ud` the UD
+//! ids' SIDR); with the `tokio` feature, `async_channel` (events awaited).
 
 mod addr;
 mod agent;
+#[cfg(feature = "tokio")]
+mod async_channel;
 mod channel;
 mod error;
 mod id;
 mod id_state;
 
-pub use addr::device_name_for;
-pub use channel::{CmEvent, EventChannel, EventKind};
+pub use addr::{device_name_for, source_for};
+#[cfg(feature = "tokio")]
+pub use async_channel::AsyncEventChannel;
+pub use channel::{CmEvent, EventChannel, EventKind, UdParam};
 pub use error::{Error, Result};
 pub use id::CmId;
 pub use id_state::IdState;

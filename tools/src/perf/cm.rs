@@ -61,7 +61,7 @@ const RESOLVE: Duration = Duration::from_millis(2000);
 const CONNECT_TRIES: u32 = 10;
 const CONNECT_PAUSE: Duration = Duration::from_millis(100);
 /// The REJ reason of a REQ nobody listens for (`IB_CM_REJ_INVALID_SERVICE_ID`).
-const REJ_INVALID_SERVICE_ID: u16 = 8;
+const REJ_INVALID_SERVICE_ID: i32 = 8;
 
 const WR_RECV: u64 = 1;
 const WR_SEND: u64 = 2;
@@ -90,7 +90,7 @@ enum Attempt<T> {
 
 /// The text of an error event, as librdmacm names it.
 fn event_text(ev: &cm::CmEvent) -> String {
-    format!("{} (status {})", cm::event_str(ev.kind), cm::status(ev))
+    format!("{} (status {})", ev.kind.as_str(), cm::status(ev))
 }
 
 /// Waits for `want` on `ch` for `id`: an error event of the id ends the wait (returned);
@@ -119,10 +119,7 @@ fn expect(
         if cm::is_error(ev.kind) {
             return Ok(Err(ev));
         }
-        log::debug!(
-            "rdma_cm: {} while waiting for {what}",
-            cm::event_str(ev.kind)
-        );
+        log::debug!("rdma_cm: {} while waiting for {what}", ev.kind.as_str());
     }
 }
 

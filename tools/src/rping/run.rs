@@ -185,11 +185,7 @@ fn perror(call: &str, why: &str) -> ToolError {
 
 /// rping's line for an error event (its CM thread's `exit(-1)`).
 fn cma_event_error(ev: &CmEvent) -> ToolError {
-    eprintln!(
-        "cma event {}, error {}",
-        cm::event_str(ev.kind),
-        cm::status(ev)
-    );
+    eprintln!("cma event {}, error {}", ev.kind.as_str(), cm::status(ev));
     exit(EXIT_FAILED)
 }
 
@@ -329,7 +325,7 @@ fn debug_event(o: &Opts, ev: &CmEvent, parent: bool) {
     if o.debug {
         println!(
             "cma_event type {} cma_id {} ({})",
-            cm::event_str(ev.kind),
+            ev.kind.as_str(),
             id_name(&ev.id),
             if parent { "parent" } else { "child" }
         );
@@ -434,7 +430,7 @@ fn client_on(src: IpAddr, dst: IpAddr, o: &Opts) -> Result<(), ToolError> {
             }
             EventKind::RouteResolved => break,
             k if cm::is_error(k) => return Err(cma_event_error(&ev)),
-            k => eprintln!("unhandled event: {}, ignoring", cm::event_str(k)),
+            k => eprintln!("unhandled event: {}, ignoring", k.as_str()),
         }
     }
     if o.debug {
@@ -454,7 +450,7 @@ fn client_on(src: IpAddr, dst: IpAddr, o: &Opts) -> Result<(), ToolError> {
         match ev.kind {
             EventKind::Established => break,
             k if cm::is_error(k) => return Err(cma_event_error(&ev)),
-            k => eprintln!("unhandled event: {}, ignoring", cm::event_str(k)),
+            k => eprintln!("unhandled event: {}, ignoring", k.as_str()),
         }
     }
     if o.debug {
@@ -540,7 +536,7 @@ fn server_on(addr: IpAddr, persistent: bool, o: &Opts) -> Result<(), ToolError> 
         debug_event(o, &ev, false);
         match ev.kind {
             EventKind::ConnectRequest => break ev,
-            k => eprintln!("unhandled event: {}, ignoring", cm::event_str(k)),
+            k => eprintln!("unhandled event: {}, ignoring", k.as_str()),
         }
     };
     let child = req.id.clone();
@@ -593,12 +589,12 @@ fn serve_one(
         match ev.kind {
             EventKind::Established => break,
             k if cm::is_error(k) => {
-                eprintln!("cma event {}, error {}", cm::event_str(k), cm::status(&ev));
+                eprintln!("cma event {}, error {}", k.as_str(), cm::status(&ev));
                 eprintln!("wait for CONNECTED state 11");
                 eprintln!("connect error -1");
                 return Err(exit(EXIT_FAILED));
             }
-            k => eprintln!("unhandled event: {}, ignoring", cm::event_str(k)),
+            k => eprintln!("unhandled event: {}, ignoring", k.as_str()),
         }
     }
     if o.debug {
