@@ -68,7 +68,12 @@ impl Drop for RingEnd {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.reader.take() {
-            let _ = t.join();
+            // The reader runs the device's work in its own thread at times (see
+            // `Waker::run`): when the device's last handle went away meanwhile, the device,
+            // and this end with it, is dropped there. It stops on its own once this returns.
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
     }
 }

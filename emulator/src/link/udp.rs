@@ -748,10 +748,28 @@ fn reader(
                 break; // the socket ran dry
             }
         }
-        if got > 0 {
-            if let Some(w) = waker.get() {
-                w.wake();
-            }
+        if got > 0
+            && let Some(w) = waker.get()
+        {
+            run_device(w, &pool.ring.tx);
+        }
+    }
+}
+
+/// After the reader put frames on `ring`: the device takes them in this thread while it is
+/// idle (no thread to wake, no handoff: a NIC's interrupt handler that polls to completion,
+/// as NAPI does), again while a step leaves frames for its budget, and is woken when it is
+/// busy (its own thread, or the one stepping it, takes them) or takes none.
+fn run_device(w: &Waker, ring: &Sender<Vec<u8>>) {
+    loop {
+        let before = ring.len();
+        if before == 0 || !w.run() {
+            return;
+        }
+        if ring.len() >= before {
+            // Nothing taken (firmware dead, say): the device thread decides.
+            w.wake();
+            return;
         }
     }
 }
