@@ -751,10 +751,22 @@ fn reader(
         if got > 0
             && let Some(w) = waker.get()
         {
-            run_device(w, &pool.ring.tx);
+            if got >= RUN_BATCH {
+                run_device(w, &pool.ring.tx);
+            } else {
+                w.wake();
+            }
         }
     }
 }
+
+/// Datagrams in one batch from which the reader runs the device's work itself
+/// ([`run_device`]) rather than waking the device: a stream's bursts (GRO buffers of a
+/// WRITE, a READ's responses) cost no handoff and no wake-up, while a lone request or ACK
+/// goes to the device thread at once and the reader is back at the socket for the next
+/// datagram (measured: `write-lat` over the link, t_typical 42 us with every batch run in
+/// the reader, 33 us handed over).
+const RUN_BATCH: usize = 8;
 
 /// After the reader put frames on `ring`: the device takes them in this thread while it is
 /// idle (no thread to wake, no handoff: a NIC's interrupt handler that polls to completion,
