@@ -110,13 +110,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
+use crossbeam::queue::ArrayQueue;
 
-use super::rx_ring::RingEnd;
+use super::rx_ring::{Queues, RingEnd};
 use super::{Link, LinkEnv, LinkRxDrops, Waker, udp_sys};
-use crate::wire::{
-    EthRepr, EthernetAddress, EthernetFrame, Ipv4Packet, Ipv4Repr, ROCE_V2_PORT, UdpPacket, UdpRepr,
-};
+use crate::wire::{Ipv4Packet, ROCE_V2_PORT};
 
 /// Why a UDP link could not be set up.
 ///
@@ -584,23 +582,18 @@ impl UdpLink {
         reader_sock
             .set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(|source| LinkError::Io { addr, source })?;
-        let (tx, rx) = bounded(frames);
-        // Buffers going back to the reader: never more than the ring's (one per frame taken).
-        let (free, free_rx) = bounded::<Vec<u8>>(frames);
+        let queues = Queues::new(frames);
         let waker: Arc<OnceLock<Waker>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(UdpStats::default());
         stats.rcvbuf_bytes.store(rcvbuf as u64, Ordering::Relaxed);
         let reader = {
             let (waker, stop, stats) = (Arc::clone(&waker), Arc::clone(&stop), Arc::clone(&stats));
+            let queues = Arc::clone(&queues);
             std::thread::Builder::new()
                 .name("rnic-udp-rx".into())
                 .spawn(move || {
-                    let ring = Ring {
-                        tx,
-                        free: free_rx,
-                        frames,
-                    };
+                    let ring = Ring { queues, frames };
                     reader(reader_sock, ip, ring, waker, stop, stats);
                 })
                 .map_err(|source| LinkError::Io { addr, source })?
@@ -609,7 +602,7 @@ impl UdpLink {
             ip,
             main,
             sport: HashMap::new(),
-            ring: RingEnd::new(rx, free, waker, stop, reader),
+            ring: RingEnd::new(queues, waker, stop, reader),
             stats,
             tx: Vec::with_capacity(udp_sys::MAX_BATCH),
             pool: Vec::with_capacity(udp_sys::MAX_BATCH),
@@ -676,8 +669,7 @@ impl UdpLink {
 
 /// The reader's side of the receive ring: frames to the device, buffers back.
 struct Ring {
-    tx: Sender<Vec<u8>>,
-    free: Receiver<Vec<u8>>,
+    queues: Arc<Queues>,
     /// Capacity, in frames and in buffers.
     frames: usize,
 }
@@ -733,15 +725,11 @@ fn reader(
                 for (k, dgram) in data.chunks(seg).enumerate() {
                     got += 1;
                     let id = u16::try_from(k).unwrap_or(0);
-                    if !pool.deliver(&stats, from, ip, id, dgram) {
-                        return;
-                    }
+                    pool.deliver(&stats, from, ip, id, dgram);
                 }
                 if data.is_empty() {
                     got += 1;
-                    if !pool.deliver(&stats, from, ip, 0, data) {
-                        return;
-                    }
+                    pool.deliver(&stats, from, ip, 0, data);
                 }
             }
             if n < udp_sys::RX_SLOTS {
@@ -752,7 +740,7 @@ fn reader(
             && let Some(w) = waker.get()
         {
             if got >= RUN_BATCH {
-                run_device(w, &pool.ring.tx);
+                run_device(w, &pool.ring.queues.frames);
             } else {
                 w.wake();
             }
@@ -772,7 +760,7 @@ const RUN_BATCH: usize = 8;
 /// idle (no thread to wake, no handoff: a NIC's interrupt handler that polls to completion,
 /// as NAPI does), again while a step leaves frames for its budget, and is woken when it is
 /// busy (its own thread, or the one stepping it, takes them) or takes none.
-fn run_device(w: &Waker, ring: &Sender<Vec<u8>>) {
+fn run_device(w: &Waker, ring: &ArrayQueue<Vec<u8>>) {
     loop {
         let before = ring.len();
         if before == 0 || !w.run() {
@@ -796,7 +784,7 @@ struct RingPool {
 
 impl RingPool {
     /// One datagram from `from` to `ip`: rebuilt into a frame (with IP ID `id`) on the
-    /// ring, or dropped and counted. False when the device is gone.
+    /// ring, or dropped and counted.
     fn deliver(
         &mut self,
         stats: &UdpStats,
@@ -804,13 +792,14 @@ impl RingPool {
         ip: Ipv4Addr,
         id: u16,
         dgram: &[u8],
-    ) -> bool {
+    ) {
         stats.received.fetch_add(1, Ordering::Relaxed);
         if ETH_LEN + IP_LEN + UDP_LEN + dgram.len() > crate::wire::FRAME_CAPACITY {
             stats.oversize.fetch_add(1, Ordering::Relaxed);
-            return true;
+            return;
         }
-        let f = self.spare.take().or_else(|| self.ring.free.try_recv().ok());
+        let q = &self.ring.queues;
+        let f = self.spare.take().or_else(|| q.free.pop());
         let mut f = match f {
             Some(f) => f,
             None if self.allocated < self.ring.frames => {
@@ -821,31 +810,29 @@ impl RingPool {
             None => {
                 // Every buffer holds a frame the device has not taken: the ring is full.
                 stats.ring_full.fetch_add(1, Ordering::Relaxed);
-                return true;
+                return;
             }
         };
         f.clear();
         rebuild_frame(&mut f, *from.ip(), from.port(), ip, id, dgram);
-        match self.ring.tx.try_send(f) {
+        match q.frames.push(f) {
             Ok(()) => {
                 stats
                     .ring_high_water
-                    .fetch_max(self.ring.tx.len() as u64, Ordering::Relaxed);
-                true
+                    .fetch_max(q.frames.len() as u64, Ordering::Relaxed);
             }
-            Err(TrySendError::Full(f)) => {
+            Err(f) => {
                 stats.ring_full.fetch_add(1, Ordering::Relaxed);
                 self.spare = Some(f);
-                true
             }
-            Err(TrySendError::Disconnected(_)) => false,
         }
     }
 }
 
 /// The Ethernet/IPv4/UDP headers a datagram from `src:sport` to `dst:4791` came with, as far
 /// as a socket can tell (see the module docs: zero MACs and the IPv4 header rxe sends, with
-/// IP ID `id`), followed by the datagram.
+/// IP ID `id`), followed by the datagram. The headers are written as bytes, the IPv4
+/// checksum summed over the header's ten words: this runs once per datagram received.
 pub(crate) fn rebuild_frame(
     f: &mut Vec<u8>,
     src: Ipv4Addr,
@@ -854,19 +841,34 @@ pub(crate) fn rebuild_frame(
     id: u16,
     dgram: &[u8],
 ) {
-    let udp_len = (UDP_LEN + dgram.len()).min(0xFFFF - IP_LEN);
-    let eth = f.len();
-    let (ip, udp) = (eth + ETH_LEN, eth + ETH_LEN + IP_LEN);
-    f.resize(udp + UDP_LEN, 0);
-    EthRepr::new(EthernetAddress([0; 6]), EthernetAddress([0; 6]))
-        .emit(&mut EthernetFrame::new_unchecked(&mut f[eth..ip]));
-    let mut v4 = Ipv4Repr::new(src, dst);
-    v4.ident = id;
-    v4.emit(&mut Ipv4Packet::new_unchecked(&mut f[ip..udp]), udp_len);
-    UdpRepr::new(sport).emit(
-        &mut UdpPacket::new_unchecked(&mut f[udp..]),
-        udp_len - UDP_LEN,
-    );
+    let udp_len = (UDP_LEN + dgram.len()).min(0xFFFF - IP_LEN) as u16;
+    let mut h = [0u8; ETH_LEN + IP_LEN + UDP_LEN];
+    // Ethernet: both MACs zero, IPv4.
+    h[12..14].copy_from_slice(&[0x08, 0x00]);
+    // IPv4: version 4, IHL 5, TOS 0, total length, ID, DF, TTL 64, UDP, checksum, addresses.
+    let ip = &mut h[ETH_LEN..ETH_LEN + IP_LEN];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&(IP_LEN as u16 + udp_len).to_be_bytes());
+    ip[4..6].copy_from_slice(&id.to_be_bytes());
+    ip[6] = 0x40;
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&src.octets());
+    ip[16..20].copy_from_slice(&dst.octets());
+    let sum = ip
+        .chunks_exact(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum::<u32>();
+    let sum = (sum & 0xFFFF) + (sum >> 16);
+    let sum = (sum & 0xFFFF) + (sum >> 16);
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    // UDP: the sender's port, 4791, the length, checksum 0.
+    let udp = &mut h[ETH_LEN + IP_LEN..];
+    udp[0..2].copy_from_slice(&sport.to_be_bytes());
+    udp[2..4].copy_from_slice(&ROCE_V2_PORT.to_be_bytes());
+    udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    f.reserve(h.len() + dgram.len());
+    f.extend_from_slice(&h);
     f.extend_from_slice(dgram);
 }
 
@@ -1392,6 +1394,7 @@ impl Drop for UdpLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::{EthRepr, EthernetAddress, EthernetFrame, Ipv4Repr, UdpPacket, UdpRepr};
 
     /// A ring of 4: datagrams beyond what the device has taken are dropped and counted,
     /// and the buffers are the same 4 however many datagrams pass.
@@ -1910,6 +1913,39 @@ mod tests {
         );
         // The link's socket goes first (the TAP's address with it).
         drop(link);
+    }
+
+    /// The headers [`rebuild_frame`] writes by hand are those the wire module's `Repr`s
+    /// emit: zero MACs, IPv4 (ID, DF, TTL 64, a checksum that verifies), UDP checksum 0.
+    #[test]
+    fn rebuilt_headers_are_the_reprs_headers() {
+        for (len, id) in [
+            (0usize, 0u16),
+            (16, 1),
+            (1040, 61),
+            (4112, 0xFFFF),
+            (65507, 7),
+        ] {
+            let dgram: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let (src, dst) = (Ipv4Addr::new(10, 1, 2, 3), Ipv4Addr::new(192, 168, 200, 9));
+            let mut got = vec![0xEE; 3]; // appends to what the buffer holds
+            rebuild_frame(&mut got, src, 0xC0DE, dst, id, &dgram);
+            let udp_len = (UDP_LEN + len).min(0xFFFF - IP_LEN);
+            let mut want = vec![0xEE; 3 + ETH_LEN + IP_LEN + UDP_LEN];
+            let (eth, ip, udp) = (3, 3 + ETH_LEN, 3 + ETH_LEN + IP_LEN);
+            EthRepr::new(EthernetAddress([0; 6]), EthernetAddress([0; 6]))
+                .emit(&mut EthernetFrame::new_unchecked(&mut want[eth..ip]));
+            let mut v4 = Ipv4Repr::new(src, dst);
+            v4.ident = id;
+            v4.emit(&mut Ipv4Packet::new_unchecked(&mut want[ip..udp]), udp_len);
+            UdpRepr::new(0xC0DE).emit(
+                &mut UdpPacket::new_unchecked(&mut want[udp..]),
+                udp_len - UDP_LEN,
+            );
+            want.extend_from_slice(&dgram);
+            assert_eq!(got, want, "{len} bytes, ID {id}");
+            assert!(Ipv4Packet::new_unchecked(&got[ip..udp]).verify_checksum());
+        }
     }
 
     #[test]
