@@ -352,6 +352,8 @@ pub struct UdpLink {
     main: Arc<UdpSocket>,
     /// Per source port sockets (None: the port could not be bound).
     sport: HashMap<u16, Option<UdpSocket>>,
+    /// The source port of the last frame queued, when its socket is bound.
+    last_sport: Option<u16>,
     /// The receive ring the reader thread fills.
     ring: RingEnd,
     stats: Arc<UdpStats>,
@@ -602,6 +604,7 @@ impl UdpLink {
             ip,
             main,
             sport: HashMap::new(),
+            last_sport: None,
             ring: RingEnd::new(queues, waker, stop, reader),
             stats,
             tx: Vec::with_capacity(udp_sys::MAX_BATCH),
@@ -1117,7 +1120,10 @@ impl UdpLink {
             self.stats.unsendable.fetch_add(1, Ordering::Relaxed);
             return Err(frame);
         };
-        let sport = if self.socket_for(sport).is_some() {
+        // A flow's frames come in runs: the last port found bound needs no map lookup.
+        let bound = self.last_sport == Some(sport) || self.socket_for(sport).is_some();
+        let sport = if bound {
+            self.last_sport = Some(sport);
             Some(sport)
         } else {
             // Rewrite the source port and recompute the ICRC for the main socket's port,
