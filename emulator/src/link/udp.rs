@@ -55,8 +55,11 @@
 //! datagram's place in a GRO buffer, see below; DF, TTL 64, TOS 0, correct checksum; source
 //! and destination from the socket), a UDP header (the sender's source port, 4791, length,
 //! checksum 0), then the datagram. It takes whatever is queued in one go (non-blocking reads
-//! after the first, up to 64 datagrams), hands the frames to the device through its receive
-//! ring and wakes it once per batch.
+//! after the first, up to 64 datagrams) and hands the frames to the device through its
+//! receive ring. A batch of 8 datagrams or more (a stream: GRO buffers of a WRITE, READ
+//! responses) the reader then runs through the device itself when the device is idle, as
+//! a doorbell's poster does ([`crate::link::Waker::run`]): no thread to wake, no handoff. A
+//! smaller batch (a request, an ACK), or a busy device, wakes the device once per batch.
 //!
 //! **Receive ring.** Like a NIC's receive queue, the ring holds a fixed number of frames
 //! ([`RX_RING_FRAMES`] unless [`UdpLink::bind_with_ring`] says otherwise), in buffers that
