@@ -121,6 +121,20 @@ impl crate::link::Wake for Shared {
             d.unpark();
         }
     }
+
+    /// Outside a step, and the device idle: its work in this thread (see
+    /// [`crate::link::Waker::run`]); else as [`Self::wake`].
+    fn run(self: Arc<Self>) -> bool {
+        if STEPPING.with(|s| s.borrow().depth) > 0 {
+            self.wake();
+            return false;
+        }
+        if self.try_step() {
+            return true;
+        }
+        self.unpark();
+        false
+    }
 }
 
 /// Takes one device woken during this thread's steps, if any.

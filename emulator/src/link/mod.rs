@@ -54,6 +54,12 @@ pub struct Waker(Option<Weak<dyn Wake>>);
 pub(crate) trait Wake: Send + Sync {
     /// Runs the device's pending work soon (see [`Waker`]).
     fn wake(self: Arc<Self>);
+    /// Runs the device's pending work in this thread if the device is idle, else as
+    /// [`Wake::wake`]; true when it ran here (see [`Waker::run`]).
+    fn run(self: Arc<Self>) -> bool {
+        self.wake();
+        false
+    }
 }
 
 impl fmt::Debug for Waker {
@@ -79,6 +85,24 @@ impl Waker {
         if let Some(t) = self.0.as_ref().and_then(Weak::upgrade) {
             t.wake();
         }
+    }
+
+    /// For a thread of the link's own (a socket's reader) that has just handed the device
+    /// frames: runs the device's work to completion in this thread when the device is idle
+    /// (its lock free), as a doorbell's poster does, so no thread has to be woken; else
+    /// wakes it as [`Waker::wake`] does. True when it ran here. Frames a step left for its
+    /// budget ([`crate::port`]) are the caller's to run again, or to wake the device for.
+    ///
+    /// ```
+    /// use rnic_emulator::link::Waker;
+    ///
+    /// assert!(!Waker::default().run()); // a deterministic device runs when its test steps it
+    /// ```
+    pub fn run(&self) -> bool {
+        self.0
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .is_some_and(|t| t.run())
     }
 }
 

@@ -44,9 +44,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
-
-use super::rx_ring::RingEnd;
+use super::rx_ring::{Queues, RingEnd};
 use super::{Link, LinkEnv, LinkRxDrops, Waker, tap_sys};
 
 /// Why a TAP link could not be opened.
@@ -208,8 +206,7 @@ impl TapLink {
         let fd = tap_sys::open_tap(&name).map_err(|e| classify(ifname, e))?;
         let mtu = tap_sys::if_mtu(&name).map_err(io_err)?;
         let frames = frames.max(1);
-        let (tx, rx) = bounded(frames);
-        let (free, free_rx) = bounded::<Vec<u8>>(frames);
+        let queues = Queues::new(frames);
         let fd = Arc::new(fd);
         let waker: Arc<OnceLock<Waker>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
@@ -217,8 +214,7 @@ impl TapLink {
         let reader = {
             let r = Reader {
                 fd: Arc::clone(&fd),
-                tx,
-                free: free_rx,
+                queues: Arc::clone(&queues),
                 frames,
                 max_frame: max_frame(mtu),
                 waker: Arc::clone(&waker),
@@ -235,7 +231,7 @@ impl TapLink {
             name,
             fd,
             mtu,
-            ring: RingEnd::new(rx, free, waker, stop, reader),
+            ring: RingEnd::new(queues, waker, stop, reader),
             stats,
         })
     }
@@ -345,8 +341,7 @@ impl Link for TapLink {
 /// The reader thread's side of the link.
 struct Reader {
     fd: Arc<OwnedFd>,
-    tx: Sender<Vec<u8>>,
-    free: Receiver<Vec<u8>>,
+    queues: Arc<Queues>,
     /// The ring's capacity, in frames and in buffers.
     frames: usize,
     max_frame: usize,
@@ -357,7 +352,7 @@ struct Reader {
 
 impl Reader {
     /// Waits for frames, reads what is queued, hands it over, wakes the device; until the
-    /// link is dropped or the device is gone.
+    /// link (and with it the ring's end) is dropped.
     fn run(self) {
         let cap = self.max_frame + 1;
         let mut allocated = 0usize;
@@ -378,7 +373,7 @@ impl Reader {
             }
             let mut delivered = 0;
             for _ in 0..RX_BATCH {
-                let f = match spare.take().or_else(|| self.free.try_recv().ok()) {
+                let f = match spare.take().or_else(|| self.queues.free.pop()) {
                     Some(f) => Some(f),
                     None if allocated < self.frames => {
                         allocated += 1;
@@ -427,13 +422,12 @@ impl Reader {
                     spare = Some(f);
                     continue;
                 }
-                match self.tx.try_send(f) {
+                match self.queues.frames.push(f) {
                     Ok(()) => delivered += 1,
-                    Err(TrySendError::Full(f)) => {
+                    Err(f) => {
                         self.stats.ring_full.fetch_add(1, Ordering::Relaxed);
                         spare = Some(f);
                     }
-                    Err(TrySendError::Disconnected(_)) => return,
                 }
             }
             if delivered > 0

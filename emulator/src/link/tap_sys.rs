@@ -180,6 +180,60 @@ pub(super) mod testing {
         if_ioctl(name, libc::SIOCSIFMTU, |r| r.ifr_ifru.ifru_mtu = mtu).map(drop)
     }
 
+    /// `a` as the `sockaddr` of an IPv4 address (port 0).
+    fn sockaddr_v4(a: std::net::Ipv4Addr) -> libc::sockaddr {
+        let sin = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: 0,
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(a).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        // SAFETY: sockaddr_in and sockaddr are both 16 bytes of plain old data; the kernel
+        // reads the address family first and the IPv4 fields where sockaddr_in has them.
+        unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
+    }
+
+    /// Gives the interface the IPv4 address `addr/prefix` (`SIOCSIFADDR`, `SIOCSIFNETMASK`:
+    /// the kernel adds the subnet's route); needs `CAP_NET_ADMIN`.
+    pub(crate) fn set_ipv4(name: &IfName, addr: std::net::Ipv4Addr, prefix: u32) -> io::Result<()> {
+        if_ioctl(name, libc::SIOCSIFADDR, |r| {
+            r.ifr_ifru.ifru_addr = sockaddr_v4(addr);
+        })?;
+        let mask = u32::MAX.checked_shl(32 - prefix).unwrap_or(0);
+        if_ioctl(name, libc::SIOCSIFNETMASK, |r| {
+            r.ifr_ifru.ifru_netmask = sockaddr_v4(mask.into());
+        })
+        .map(drop)
+    }
+
+    /// A permanent neighbour entry on the interface (`SIOCSARP`, as `ip neigh add ... nud
+    /// permanent`): frames to `ip` go to `mac` at once, with no ARP request first.
+    pub(crate) fn add_neighbour(
+        name: &IfName,
+        ip: std::net::Ipv4Addr,
+        mac: [u8; 6],
+    ) -> io::Result<()> {
+        // SAFETY: arpreq is plain old data; zeroes are valid.
+        let mut req: libc::arpreq = unsafe { std::mem::zeroed() };
+        req.arp_pa = sockaddr_v4(ip);
+        req.arp_ha.sa_family = libc::ARPHRD_ETHER;
+        for (d, m) in req.arp_ha.sa_data.iter_mut().zip(mac) {
+            *d = m as libc::c_char;
+        }
+        req.arp_flags = libc::ATF_PERM | libc::ATF_COM;
+        req.arp_dev = *name;
+        let sock = std::net::UdpSocket::bind("0.0.0.0:0")?;
+        // SAFETY: a valid socket; SIOCSARP reads the `struct arpreq` passed, which lives
+        // across the call.
+        let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSARP, &raw mut req) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// A raw `AF_PACKET` socket bound to one interface: what the kernel sees on it.
     pub(crate) struct PacketSocket(OwnedFd);
 

@@ -110,9 +110,15 @@ pub(super) fn has_gso(s: &UdpSocket) -> bool {
 }
 
 /// Whether a GSO send failed because of GSO itself (the kernel or the device cannot do it:
-/// `EIO` without checksum offload, `EINVAL`, or the option missing), not the datagrams.
+/// `EIO`, which older kernels return when the route's device has no checksum offload (6.18
+/// checksums the segments in software), or the option missing), not the datagrams. `EINVAL` is
+/// about the message (segments larger than the path MTU allows, too many of them): that
+/// message goes the plain way, and GSO stays on.
 pub(super) fn gso_refused(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(libc::EIO) || unsupported(e)
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO | libc::ENOPROTOOPT | libc::EOPNOTSUPP | libc::ENOSYS)
+    )
 }
 
 fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
