@@ -9,7 +9,7 @@ use crate::error::CmError;
 use crate::event::MadAddr;
 use crate::time::ack_timeout;
 use crate::wire::ip::{IP_HEADER_LEN, IpHeader, PortSpace, service_id};
-use crate::wire::{Path, Rep, Req, SidrRep, SidrReq, WireError};
+use crate::wire::{Path, Rep, Req, SidrRep, SidrReq, SidrStatus, WireError};
 use core::time::Duration;
 use std::net::{IpAddr, SocketAddr};
 
@@ -267,13 +267,6 @@ pub fn connect_params(
 /// data as it is (no header), no alternate path; `starting_psn` is the first PSN the local
 /// QP expects to receive (see [`qp_psns`]).
 pub fn accept_params(conn: &ConnParam, starting_psn: u32) -> Result<AcceptParams, CmError> {
-    if conn.private_data.len() > Rep::PRIVATE_DATA_LEN {
-        return Err(CmError::TooLong {
-            what: "REP private data",
-            len: conn.private_data.len(),
-            max: Rep::PRIVATE_DATA_LEN,
-        });
-    }
     let mut rep = Rep {
         local_qpn: conn.qp_num & 0xFF_FFFF,
         starting_psn: starting_psn & 0xFF_FFFF,
@@ -285,7 +278,11 @@ pub fn accept_params(conn: &ConnParam, starting_psn: u32) -> Result<AcceptParams
         srq: u8::from(conn.srq),
         ..Rep::default()
     };
-    rep.private_data[..conn.private_data.len()].copy_from_slice(&conn.private_data);
+    put_private_data(
+        &mut rep.private_data,
+        &conn.private_data,
+        "REP private data",
+    )?;
     Ok(rep)
 }
 
@@ -315,19 +312,42 @@ pub fn sidr_params(
 /// The SIDR REP that accepts a UD service request with QP `qp_num` and Q_Key `qkey`
 /// ([`UDP_QKEY`] when 0, as `cma_send_sidr_rep`).
 pub fn sidr_accept(qp_num: u32, qkey: u32, private_data: &[u8]) -> Result<SidrRep, CmError> {
-    if private_data.len() > SidrRep::PRIVATE_DATA_LEN {
-        return Err(CmError::TooLong {
-            what: "SIDR REP private data",
-            len: private_data.len(),
-            max: SidrRep::PRIVATE_DATA_LEN,
-        });
-    }
     let mut rep = SidrRep {
         qpn: qp_num & 0xFF_FFFF,
         qkey: if qkey == 0 { UDP_QKEY } else { qkey },
         ..SidrRep::default()
     };
-    rep.private_data[..private_data.len()].copy_from_slice(private_data);
+    put_private_data(&mut rep.private_data, private_data, "SIDR REP private data")?;
+    Ok(rep)
+}
+
+/// `data` at the start of a message's private-data field `field`, or why it does not fit.
+fn put_private_data(field: &mut [u8], data: &[u8], what: &'static str) -> Result<(), CmError> {
+    let Some(room) = field.get_mut(..data.len()) else {
+        return Err(CmError::TooLong {
+            what,
+            len: data.len(),
+            max: field.len(),
+        });
+    };
+    room.copy_from_slice(data);
+    Ok(())
+}
+
+/// The SIDR REP that refuses a UD service request (`rdma_reject` of a UD id: status 2,
+/// rejected, `cma_send_sidr_rep` with `IB_SIDR_REJECT`), with `private_data`.
+///
+/// ```
+/// let rep = rnic_cm::cma::sidr_reject(b"no").unwrap();
+/// assert_eq!((rep.status, rep.qpn, &rep.private_data[..2]), (2, 0, &b"no"[..]));
+/// assert!(rnic_cm::cma::sidr_reject(&[0; 137]).is_err());
+/// ```
+pub fn sidr_reject(private_data: &[u8]) -> Result<SidrRep, CmError> {
+    let mut rep = SidrRep {
+        status: SidrStatus::Rejected.raw(),
+        ..SidrRep::default()
+    };
+    put_private_data(&mut rep.private_data, private_data, "SIDR REP private data")?;
     Ok(rep)
 }
 

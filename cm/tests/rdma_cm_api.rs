@@ -40,6 +40,9 @@ fn connect_accept_write_disconnect_timewait() {
         .resolve_addr(Some(addr("192.0.2.1:0")), addr("192.0.2.2:7174"), T)
         .unwrap();
     expect(&cch, EventKind::AddrResolved).ack();
+    // RDMA_OPTION_ID_ACK_TIMEOUT: the QP's local ACK timeout (the server sets its own).
+    client.set_ack_timeout(16).unwrap();
+    assert!(client.set_ack_timeout(32).is_err());
     client.resolve_route(T).unwrap();
     expect(&cch, EventKind::RouteResolved).ack();
     let cctx = client.context().unwrap();
@@ -49,7 +52,7 @@ fn connect_accept_write_disconnect_timewait() {
         .unwrap();
     let conn = ConnParam {
         private_data: b"client hello".to_vec(),
-        responder_resources: 1,
+        responder_resources: 2,
         initiator_depth: 1,
         retry_count: 7,
         rnr_retry_count: 7,
@@ -60,12 +63,20 @@ fn connect_accept_write_disconnect_timewait() {
     let req = expect(&sch, EventKind::ConnectRequest);
     assert_eq!(&req.param.private_data[..12], b"client hello");
     assert_eq!(req.param.qp_num, cqp.qp_num());
+    // From the server's view: it serves the client's one READ at a time, and may issue
+    // two.
+    assert_eq!(
+        (req.param.responder_resources, req.param.initiator_depth),
+        (1, 2)
+    );
     let child = req.id.clone();
+    assert!(child == req.id && child != listener && req.listen_id.as_ref() == Some(&listener));
     assert_eq!(child.state(), IdState::ConnectRequest);
     assert_eq!(child.peer_addr().unwrap().ip(), addr("192.0.2.1:1").ip());
     let sctx = child.context().unwrap();
     let (spd, scq) = (sctx.alloc_pd().unwrap(), sctx.create_cq(16, None).unwrap());
     let sqp = child.create_qp(&spd, &scq, &scq, QpCap::default()).unwrap();
+    child.set_ack_timeout(17).unwrap();
     child
         .accept(&ConnParam {
             private_data: b"server hello".to_vec(),
@@ -78,6 +89,7 @@ fn connect_accept_write_disconnect_timewait() {
     assert_eq!(&est.param.private_data[..12], b"server hello");
     expect(&sch, EventKind::Established).ack();
     assert_eq!(client.state(), IdState::Established);
+    assert_eq!((cqp.query().unwrap().timeout, sqp.query().unwrap().timeout), (16, 17));
 
     // An RDMA WRITE over the connected QPs.
     let smr = spd
@@ -130,4 +142,26 @@ fn connect_to_a_port_nobody_listens_on_is_rejected_invalid_service_id() {
         id.accept(&ConnParam::default()),
         Err(Error::InvalidState { .. })
     ));
+}
+
+#[test]
+fn migrate_moves_the_queued_events_and_the_later_ones() {
+    let (old, new) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+    let other = CmId::new(&old, PortSpace::Tcp);
+    let id = CmId::new(&old, PortSpace::Tcp);
+    other
+        .resolve_addr(Some(addr("192.0.2.1:0")), addr("192.0.2.2:7190"), T)
+        .unwrap();
+    id.resolve_addr(Some(addr("192.0.2.1:0")), addr("192.0.2.2:7190"), T)
+        .unwrap();
+    id.migrate(&new);
+    // The id's queued AddrResolved moved; the other id's stayed.
+    let ev = expect(&new, EventKind::AddrResolved);
+    assert!(ev.id == id);
+    let ev = expect(&old, EventKind::AddrResolved);
+    assert!(ev.id == other);
+    assert!(old.try_get_event().is_none() && new.try_get_event().is_none());
+    id.resolve_route(T).unwrap();
+    assert!(expect(&new, EventKind::RouteResolved).id == id);
+    assert!(old.try_get_event().is_none());
 }

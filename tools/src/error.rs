@@ -49,6 +49,10 @@ pub enum ToolError {
     /// Reading or writing a file or socket.
     #[error("{0}")]
     Io(String),
+    /// The run said what went wrong itself and ends with this exit status (the librdmacm
+    /// examples' return value); nothing more is printed.
+    #[error("exit status {0}")]
+    Exit(u8),
 }
 
 impl ToolError {

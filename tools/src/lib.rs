@@ -7,6 +7,8 @@
 //!   `ibv_ud_pingpong` (flags, the 52-byte TCP exchange, output lines);
 //! - [`perf`]: the perftest-style benchmarks (`write-bw`, ..., `atomic-lat`) with perftest 4.5's
 //!   flags, text and out-of-band protocol;
+//! - [`cmtest`]: `rnic cmatose` / `rnic udaddy`, librdmacm's `cmatose` (`ucmatose`) and
+//!   `udaddy` (RC and UD connections through the connection manager, flags and output);
 //! - [`args`]: the flags pingpong and perf share (`-d`, `-i`, `--pcap`, `--emu-faults`);
 //! - [`device_select`]: device names and `--emu-faults`;
 //! - [`oob`]: the out-of-band TCP connection and its fixed-size text messages;
@@ -39,6 +41,7 @@
 //! line on stderr and a non-zero exit (2 for bad arguments, 1 for a failed run).
 
 pub mod args;
+pub mod cmtest;
 pub mod device_select;
 pub mod devinfo;
 pub mod error;

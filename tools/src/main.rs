@@ -1,6 +1,7 @@
-//! The `rnic` command line: `devices`, `devinfo`, `rc-pingpong`, `ud-pingpong` and the
+//! The `rnic` command line: `devices`, `devinfo`, `rc-pingpong`, `ud-pingpong`, the
 //! perftest-style benchmarks (`write-bw`, `read-bw`, `send-bw`, `atomic-bw`, `write-lat`,
-//! `read-lat`, `send-lat`, `atomic-lat`), shaped like rdma-core's and perftest's tools.
+//! `read-lat`, `send-lat`, `atomic-lat`) and librdmacm's `cmatose` and `udaddy`, shaped like
+//! rdma-core's and perftest's tools.
 //!
 //! Every error is one line on stderr (`rnic: ...`) and a non-zero exit: 1 for a failed run, 2
 //! for bad arguments.
@@ -52,6 +53,11 @@ enum Cmd {
     SendLat(PerfArgs),
     /// Atomic latency (like ib_atomic_lat).
     AtomicLat(PerfArgs),
+    /// RC connections through the connection manager (like librdmacm's ucmatose; pairs
+    /// with it).
+    Cmatose(rnic_tools::cmtest::cmatose::CmatoseArgs),
+    /// UD through the connection manager's SIDR (like librdmacm's udaddy; pairs with it).
+    Udaddy(rnic_tools::cmtest::udaddy::UdaddyArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -116,6 +122,8 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         Cmd::ReadLat(a) => perf::run::main(Verb::Read, TestKind::Lat, &a),
         Cmd::SendLat(a) => perf::run::main(Verb::Send, TestKind::Lat, &a),
         Cmd::AtomicLat(a) => perf::run::main(Verb::Atomic, TestKind::Lat, &a),
+        Cmd::Cmatose(a) => rnic_tools::cmtest::cmatose::main(&a),
+        Cmd::Udaddy(a) => rnic_tools::cmtest::udaddy::main(&a),
     }
 }
 
@@ -151,6 +159,7 @@ fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(ToolError::Exit(status)) => ExitCode::from(status),
         Err(e) => {
             eprintln!("rnic: {e}");
             if matches!(

@@ -14,7 +14,6 @@ use crate::{
     AccessFlags, AddressHandle, AhAttr, CompletionQueue, Context, Gid, InitAttr, MemoryRegion,
     QpType, QueuePair, RecvWr, RtrAttr, RtsAttr, SendWr, WorkCompletion,
 };
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 /// The GSI QP's number and Q_Key (IBTA Vol. 1, 3.9.1 and 13.4.5.3): the driver's.
@@ -177,19 +176,12 @@ impl MadChannel {
     /// (`ibv_create_ah_from_wc`); fails if that GID is not the port's.
     pub fn reply_ah(&self, m: &ReceivedMad) -> Result<AddressHandle> {
         let ctx = self.qp.pd().context();
-        let Some(own) = ctx.gid_table().iter().find(|e| e.gid == m.dgid) else {
-            return Err(Error::invalid(
-                "MadChannel::reply_ah",
-                format!("{} is none of the port's GIDs", m.dgid),
-            ));
-        };
-        let index = u8::try_from(own.index)
-            .map_err(|_| Error::invalid("MadChannel::reply_ah", "GID index beyond 255"))?;
-        // Hop limit 0: the driver's 64.
-        self.create_ah(&AhAttr {
-            hop_limit: 0,
-            ..AhAttr::new(m.sgid, index)
-        })
+        self.create_ah(&crate::ah::reply_to(
+            ctx,
+            m.sgid,
+            m.dgid,
+            "MadChannel::reply_ah",
+        )?)
     }
 
     /// Sends `mad` to QP 1 at `to` with the GSI Q_Key. When all `depth` sends are
@@ -250,7 +242,7 @@ impl MadChannel {
         let got = (wc.byte_len() as usize).min(SLOT);
         self.recv_mr.read(at, &mut buf[..got])?;
         self.post_slot(slot)?;
-        let (sgid, dgid) = grh_addresses(&buf[..GRH_LEN]);
+        let (sgid, dgid) = crate::ah::grh_addresses(&buf[..GRH_LEN]);
         let len = got.saturating_sub(GRH_LEN);
         let mut mad = [0u8; MAD_SIZE];
         mad[..len].copy_from_slice(&buf[GRH_LEN..GRH_LEN + len]);
@@ -269,6 +261,31 @@ impl MadChannel {
         self.qp.post_recv(&[RecvWr::new(u64::from(slot), &[sge])])
     }
 
+    /// Waits up to `timeout` until every MAD sent so far has left (its send completed), so
+    /// that what was sent last is on the wire before the channel goes. `Ok(false)` when some
+    /// were still outstanding at the timeout.
+    ///
+    /// ```
+    /// # use rnic_verbs::*; fn main() -> Result<(), Error> {
+    /// # let ctx = Context::open("emu0")?;
+    /// let mut ch = MadChannel::open(&ctx, 1, 4)?;
+    /// let ah = ch.create_ah(&AhAttr::new(Gid::from_ipv4([192, 0, 2, 2].into()), 1))?;
+    /// ch.send(&ah, &[0; MAD_SIZE])?;
+    /// assert!(ch.drain(std::time::Duration::from_secs(5))?);
+    /// # Ok(()) }
+    /// ```
+    pub fn drain(&mut self, timeout: Duration) -> Result<bool> {
+        let deadline = std::time::Instant::now() + timeout;
+        while self.sends_out > 0 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            self.reap_sends(left)?;
+        }
+        Ok(true)
+    }
+
     /// Reaps send completions, waiting up to `wait` for the first.
     fn reap_sends(&mut self, wait: Duration) -> Result<()> {
         let mut wc = [WorkCompletion::default(); 8];
@@ -283,48 +300,5 @@ impl MadChannel {
             }
         }
         Ok(())
-    }
-}
-
-/// The source and destination addresses of a GRH area: an IPv4 header in its last 20 bytes
-/// (the first 20 zero), else an IPv6 header (a GRH) filling all 40.
-fn grh_addresses(grh: &[u8]) -> (Gid, Gid) {
-    let at = |r: std::ops::Range<usize>| grh.get(r).unwrap_or(&[]);
-    let v4 = |b: &[u8]| {
-        <[u8; 4]>::try_from(b).map_or(Gid([0; 16]), |a| Gid::from_ipv4(Ipv4Addr::from(a)))
-    };
-    let v6 = |b: &[u8]| Gid(<[u8; 16]>::try_from(b).unwrap_or([0; 16]));
-    if at(0..20).iter().all(|&b| b == 0) && at(20..21).first().is_some_and(|b| b >> 4 == 4) {
-        (v4(at(32..36)), v4(at(36..40)))
-    } else {
-        (v6(at(8..24)), v6(at(24..40)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grh_areas_of_both_ip_versions() {
-        let mut g = [0u8; 40];
-        g[20] = 0x45;
-        g[32..36].copy_from_slice(&[10, 0, 0, 1]);
-        g[36..40].copy_from_slice(&[10, 0, 0, 2]);
-        let (s, d) = grh_addresses(&g);
-        assert_eq!(
-            (s, d),
-            (
-                Gid::from_ipv4([10, 0, 0, 1].into()),
-                Gid::from_ipv4([10, 0, 0, 2].into())
-            )
-        );
-        let mut g6 = [0u8; 40];
-        g6[0] = 0x60;
-        g6[8..24].copy_from_slice(&[0xfe; 16]);
-        g6[24..40].copy_from_slice(&[0xfd; 16]);
-        assert_eq!(grh_addresses(&g6), (Gid([0xfe; 16]), Gid([0xfd; 16])));
-        // Short input: no panic, zero addresses.
-        assert_eq!(grh_addresses(&[0x60; 3]), (Gid([0; 16]), Gid([0; 16])));
     }
 }

@@ -2,11 +2,12 @@
 //! the netdev that owns the address: the emulated pair's addresses name `emu0` and `emu1`,
 //! any other IPv4 address the UDP-link device `emu:<IPv4>` (whose address it is); a device
 //! already open in this process under that name (with its options, e.g. faults) is the one
-//! used.
+//! used. Without a source address, one is picked for the destination as the kernel's route
+//! lookup would ([`source_for`]).
 
 use crate::rdma_cm::error::{Error, Result};
 use rnic_verbs::{Context, DeviceName};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// The name of the device that owns `ip`.
 ///
@@ -27,6 +28,38 @@ pub fn device_name_for(ip: IpAddr) -> Result<String> {
         }
         _ => Err(Error::NoDevice(ip)),
     }
+}
+
+/// The source address rdma_cm uses to reach `dst` when the caller gives none
+/// (`rdma_resolve_addr` with no source): the other one of the emulated pair for a pair
+/// address, else the address the kernel's routing picks to reach `dst` (a UDP socket
+/// connected there, no packet sent).
+///
+/// ```
+/// use rnic_cm::rdma_cm::source_for;
+/// assert_eq!(source_for("192.0.2.2".parse().unwrap()).unwrap(), "192.0.2.1".parse::<std::net::IpAddr>().unwrap());
+/// assert!(source_for("127.0.0.9".parse().unwrap()).unwrap().is_loopback());
+/// ```
+pub fn source_for(dst: IpAddr) -> Result<IpAddr> {
+    let pair = |i| DeviceName::EmuPair(i).emulated_ip().map(IpAddr::V4);
+    if Some(dst) == pair(0) {
+        return pair(1).ok_or(Error::NoDevice(dst));
+    }
+    if Some(dst) == pair(1) {
+        return pair(0).ok_or(Error::NoDevice(dst));
+    }
+    let io = |source| Error::Io {
+        what: "rdma_resolve_addr: the route's source address",
+        source,
+    };
+    let any: SocketAddr = match dst {
+        IpAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
+        IpAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let s = std::net::UdpSocket::bind(any).map_err(io)?;
+    // Any port: connect only looks the route up.
+    s.connect((dst, 9)).map_err(io)?;
+    Ok(s.local_addr().map_err(io)?.ip())
 }
 
 /// Opens (or finds open) the device that owns `ip`.

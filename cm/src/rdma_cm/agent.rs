@@ -28,6 +28,8 @@ const SLICE_BUSY: Duration = Duration::from_millis(1);
 /// ... and once it has been quiet for [`QUIET`].
 const SLICE_IDLE: Duration = Duration::from_millis(5);
 const QUIET: Duration = Duration::from_secs(1);
+/// How long a stopping agent waits for its last MADs to leave.
+const STOP_DRAIN: Duration = Duration::from_secs(1);
 /// Receive buffers (and sends outstanding) of the GSI QP.
 const GSI_DEPTH: u32 = 64;
 
@@ -205,32 +207,7 @@ fn run(core: &Core, mut ch: MadChannel) {
                 }
             }
         }
-        let (tx, wait) = {
-            let mut st = lock(&core.state);
-            let now = core.now();
-            let doomed = std::mem::take(&mut *lock(&core.doomed));
-            for d in doomed {
-                if let Some(sid) = d.service_id {
-                    st.listeners.remove(&sid);
-                    let _ = st.ep.unlisten(sid);
-                }
-                if let Some(id) = d.conn {
-                    st.routes.remove(&id);
-                    let _ = st.ep.destroy(now, id);
-                }
-            }
-            st.ep.poll(now);
-            crate::rdma_cm::id::dispatch(core, &mut st, now);
-            st.collect_tx();
-            let tx = std::mem::take(&mut st.outbox);
-            let slice = if last_traffic.elapsed() < QUIET {
-                SLICE_BUSY
-            } else {
-                SLICE_IDLE
-            };
-            let wait = st.ep.poll_at().map_or(slice, |at| (at - now).min(slice));
-            (tx, wait)
-        };
+        let (tx, wait) = turn(core, last_traffic);
         if !tx.is_empty() {
             last_traffic = std::time::Instant::now();
         }
@@ -245,6 +222,45 @@ fn run(core: &Core, mut ch: MadChannel) {
             let _ = core.wake.wait_timeout(st, wait);
         }
     }
+    // Stopping: what the last ids left (a DREP, a REJ, the DREQ of a drop) still goes out,
+    // and leaves the port before the GSI QP does.
+    let (tx, _) = turn(core, last_traffic);
+    for t in tx {
+        send(core, &mut ch, &mut ahs, &t);
+    }
+    if !matches!(ch.drain(STOP_DRAIN), Ok(true)) {
+        log::warn!("{}: CM MADs still unsent at stop", core.ctx.name());
+    }
+}
+
+/// One turn of the agent's work with its state locked: the ids dropped since are ended,
+/// the timers run, the events handed to the ids; returns the MADs to send and how long to
+/// sleep before the next turn.
+fn turn(core: &Core, last_traffic: std::time::Instant) -> (Vec<Transmit>, Duration) {
+    let mut st = lock(&core.state);
+    let now = core.now();
+    let doomed = std::mem::take(&mut *lock(&core.doomed));
+    for d in doomed {
+        if let Some(sid) = d.service_id {
+            st.listeners.remove(&sid);
+            let _ = st.ep.unlisten(sid);
+        }
+        if let Some(id) = d.conn {
+            st.routes.remove(&id);
+            let _ = st.ep.destroy(now, id);
+        }
+    }
+    st.ep.poll(now);
+    crate::rdma_cm::id::dispatch(core, &mut st, now);
+    st.collect_tx();
+    let tx = std::mem::take(&mut st.outbox);
+    let slice = if last_traffic.elapsed() < QUIET {
+        SLICE_BUSY
+    } else {
+        SLICE_IDLE
+    };
+    let wait = st.ep.poll_at().map_or(slice, |at| (at - now).min(slice));
+    (tx, wait)
 }
 
 /// Sends one MAD to its destination's QP 1 through a cached address handle; a failure is

@@ -6,6 +6,7 @@
 use crate::cma::ConnParam;
 use crate::rdma_cm::error::{Error, Result};
 use crate::rdma_cm::id::CmId;
+use rnic_verbs::AhAttr;
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -26,11 +27,14 @@ pub enum EventKind {
     /// `RDMA_CM_EVENT_CONNECT_ERROR`: the local side could not go on with the connection
     /// (its QP did not take the peer's attributes); the peer was rejected.
     ConnectError,
-    /// `RDMA_CM_EVENT_UNREACHABLE`: the peer did not answer, retries included.
+    /// `RDMA_CM_EVENT_UNREACHABLE`: the peer did not answer, retries included
+    /// ([`CmEvent::status`] `-ETIMEDOUT`), or (UD) its SIDR REP refused the service
+    /// (`status` is the SIDR REP's status: 1 no such service, 2 rejected, ...).
     Unreachable,
     /// `RDMA_CM_EVENT_REJECTED`: the peer sent a REJ ([`CmEvent::status`] is its reason).
     Rejected,
-    /// `RDMA_CM_EVENT_ESTABLISHED`: the QP is in RTS on both sides.
+    /// `RDMA_CM_EVENT_ESTABLISHED`: the QP is in RTS on both sides; for a UD id (port
+    /// space UDP), the SIDR REP accepted: [`CmEvent::ud`] says where to send.
     Established,
     /// `RDMA_CM_EVENT_DISCONNECTED`: a DREQ came (the QP is in error now) or our own
     /// disconnect finished.
@@ -38,6 +42,36 @@ pub enum EventKind {
     /// `RDMA_CM_EVENT_TIMEWAIT_EXIT`: the connection's timewait is over; its QP may be
     /// reused.
     TimewaitExit,
+}
+
+impl EventKind {
+    /// librdmacm's name of the event (`rdma_event_str`), what its tools print.
+    ///
+    /// ```
+    /// use rnic_cm::rdma_cm::EventKind;
+    /// assert_eq!(EventKind::Unreachable.as_str(), "RDMA_CM_EVENT_UNREACHABLE");
+    /// assert_eq!(EventKind::TimewaitExit.to_string(), "RDMA_CM_EVENT_TIMEWAIT_EXIT");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventKind::AddrResolved => "RDMA_CM_EVENT_ADDR_RESOLVED",
+            EventKind::AddrError => "RDMA_CM_EVENT_ADDR_ERROR",
+            EventKind::RouteResolved => "RDMA_CM_EVENT_ROUTE_RESOLVED",
+            EventKind::ConnectRequest => "RDMA_CM_EVENT_CONNECT_REQUEST",
+            EventKind::ConnectError => "RDMA_CM_EVENT_CONNECT_ERROR",
+            EventKind::Unreachable => "RDMA_CM_EVENT_UNREACHABLE",
+            EventKind::Rejected => "RDMA_CM_EVENT_REJECTED",
+            EventKind::Established => "RDMA_CM_EVENT_ESTABLISHED",
+            EventKind::Disconnected => "RDMA_CM_EVENT_DISCONNECTED",
+            EventKind::TimewaitExit => "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+        }
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// An event (`struct rdma_cm_event`). Take it with [`EventChannel::get_event`], then
@@ -50,12 +84,39 @@ pub struct CmEvent {
     pub id: CmId,
     /// For [`EventKind::ConnectRequest`]: the listening id.
     pub listen_id: Option<CmId>,
-    /// The REJ's reason for [`EventKind::Rejected`], 0 otherwise.
-    pub status: u16,
-    /// The peer's connection parameters: private data (the consumer's, without rdma_cm's
-    /// header) of the REQ, REP or REJ; responder resources, initiator depth, retry and RNR
-    /// retry counts and the peer's QPN of a REQ or REP.
+    /// `event->status`, as librdmacm reports it: the REJ's reason for
+    /// [`EventKind::Rejected`]; `-ETIMEDOUT` (-110) for an [`EventKind::Unreachable`] whose
+    /// retries ran out, the SIDR REP's status for one the peer refused; `-EINVAL` (-22) for
+    /// an [`EventKind::AddrError`] (a SIDR REP whose Q_Key is not the id's), -1 (a failed
+    /// verb, as librdmacm's) for an [`EventKind::ConnectError`]; 0 otherwise.
+    pub status: i32,
+    /// The peer's connection parameters (`event->param.conn`, ids of connected port
+    /// spaces): private data (the consumer's, without rdma_cm's header) of the REQ, REP or
+    /// REJ; retry and RNR retry counts and the peer's QPN of a REQ; its responder resources
+    /// and initiator depth from this side's view, as the kernel's CM turns them
+    /// (`responder_resources` is the REQ's initiator depth, what this side's QP is to
+    /// serve; `initiator_depth` the REQ's responder resources).
     pub param: ConnParam,
+    /// `event->param.ud`, events of UD ids (port space UDP): the SIDR REQ's private data
+    /// in a ConnectRequest, the service's QPN, Q_Key and address in an Established, the
+    /// SIDR REP's private data in an Unreachable it caused.
+    pub ud: Option<UdParam>,
+}
+
+/// `struct rdma_ud_param`: what a UD id's event says about the peer's UD QP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UdParam {
+    /// The consumer's private data: of the SIDR REQ (without rdma_cm's IP header, 180
+    /// bytes) in a ConnectRequest, of the SIDR REP (136 bytes) otherwise.
+    pub private_data: Vec<u8>,
+    /// The address to send to the peer with (`ibv_create_ah` takes it): towards the
+    /// service in an Established (the route's path, as `ib_init_ah_attr_from_path`), towards
+    /// the requester in a ConnectRequest; none in an Unreachable.
+    pub ah_attr: Option<AhAttr>,
+    /// The peer's UD QP number (0 in a ConnectRequest: the SIDR REQ carries none).
+    pub qp_num: u32,
+    /// The Q_Key to send to it with (0 in a ConnectRequest).
+    pub qkey: u32,
 }
 
 impl CmEvent {
@@ -93,6 +154,18 @@ impl ChanInner {
         }
         q.push_back(ev);
         self.ready.notify_all();
+    }
+
+    /// Takes the queued events of `id` out, in their order (`rdma_migrate_id`).
+    pub(crate) fn take_of(&self, id: &CmId) -> Vec<CmEvent> {
+        let mut q = lock(&self.queue);
+        let (mine, rest): (VecDeque<CmEvent>, VecDeque<CmEvent>) =
+            q.drain(..).partition(|ev| ev.id == *id);
+        *q = rest;
+        if q.is_empty() && !mine.is_empty() {
+            self.clear();
+        }
+        mine.into()
     }
 
     /// Clears the fd's readiness (the queue became empty; called with the queue locked).

@@ -49,6 +49,29 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// The errno librdmacm would leave for this failure (its calls return -1 and set
+    /// `errno`): `EADDRINUSE` for [`Error::AddrInUse`], `ENODEV` for [`Error::NoDevice`],
+    /// `ENOMEM` when communication IDs run out, the OS error of [`Error::Io`], `EINVAL`
+    /// otherwise.
+    ///
+    /// ```
+    /// use rnic_cm::rdma_cm::Error;
+    /// assert_eq!(Error::NoDevice("::1".parse().unwrap()).errno(), 19);
+    /// assert_eq!(Error::AddrInUse("10.0.0.1:7471".parse().unwrap()).errno(), 98);
+    /// ```
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::AddrInUse(_) | Error::Cm(CmError::AlreadyListening(_)) => libc::EADDRINUSE,
+            Error::NoDevice(_) => libc::ENODEV,
+            Error::Cm(CmError::NoCommId) => libc::ENOMEM,
+            Error::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+            Error::Verbs(_)
+            | Error::Cm(_)
+            | Error::InvalidState { .. }
+            | Error::InvalidArgument { .. } => libc::EINVAL,
+        }
+    }
+
     pub(crate) fn invalid(call: &'static str, why: impl Into<String>) -> Error {
         Error::InvalidArgument {
             call,

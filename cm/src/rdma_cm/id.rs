@@ -1,12 +1,15 @@
 //! [`CmId`] (`struct rdma_cm_id`): an IP endpoint on a device's CM, through the steps of
 //! librdmacm: bind or resolve the address and route, then listen, or connect; accept or
 //! reject what comes in; create the id's RC QP, which the id moves INIT -> RTR -> RTS with
-//! the attributes the REQ and REP carry; disconnect.
+//! the attributes the REQ and REP carry; disconnect. Ids of the UDP port space resolve a UD
+//! service with SIDR instead (room `ud`).
+
+mod ud;
 
 use crate::cma::{self, ConnParam, RoceRoute};
-use crate::rdma_cm::addr::open_device_for;
+use crate::rdma_cm::addr::{open_device_for, source_for};
 use crate::rdma_cm::agent::{Agent, AgentState, Core, Doomed, lock, random_u32};
-use crate::rdma_cm::channel::{ChanInner, CmEvent, EventChannel, EventKind};
+use crate::rdma_cm::channel::{ChanInner, CmEvent, EventChannel, EventKind, UdParam};
 use crate::rdma_cm::error::{Error, Result};
 use crate::rdma_cm::id_state::IdState;
 use crate::state::ConnId;
@@ -40,11 +43,19 @@ struct IdData {
     /// Active side: the REP's private data, for the Established event.
     rep_data: Vec<u8>,
     disconnect_reported: bool,
+    /// UD ids: the Q_Key the id settled on (`id_priv->qkey`: its QP's, or the SIDR REP's).
+    qkey: Option<u32>,
+    /// `RDMA_OPTION_ID_TOS`: the route's traffic class.
+    tos: Option<u8>,
+    /// `RDMA_OPTION_ID_ACK_TIMEOUT`: the QP's local ACK timeout, and the route's packet life
+    /// time one below it.
+    ack_timeout: Option<u8>,
 }
 
 #[derive(Debug)]
 pub(crate) struct IdInner {
-    channel: Arc<ChanInner>,
+    /// Where the id's events go (`rdma_migrate_id` changes it; a leaf lock).
+    channel: Mutex<Arc<ChanInner>>,
     ps: PortSpace,
     data: Mutex<IdData>,
 }
@@ -69,13 +80,22 @@ pub struct CmId {
     inner: Arc<IdInner>,
 }
 
+/// Handles of one id are equal (the same `struct rdma_cm_id`), whatever their state.
+impl PartialEq for CmId {
+    fn eq(&self, other: &CmId) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Eq for CmId {}
+
 impl CmId {
     /// `rdma_create_id`: a new id whose events go to `channel`, in port space `ps` (RC
     /// connections: [`PortSpace::Tcp`]).
     pub fn new(channel: &EventChannel, ps: PortSpace) -> CmId {
         CmId {
             inner: Arc::new(IdInner {
-                channel: channel.inner.clone(),
+                channel: Mutex::new(channel.inner.clone()),
                 ps,
                 data: Mutex::new(IdData {
                     state: IdState::Idle,
@@ -92,6 +112,9 @@ impl CmId {
                     req: None,
                     rep_data: Vec::new(),
                     disconnect_reported: false,
+                    qkey: None,
+                    tos: None,
+                    ack_timeout: None,
                 }),
             }),
         }
@@ -130,6 +153,74 @@ impl CmId {
         self.data().agent.clone()
     }
 
+    /// The CM counters of the id's device (its agent's endpoint: every MAD received lands
+    /// in one outcome counter; messages by attribute both ways; retries, timeouts); `None`
+    /// until the id is bound to a device.
+    pub fn cm_counters(&self) -> Option<crate::Counters> {
+        self.agent().map(|a| *lock(&a.core.state).ep.counters())
+    }
+
+    /// The channel the id's events go to.
+    fn channel(&self) -> Arc<ChanInner> {
+        lock(&self.inner.channel).clone()
+    }
+
+    /// `rdma_migrate_id`: the id's events go to `channel` from now on, and those queued on
+    /// its old channel and not yet taken move there too, in their order. (A listening id's
+    /// new connection ids start on the channel the listener has then.)
+    pub fn migrate(&self, channel: &EventChannel) {
+        let old = std::mem::replace(&mut *lock(&self.inner.channel), channel.inner.clone());
+        if Arc::ptr_eq(&old, &channel.inner) {
+            return;
+        }
+        for ev in old.take_of(self) {
+            channel.inner.push(ev);
+        }
+    }
+
+    /// The id's port space.
+    pub fn port_space(&self) -> PortSpace {
+        self.inner.ps
+    }
+
+    /// The QP type of the id's port space (`id->qp_type`): UD for UDP and IPoIB, RC
+    /// otherwise.
+    ///
+    /// ```
+    /// use rnic_cm::rdma_cm::{CmId, EventChannel};
+    /// use rnic_cm::wire::ip::PortSpace;
+    /// let ch = EventChannel::new().unwrap();
+    /// assert_eq!(CmId::new(&ch, PortSpace::Udp).qp_type(), rnic_verbs::QpType::Ud);
+    /// assert_eq!(CmId::new(&ch, PortSpace::Tcp).qp_type(), rnic_verbs::QpType::Rc);
+    /// ```
+    pub fn qp_type(&self) -> QpType {
+        if is_ud(self.inner.ps) {
+            QpType::Ud
+        } else {
+            QpType::Rc
+        }
+    }
+
+    /// `rdma_set_option(RDMA_OPTION_ID, RDMA_OPTION_ID_TOS)`: the type of service of the
+    /// route resolved next (its traffic class).
+    pub fn set_tos(&self, tos: u8) {
+        self.data().tos = Some(tos);
+    }
+
+    /// `rdma_set_option(RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT)`: the local ACK timeout
+    /// (4.096 us x 2^`timeout`, 5 bits) of the id's RC QP; a route resolved after it takes
+    /// `timeout - 1` as its packet life time (`cma_resolve_iboe_route`).
+    pub fn set_ack_timeout(&self, timeout: u8) -> Result<()> {
+        if timeout > 31 {
+            return Err(Error::invalid(
+                "rdma_set_option",
+                format!("ACK timeout {timeout} does not fit 5 bits"),
+            ));
+        }
+        self.data().ack_timeout = Some(timeout);
+        Ok(())
+    }
+
     /// `rdma_bind_addr`: binds the id to the device that owns `addr`'s IP (port 0: one is
     /// picked when the id listens).
     pub fn bind_addr(&self, addr: SocketAddr) -> Result<()> {
@@ -140,6 +231,13 @@ impl CmId {
                 state: d.state,
             });
         }
+        if self.inner.ps == PortSpace::Ipoib {
+            // cma_acquire_dev: IPoIB's port space needs an InfiniBand port.
+            return Err(Error::invalid(
+                "rdma_bind_addr",
+                "RDMA_PS_IPOIB needs an InfiniBand port, and this is a RoCE device",
+            ));
+        }
         let ctx = open_device_for(addr.ip())?;
         let agent = Agent::of(&ctx)?;
         (d.ctx, d.agent, d.local, d.state) = (Some(ctx), Some(agent), Some(addr), IdState::Bound);
@@ -147,7 +245,8 @@ impl CmId {
     }
 
     /// `rdma_resolve_addr`: resolves `dst`'s neighbour through the device's neighbour
-    /// resolution (from `src`, or the bound address), then queues
+    /// resolution (from `src`, or the bound address, or else the source the route to `dst`
+    /// takes: [`source_for`](crate::rdma_cm::source_for)), then queues
     /// [`EventKind::AddrResolved`] or [`EventKind::AddrError`].
     pub fn resolve_addr(
         &self,
@@ -168,11 +267,9 @@ impl CmId {
                 }
             }
         };
-        let Some(mut src) = bound.or(src) else {
-            return Err(Error::invalid(
-                "rdma_resolve_addr",
-                "no source address: bind the id or pass one",
-            ));
+        let mut src = match bound.or(src) {
+            Some(s) => s,
+            None => SocketAddr::new(source_for(dst.ip())?, 0),
         };
         if bound.is_none() {
             self.bind_addr(src)?;
@@ -213,6 +310,10 @@ impl CmId {
             };
             let mut route = RoceRoute::new(src, dst);
             route.path_mtu = ctx.query_port(1)?.active_mtu as u8;
+            route.traffic_class = d.tos.unwrap_or(0);
+            if let Some(t) = d.ack_timeout.filter(|t| *t > 0) {
+                route.packet_life_time = t - 1;
+            }
             (d.route, d.state) = (Some(route), IdState::RouteResolved);
         }
         self.event(EventKind::RouteResolved, None, 0, ConnParam::default());
@@ -247,8 +348,11 @@ impl CmId {
         Ok(())
     }
 
-    /// `rdma_create_qp`: an RC QP on `pd` (of the id's device) with these CQs and
-    /// capacities, moved to INIT (port 1, local write and remote read, write and atomic).
+    /// `rdma_create_qp`: a QP of the id's [`qp_type`](Self::qp_type) on `pd` (of the id's
+    /// device) with these CQs and capacities. An RC QP is moved to INIT (port 1, local
+    /// write and remote read, write and atomic); the CM moves it on. A UD QP goes straight
+    /// to RTS with rdma_cm's Q_Key ([`cma::UDP_QKEY`]) and send PSN 0
+    /// (`ucma_init_ud_qp`).
     pub fn create_qp(
         &self,
         pd: &ProtectionDomain,
@@ -272,6 +376,11 @@ impl CmId {
         if d.qp.is_some() {
             return Err(Error::invalid("rdma_create_qp", "the id has a QP already"));
         }
+        if is_ud(self.inner.ps) {
+            let qp = Arc::new(ud::create_qp(pd, send_cq, recv_cq, cap)?);
+            (d.qp, d.qkey) = (Some(qp.clone()), Some(cma::UDP_QKEY));
+            return Ok(qp);
+        }
         let qp = pd
             .create_qp(QpType::Rc, send_cq, recv_cq)
             .cap(cap)
@@ -290,8 +399,14 @@ impl CmId {
 
     /// `rdma_connect`: sends the REQ (the id's QP and `param`); then
     /// [`EventKind::Established`] (the QP in RTS), [`EventKind::Rejected`] or
-    /// [`EventKind::Unreachable`].
+    /// [`EventKind::Unreachable`]. A UD id sends a SIDR REQ with `param`'s private data
+    /// (after rdma_cm's IP header, at most [`cma::SIDR_REQ_USER_DATA_LEN`] bytes; no QP
+    /// needed); then Established with the service's UD parameters ([`CmEvent::ud`]), or
+    /// Unreachable.
     pub fn connect(&self, param: &ConnParam) -> Result<()> {
+        if is_ud(self.inner.ps) {
+            return self.sidr_connect(param);
+        }
         let Some(agent) = self.agent() else {
             return Err(Error::InvalidState {
                 call: "rdma_connect",
@@ -327,7 +442,12 @@ impl CmId {
 
     /// `rdma_accept` (a ConnectRequest's id, with its QP): moves the QP to RTR and RTS from
     /// the REQ and sends the REP with `param`; [`EventKind::Established`] follows the RTU.
+    /// A UD id answers the SIDR REQ with a SIDR REP: its QP's number (or `param.qp_num`
+    /// without one), the id's Q_Key and `param`'s private data; no event follows.
     pub fn accept(&self, param: &ConnParam) -> Result<()> {
+        if is_ud(self.inner.ps) {
+            return self.sidr_accept(param);
+        }
         let Some(agent) = self.agent() else {
             return Err(Error::InvalidState {
                 call: "rdma_accept",
@@ -356,7 +476,8 @@ impl CmId {
             (req.local_qpn, psns.rq_psn, req.path_mtu),
             RtsAttr {
                 sq_psn: psns.sq_psn,
-                timeout: req.primary.local_ack_timeout,
+                // rdma_init_qp_attr: RDMA_OPTION_ID_ACK_TIMEOUT over the path's.
+                timeout: d.ack_timeout.unwrap_or(req.primary.local_ack_timeout),
                 retry_cnt: req.retry_count,
                 rnr_retry: req.rnr_retry_count,
                 max_rd_atomic: param.initiator_depth.max(1),
@@ -372,8 +493,10 @@ impl CmId {
     }
 
     /// `rdma_reject` (a ConnectRequest's id): a REJ (consumer defined, 28) with
-    /// `private_data`; the connection is gone.
+    /// `private_data`; the connection is gone. A UD id answers with a SIDR REP of status 2
+    /// (rejected) carrying `private_data`.
     pub fn reject(&self, private_data: &[u8]) -> Result<()> {
+        let ud = is_ud(self.inner.ps);
         self.end("rdma_reject", |st, now, id, state| {
             if state != IdState::ConnectRequest {
                 return Err(Error::InvalidState {
@@ -381,15 +504,23 @@ impl CmId {
                     state,
                 });
             }
-            st.ep.reject(now, id, 28, &[], private_data)?;
+            if ud {
+                st.ep.sidr_reply(id, &cma::sidr_reject(private_data)?)?;
+            } else {
+                st.ep.reject(now, id, 28, &[], private_data)?;
+            }
             st.routes.remove(&id);
             Ok(IdState::Failed)
         })
     }
 
     /// `rdma_disconnect`: the QP to error and a DREQ (or the DREP of the peer's DREQ);
-    /// [`EventKind::Disconnected`] follows, then [`EventKind::TimewaitExit`].
+    /// [`EventKind::Disconnected`] follows, then [`EventKind::TimewaitExit`]. A UD id has
+    /// no connection: its QP goes to error, and no MAD and no event follow.
     pub fn disconnect(&self) -> Result<()> {
+        if is_ud(self.inner.ps) {
+            return self.ud_disconnect();
+        }
         if let Some(qp) = self.qp() {
             qp.to_error()?;
         }
@@ -435,13 +566,26 @@ impl CmId {
         Ok(())
     }
 
-    fn event(&self, kind: EventKind, listen_id: Option<CmId>, status: u16, param: ConnParam) {
-        self.inner.channel.push(CmEvent {
+    fn event(&self, kind: EventKind, listen_id: Option<CmId>, status: i32, param: ConnParam) {
+        self.channel().push(CmEvent {
             kind,
             id: self.clone(),
             listen_id,
             status,
             param,
+            ud: None,
+        });
+    }
+
+    /// An event of a UD id, with its `param.ud`.
+    fn event_ud(&self, kind: EventKind, listen_id: Option<CmId>, status: i32, ud: UdParam) {
+        self.channel().push(CmEvent {
+            kind,
+            id: self.clone(),
+            listen_id,
+            status,
+            param: ConnParam::default(),
+            ud: Some(ud),
         });
     }
 }
@@ -459,10 +603,7 @@ fn ready_qp(
 ) -> Result<()> {
     let local_mtu = ctx.query_port(1)?.active_mtu;
     let mtu = mtu_of(path_mtu).map_or(local_mtu, |m| m.min(local_mtu));
-    let sgid_index = ctx
-        .ipv4_gid_index()
-        .and_then(|i| u8::try_from(i).ok())
-        .unwrap_or(0);
+    let sgid_index = sgid_index(ctx);
     let dgid = match peer.ip() {
         IpAddr::V4(a) => Gid::from_ipv4(a),
         IpAddr::V6(a) => Gid(a.octets()),
@@ -497,9 +638,60 @@ fn mtu_of(code: u8) -> Option<Mtu> {
     })
 }
 
+/// The port spaces whose ids carry UD QPs (librdmacm's `ucma_is_ud_qp` of their QP type).
+fn is_ud(ps: PortSpace) -> bool {
+    matches!(ps, PortSpace::Udp | PortSpace::Ipoib)
+}
+
+/// `-ETIMEDOUT`: the status of an Unreachable whose retries ran out, as the kernel's.
+const ETIMEDOUT: i32 = -110;
+
 /// An ephemeral port, as the kernel picks one for an unbound id.
 fn ephemeral_port() -> u16 {
     32768 + (random_u32() % 28232) as u16
+}
+
+/// The id listening on `service_id`, if its port space carries UD QPs exactly when `ud`.
+fn listener(st: &AgentState, service_id: u64, ud: bool) -> Option<CmId> {
+    st.listeners
+        .get(&service_id)
+        .and_then(std::sync::Weak::upgrade)
+        .map(|inner| CmId { inner })
+        .filter(|l| is_ud(l.inner.ps) == ud)
+}
+
+/// The id of a request for listener `l` (`cma_new_conn_id`, `cma_new_udp_id`): on its
+/// channel, device and port space, its addresses from rdma_cm's header `hdr`, in state
+/// ConnectRequest, routed the endpoint's events of connection `id`.
+fn new_child(
+    st: &mut AgentState,
+    l: &CmId,
+    id: ConnId,
+    service_id: u64,
+    hdr: &crate::wire::ip::IpHeader,
+) -> CmId {
+    let child = CmId::new(&EventChannel { inner: l.channel() }, l.inner.ps);
+    {
+        let ld = l.data();
+        let mut d = child.data();
+        let port = port_of(service_id, l.inner.ps).unwrap_or(0);
+        d.ctx = ld.ctx.clone();
+        d.agent = ld.agent.clone();
+        d.local = Some(SocketAddr::new(hdr.dst, port));
+        d.peer = Some(SocketAddr::new(hdr.src, hdr.src_port));
+        d.conn = Some(id);
+        d.state = IdState::ConnectRequest;
+    }
+    st.routes.insert(id, Arc::downgrade(&child.inner));
+    child
+}
+
+/// The index of the port's IPv4 GID (RoCE v2 over IPv4), the source GID of what the CM
+/// sets up.
+fn sgid_index(ctx: &Context) -> u8 {
+    ctx.ipv4_gid_index()
+        .and_then(|i| u8::try_from(i).ok())
+        .unwrap_or(0)
 }
 
 fn upgrade(st: &AgentState, id: ConnId) -> Option<CmId> {
@@ -515,36 +707,18 @@ pub(crate) fn dispatch(core: &Core, st: &mut AgentState, now: Instant) {
     while let Some(ev) = st.ep.poll_event() {
         match ev {
             Event::ConnectRequest { id, req, .. } => {
-                let listener = st
-                    .listeners
-                    .get(&req.service_id)
-                    .and_then(std::sync::Weak::upgrade)
-                    .map(|inner| CmId { inner });
                 let split = cma::split_private_data(&req.private_data);
-                let (Some(l), Ok((hdr, user))) = (listener, split) else {
+                // A REQ for a UD listener is refused (`cma_check_req_qp_type`).
+                let (Some(l), Ok((hdr, user))) = (listener(st, req.service_id, false), split)
+                else {
                     let _ = st.ep.reject(now, id, 28, &[], &[]);
                     continue;
                 };
-                let child = CmId::new(
-                    &EventChannel {
-                        inner: l.inner.channel.clone(),
-                    },
-                    l.inner.ps,
-                );
-                {
-                    let ld = l.data();
-                    let mut d = child.data();
-                    let port = port_of(req.service_id, l.inner.ps).unwrap_or(0);
-                    d.ctx = ld.ctx.clone();
-                    d.agent = ld.agent.clone();
-                    d.local = Some(SocketAddr::new(hdr.dst, port));
-                    d.peer = Some(SocketAddr::new(hdr.src, hdr.src_port));
-                    d.conn = Some(id);
-                    d.state = IdState::ConnectRequest;
-                    d.req = Some(req.clone());
-                }
-                st.routes.insert(id, Arc::downgrade(&child.inner));
-                let param = peer_param(user, req.responder_resources, req.initiator_depth);
+                let child = new_child(st, &l, id, req.service_id, &hdr);
+                child.data().req = Some(req.clone());
+                // From this side's view, as `cm_format_req_event`: the READs the peer
+                // issues are ours to serve, and the other way round.
+                let param = peer_param(user, req.initiator_depth, req.responder_resources);
                 let param = ConnParam {
                     retry_count: req.retry_count,
                     rnr_retry_count: req.rnr_retry_count,
@@ -563,7 +737,7 @@ pub(crate) fn dispatch(core: &Core, st: &mut AgentState, now: Instant) {
                     let _ = st.ep.reject(now, id, 28, &[], &[]);
                     st.routes.remove(&id);
                     c.data().state = IdState::Failed;
-                    c.event(EventKind::ConnectError, None, 0, ConnParam::default());
+                    c.event(EventKind::ConnectError, None, -1, ConnParam::default());
                     continue;
                 }
                 c.data().rep_data = rep.private_data.to_vec();
@@ -583,7 +757,7 @@ pub(crate) fn dispatch(core: &Core, st: &mut AgentState, now: Instant) {
                 if let Some(c) = upgrade(st, id) {
                     c.data().state = IdState::Failed;
                     let p = peer_param(&rej.private_data, 0, 0);
-                    c.event(EventKind::Rejected, None, rej.reason, p);
+                    c.event(EventKind::Rejected, None, i32::from(rej.reason), p);
                 }
                 if st.ep.state(id).is_none() {
                     st.routes.remove(&id);
@@ -592,7 +766,12 @@ pub(crate) fn dispatch(core: &Core, st: &mut AgentState, now: Instant) {
             Event::Unreachable { id } => {
                 if let Some(c) = upgrade(st, id) {
                     c.data().state = IdState::Failed;
-                    c.event(EventKind::Unreachable, None, 0, ConnParam::default());
+                    c.event(
+                        EventKind::Unreachable,
+                        None,
+                        ETIMEDOUT,
+                        ConnParam::default(),
+                    );
                 }
                 st.routes.remove(&id);
             }
@@ -618,11 +797,9 @@ pub(crate) fn dispatch(core: &Core, st: &mut AgentState, now: Instant) {
                 }
                 st.routes.remove(&id);
             }
-            Event::SidrRequest { id, .. } => {
-                // UD services (SIDR) have no id type here yet: refused.
-                let _ = st.ep.destroy(now, id);
-            }
-            Event::MraReceived { .. } | Event::SidrReply { .. } => {}
+            Event::SidrRequest { id, from, req } => ud::on_request(st, now, id, from, &req),
+            Event::SidrReply { id, rep } => ud::on_reply(core, st, id, &rep),
+            Event::MraReceived { .. } => {}
         }
     }
     st.collect_tx();
@@ -646,7 +823,9 @@ fn active_ready(core: &Core, c: &CmId, rep: &Rep) -> Result<()> {
         (rep.local_qpn, psns.rq_psn, route.path_mtu),
         RtsAttr {
             sq_psn: psns.sq_psn,
-            timeout: ack_timeout(rep.target_ack_delay, route.packet_life_time),
+            timeout: d
+                .ack_timeout
+                .unwrap_or_else(|| ack_timeout(rep.target_ack_delay, route.packet_life_time)),
             retry_cnt: d.param.retry_count,
             rnr_retry: rep.rnr_retry_count,
             max_rd_atomic: d.param.initiator_depth.max(1),

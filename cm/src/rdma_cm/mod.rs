@@ -19,8 +19,8 @@ mod error;
 mod id;
 mod id_state;
 
-pub use addr::device_name_for;
-pub use channel::{CmEvent, EventChannel, EventKind};
+pub use addr::{device_name_for, source_for};
+pub use channel::{CmEvent, EventChannel, EventKind, UdParam};
 pub use error::{Error, Result};
 pub use id::CmId;
 pub use id_state::IdState;
