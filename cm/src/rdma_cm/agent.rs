@@ -208,17 +208,7 @@ fn run(core: &Core, mut ch: MadChannel) {
         let (tx, wait) = {
             let mut st = lock(&core.state);
             let now = core.now();
-            let doomed = std::mem::take(&mut *lock(&core.doomed));
-            for d in doomed {
-                if let Some(sid) = d.service_id {
-                    st.listeners.remove(&sid);
-                    let _ = st.ep.unlisten(sid);
-                }
-                if let Some(id) = d.conn {
-                    st.routes.remove(&id);
-                    let _ = st.ep.destroy(now, id);
-                }
-            }
+            end_doomed(&mut st, core, now);
             st.ep.poll(now);
             crate::rdma_cm::id::dispatch(core, &mut st, now);
             st.collect_tx();
@@ -243,6 +233,34 @@ fn run(core: &Core, mut ch: MadChannel) {
             && !core.stop.load(Ordering::Acquire)
         {
             let _ = core.wake.wait_timeout(st, wait);
+        }
+    }
+    // The last ids went: what their ends queued (the DREQ or DREP of an
+    // `rdma_disconnect` just before, the REJ or DREQ of `rdma_destroy_id`) still goes out,
+    // as the kernel's CM sends it after the process let go.
+    let tx = {
+        let mut st = lock(&core.state);
+        let now = core.now();
+        end_doomed(&mut st, core, now);
+        st.collect_tx();
+        std::mem::take(&mut st.outbox)
+    };
+    for t in tx {
+        send(core, &mut ch, &mut ahs, &t);
+    }
+}
+
+/// Ends the connections and listens of the ids dropped since the last look.
+fn end_doomed(st: &mut AgentState, core: &Core, now: Instant) {
+    let doomed = std::mem::take(&mut *lock(&core.doomed));
+    for d in doomed {
+        if let Some(sid) = d.service_id {
+            st.listeners.remove(&sid);
+            let _ = st.ep.unlisten(sid);
+        }
+        if let Some(id) = d.conn {
+            st.routes.remove(&id);
+            let _ = st.ep.destroy(now, id);
         }
     }
 }

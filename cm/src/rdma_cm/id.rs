@@ -19,7 +19,7 @@ use rnic_verbs::{
     QpType, QueuePair, RtrAttr, RtsAttr,
 };
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 #[derive(Debug)]
@@ -40,11 +40,15 @@ struct IdData {
     /// Active side: the REP's private data, for the Established event.
     rep_data: Vec<u8>,
     disconnect_reported: bool,
+    /// `RDMA_OPTION_ID_ACK_TIMEOUT`: the QP's local ACK timeout, instead of the CM's.
+    ack_timeout: Option<u8>,
 }
 
 #[derive(Debug)]
 pub(crate) struct IdInner {
-    channel: Arc<ChanInner>,
+    /// Weak: a queued event holds its id, so a strong handle here would keep a channel whose
+    /// last `EventChannel` went (and its ids, their QPs and agent) alive for ever.
+    channel: Weak<ChanInner>,
     ps: PortSpace,
     data: Mutex<IdData>,
 }
@@ -71,11 +75,13 @@ pub struct CmId {
 
 impl CmId {
     /// `rdma_create_id`: a new id whose events go to `channel`, in port space `ps` (RC
-    /// connections: [`PortSpace::Tcp`]).
+    /// connections: [`PortSpace::Tcp`]). Keep an [`EventChannel`] handle while the id lives
+    /// (librdmacm destroys ids before their channel): once the last one goes, the id's
+    /// events, and requests to a listening id, go nowhere (a request is rejected).
     pub fn new(channel: &EventChannel, ps: PortSpace) -> CmId {
         CmId {
             inner: Arc::new(IdInner {
-                channel: channel.inner.clone(),
+                channel: Arc::downgrade(&channel.inner),
                 ps,
                 data: Mutex::new(IdData {
                     state: IdState::Idle,
@@ -92,6 +98,7 @@ impl CmId {
                     req: None,
                     rep_data: Vec::new(),
                     disconnect_reported: false,
+                    ack_timeout: None,
                 }),
             }),
         }
@@ -128,6 +135,30 @@ impl CmId {
 
     fn agent(&self) -> Option<Arc<Agent>> {
         self.data().agent.clone()
+    }
+
+    /// `rdma_set_option(RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT)`: the local ACK timeout
+    /// (4.096 us x 2^`timeout`, 0..=31) the id's QP gets when it moves to RTS, instead of
+    /// the one the CM derives from the path (perftest sets its `--qp-timeout`, 14, so).
+    ///
+    /// ```
+    /// use rnic_cm::rdma_cm::{CmId, EventChannel};
+    /// use rnic_cm::wire::ip::PortSpace;
+    /// # fn main() -> Result<(), rnic_cm::rdma_cm::Error> {
+    /// let id = CmId::new(&EventChannel::new()?, PortSpace::Tcp);
+    /// id.set_ack_timeout(14)?;
+    /// assert!(id.set_ack_timeout(32).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn set_ack_timeout(&self, timeout: u8) -> Result<()> {
+        if timeout > 31 {
+            return Err(Error::invalid(
+                "rdma_set_option",
+                format!("ACK timeout {timeout} is above 31"),
+            ));
+        }
+        self.data().ack_timeout = Some(timeout);
+        Ok(())
     }
 
     /// `rdma_bind_addr`: binds the id to the device that owns `addr`'s IP (port 0: one is
@@ -355,7 +386,7 @@ impl CmId {
             (req.local_qpn, req.starting_psn, req.path_mtu),
             RtsAttr {
                 sq_psn: d.psn,
-                timeout: req.primary.local_ack_timeout,
+                timeout: d.ack_timeout.unwrap_or(req.primary.local_ack_timeout),
                 retry_cnt: req.retry_count,
                 rnr_retry: req.rnr_retry_count,
                 max_rd_atomic: param.initiator_depth.max(1),
@@ -435,7 +466,10 @@ impl CmId {
     }
 
     fn event(&self, kind: EventKind, listen_id: Option<CmId>, status: u16, param: ConnParam) {
-        self.inner.channel.push(CmEvent {
+        let Some(channel) = self.inner.channel.upgrade() else {
+            return;
+        };
+        channel.push(CmEvent {
             kind,
             id: self.clone(),
             listen_id,
@@ -519,16 +553,12 @@ pub(crate) fn dispatch(core: &Core, st: &mut AgentState, now: Instant) {
                     .and_then(std::sync::Weak::upgrade)
                     .map(|inner| CmId { inner });
                 let split = cma::split_private_data(&req.private_data);
-                let (Some(l), Ok((hdr, user))) = (listener, split) else {
+                let chan = listener.as_ref().and_then(|l| l.inner.channel.upgrade());
+                let (Some(l), Some(inner), Ok((hdr, user))) = (listener, chan, split) else {
                     let _ = st.ep.reject(now, id, 28, &[], &[]);
                     continue;
                 };
-                let child = CmId::new(
-                    &EventChannel {
-                        inner: l.inner.channel.clone(),
-                    },
-                    l.inner.ps,
-                );
+                let child = CmId::new(&EventChannel { inner }, l.inner.ps);
                 {
                     let ld = l.data();
                     let mut d = child.data();
@@ -643,7 +673,9 @@ fn active_ready(core: &Core, c: &CmId, rep: &Rep) -> Result<()> {
         (rep.local_qpn, rep.starting_psn, route.path_mtu),
         RtsAttr {
             sq_psn: d.psn,
-            timeout: ack_timeout(rep.target_ack_delay, route.packet_life_time),
+            timeout: d
+                .ack_timeout
+                .unwrap_or_else(|| ack_timeout(rep.target_ack_delay, route.packet_life_time)),
             retry_cnt: d.param.retry_count,
             rnr_retry: rep.rnr_retry_count,
             max_rd_atomic: d.param.initiator_depth.max(1),
