@@ -49,6 +49,10 @@ pub enum ToolError {
     /// Reading or writing a file or socket.
     #[error("{0}")]
     Io(String),
+    /// The command reported in its own words already (rping's lines); exit with this
+    /// status.
+    #[error("exit status {0}")]
+    Exit(u8),
 }
 
 impl ToolError {
