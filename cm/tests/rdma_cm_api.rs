@@ -89,7 +89,10 @@ fn connect_accept_write_disconnect_timewait() {
     assert_eq!(&est.param.private_data[..12], b"server hello");
     expect(&sch, EventKind::Established).ack();
     assert_eq!(client.state(), IdState::Established);
-    assert_eq!((cqp.query().unwrap().timeout, sqp.query().unwrap().timeout), (16, 17));
+    assert_eq!(
+        (cqp.query().unwrap().timeout, sqp.query().unwrap().timeout),
+        (16, 17)
+    );
 
     // An RDMA WRITE over the connected QPs.
     let smr = spd

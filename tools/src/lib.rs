@@ -12,8 +12,9 @@
 //! - [`args`]: the flags pingpong and perf share (`-d`, `-i`, `--pcap`, `--emu-faults`);
 //! - [`device_select`]: device names and `--emu-faults`;
 //! - [`oob`]: the out-of-band TCP connection and its fixed-size text messages;
-//! - [`rping`]: rping's ping loop and messages (`rnic rping` once the connection manager
-//!   connects it);
+//! - [`rping`]: `rnic rping`, librdmacm's rping (flags, messages, exit statuses) over the
+//!   connection manager;
+//! - [`cm`]: the one place that talks to the connection manager (rnic-cm's rdma_cm API);
 //! - [`rdma`]: the one place that talks to the verbs API, and the helpers perf and pingpong
 //!   share.
 //!
@@ -41,6 +42,7 @@
 //! line on stderr and a non-zero exit (2 for bad arguments, 1 for a failed run).
 
 pub mod args;
+pub mod cm;
 pub mod cmtest;
 pub mod device_select;
 pub mod devinfo;

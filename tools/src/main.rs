@@ -1,10 +1,10 @@
 //! The `rnic` command line: `devices`, `devinfo`, `rc-pingpong`, `ud-pingpong`, the
 //! perftest-style benchmarks (`write-bw`, `read-bw`, `send-bw`, `atomic-bw`, `write-lat`,
-//! `read-lat`, `send-lat`, `atomic-lat`) and librdmacm's `cmatose` and `udaddy`, shaped like
-//! rdma-core's and perftest's tools.
+//! `read-lat`, `send-lat`, `atomic-lat`), `rping` and librdmacm's `cmatose` and `udaddy`,
+//! shaped like rdma-core's, perftest's and librdmacm's tools.
 //!
 //! Every error is one line on stderr (`rnic: ...`) and a non-zero exit: 1 for a failed run, 2
-//! for bad arguments.
+//! for bad arguments; `rping` reports what rping reports in its words and statuses.
 //!
 //! Logs go to stderr through `env_logger`, filtered by `RUST_LOG` (errors only when it is
 //! unset): `RUST_LOG=rnic_driver::cmd=trace rnic devinfo` shows every firmware command in the
@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 use rnic_tools::ToolError;
 use rnic_tools::perf::{PerfArgs, TestKind, Verb};
 use rnic_tools::pingpong::PingpongArgs;
+use rnic_tools::rping::run::RpingArgs;
 use std::process::ExitCode;
 
 /// rnic: RoCE v2 tools for ConnectX (mlx5) NICs and the emulated device.
@@ -53,6 +54,8 @@ enum Cmd {
     SendLat(PerfArgs),
     /// Atomic latency (like ib_atomic_lat).
     AtomicLat(PerfArgs),
+    /// RDMA ping-pong over a connection the CM makes (like librdmacm's rping; pairs with it).
+    Rping(RpingArgs),
     /// RC connections through the connection manager (like librdmacm's ucmatose; pairs
     /// with it).
     Cmatose(rnic_tools::cmtest::cmatose::CmatoseArgs),
@@ -122,6 +125,7 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         Cmd::ReadLat(a) => perf::run::main(Verb::Read, TestKind::Lat, &a),
         Cmd::SendLat(a) => perf::run::main(Verb::Send, TestKind::Lat, &a),
         Cmd::AtomicLat(a) => perf::run::main(Verb::Atomic, TestKind::Lat, &a),
+        Cmd::Rping(a) => rnic_tools::rping::run::main(&a),
         Cmd::Cmatose(a) => rnic_tools::cmtest::cmatose::main(&a),
         Cmd::Udaddy(a) => rnic_tools::cmtest::udaddy::main(&a),
     }

@@ -22,7 +22,7 @@ use rnic_verbs::{
     QpType, QueuePair, RtrAttr, RtsAttr,
 };
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 #[derive(Debug)]
@@ -54,8 +54,10 @@ struct IdData {
 
 #[derive(Debug)]
 pub(crate) struct IdInner {
-    /// Where the id's events go (`rdma_migrate_id` changes it; a leaf lock).
-    channel: Mutex<Arc<ChanInner>>,
+    /// Where the id's events go (`rdma_migrate_id` changes it; a leaf lock). Weak: a
+    /// queued event holds its id, so a strong handle here would keep a channel whose last
+    /// `EventChannel` went (and its ids, their QPs and agent) alive for ever.
+    channel: Mutex<Weak<ChanInner>>,
     ps: PortSpace,
     data: Mutex<IdData>,
 }
@@ -91,11 +93,13 @@ impl Eq for CmId {}
 
 impl CmId {
     /// `rdma_create_id`: a new id whose events go to `channel`, in port space `ps` (RC
-    /// connections: [`PortSpace::Tcp`]).
+    /// connections: [`PortSpace::Tcp`]). Keep an [`EventChannel`] handle while the id lives
+    /// (librdmacm destroys ids before their channel): once the last one goes, the id's
+    /// events, and requests to a listening id, go nowhere (a request is rejected).
     pub fn new(channel: &EventChannel, ps: PortSpace) -> CmId {
         CmId {
             inner: Arc::new(IdInner {
-                channel: Mutex::new(channel.inner.clone()),
+                channel: Mutex::new(Arc::downgrade(&channel.inner)),
                 ps,
                 data: Mutex::new(IdData {
                     state: IdState::Idle,
@@ -160,16 +164,22 @@ impl CmId {
         self.agent().map(|a| *lock(&a.core.state).ep.counters())
     }
 
-    /// The channel the id's events go to.
-    fn channel(&self) -> Arc<ChanInner> {
-        lock(&self.inner.channel).clone()
+    /// The channel the id's events go to, while an [`EventChannel`] handle of it lives.
+    fn channel(&self) -> Option<Arc<ChanInner>> {
+        lock(&self.inner.channel).upgrade()
     }
 
     /// `rdma_migrate_id`: the id's events go to `channel` from now on, and those queued on
     /// its old channel and not yet taken move there too, in their order. (A listening id's
     /// new connection ids start on the channel the listener has then.)
     pub fn migrate(&self, channel: &EventChannel) {
-        let old = std::mem::replace(&mut *lock(&self.inner.channel), channel.inner.clone());
+        let old = std::mem::replace(
+            &mut *lock(&self.inner.channel),
+            Arc::downgrade(&channel.inner),
+        );
+        let Some(old) = old.upgrade() else {
+            return;
+        };
         if Arc::ptr_eq(&old, &channel.inner) {
             return;
         }
@@ -567,7 +577,10 @@ impl CmId {
     }
 
     fn event(&self, kind: EventKind, listen_id: Option<CmId>, status: i32, param: ConnParam) {
-        self.channel().push(CmEvent {
+        let Some(channel) = self.channel() else {
+            return;
+        };
+        channel.push(CmEvent {
             kind,
             id: self.clone(),
             listen_id,
@@ -579,7 +592,10 @@ impl CmId {
 
     /// An event of a UD id, with its `param.ud`.
     fn event_ud(&self, kind: EventKind, listen_id: Option<CmId>, status: i32, ud: UdParam) {
-        self.channel().push(CmEvent {
+        let Some(channel) = self.channel() else {
+            return;
+        };
+        channel.push(CmEvent {
             kind,
             id: self.clone(),
             listen_id,
@@ -662,15 +678,21 @@ fn listener(st: &AgentState, service_id: u64, ud: bool) -> Option<CmId> {
 
 /// The id of a request for listener `l` (`cma_new_conn_id`, `cma_new_udp_id`): on its
 /// channel, device and port space, its addresses from rdma_cm's header `hdr`, in state
-/// ConnectRequest, routed the endpoint's events of connection `id`.
+/// ConnectRequest, routed the endpoint's events of connection `id`; `None` when the
+/// listener's channel is gone (nobody would hear of the request).
 fn new_child(
     st: &mut AgentState,
     l: &CmId,
     id: ConnId,
     service_id: u64,
     hdr: &crate::wire::ip::IpHeader,
-) -> CmId {
-    let child = CmId::new(&EventChannel { inner: l.channel() }, l.inner.ps);
+) -> Option<CmId> {
+    let child = CmId::new(
+        &EventChannel {
+            inner: l.channel()?,
+        },
+        l.inner.ps,
+    );
     {
         let ld = l.data();
         let mut d = child.data();
@@ -683,7 +705,7 @@ fn new_child(
         d.state = IdState::ConnectRequest;
     }
     st.routes.insert(id, Arc::downgrade(&child.inner));
-    child
+    Some(child)
 }
 
 /// The index of the port's IPv4 GID (RoCE v2 over IPv4), the source GID of what the CM
@@ -714,7 +736,10 @@ pub(crate) fn dispatch(core: &Core, st: &mut AgentState, now: Instant) {
                     let _ = st.ep.reject(now, id, 28, &[], &[]);
                     continue;
                 };
-                let child = new_child(st, &l, id, req.service_id, &hdr);
+                let Some(child) = new_child(st, &l, id, req.service_id, &hdr) else {
+                    let _ = st.ep.reject(now, id, 28, &[], &[]);
+                    continue;
+                };
                 child.data().req = Some(req.clone());
                 // From this side's view, as `cm_format_req_event`: the READs the peer
                 // issues are ours to serve, and the other way round.

@@ -2,6 +2,7 @@
 //! `-lat` counterparts, with perftest's flags, defaults, text and out-of-band protocol.
 
 pub mod bw;
+pub mod cm;
 pub mod lat;
 pub mod negotiate;
 pub mod plot;
@@ -197,6 +198,11 @@ pub struct PerfArgs {
     /// checks, because rnic does not implement its protocol (see the README).
     #[arg(long = "data_validation")]
     pub data_validation: bool,
+    /// Connect the QPs with rdma_cm (the connection manager) and exchange everything over
+    /// its connection instead of TCP, as perftest's -R: on the port -p; the server listens on
+    /// its device's address, the client connects from its device's address to the server's.
+    #[arg(short = 'R', long = "rdma_cm")]
+    pub rdma_cm: bool,
 }
 
 /// The resolved configuration of a run.
@@ -249,6 +255,8 @@ pub struct PerfConfig {
     /// WRITE or SEND with immediate (`--write_with_imm`, `--send_with_imm`: perftest's verbs
     /// `WRITE_IMM`, `SEND_IMM`).
     pub imm: bool,
+    /// `-R`: rdma_cm connects the QPs and carries the exchanges.
+    pub rdma_cm: bool,
 }
 
 /// The largest `-a` size: 2^23 (perftest's `MAX_SIZE`).
@@ -285,6 +293,17 @@ impl PerfConfig {
             return usage("Send_with_imm can only be used with send_lat and send_bw tests".into());
         }
         let imm = a.write_with_imm || a.send_with_imm;
+        // perftest_parameters.c's rules for -R, and rnic's one (no UD port space yet).
+        if a.rdma_cm && conn == Conn::Uc {
+            return usage("UC is not supported in librdmacm".into());
+        }
+        if a.rdma_cm && conn == Conn::Ud {
+            return usage(
+                "-R with UD needs rdma_cm's UDP port space (SIDR), which rnic's connection \
+                 manager does not offer yet"
+                    .into(),
+            );
+        }
         let v = &a.perftest_version;
         if v.len() != 4
             || v.parse::<f64>()
@@ -451,6 +470,7 @@ impl PerfConfig {
             gbits: a.report_gbits,
             perftest_version: a.perftest_version.clone(),
             imm,
+            rdma_cm: a.rdma_cm,
         })
     }
 
@@ -659,6 +679,26 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    #[test]
+    fn rdma_cm_as_perftest() {
+        let c = cfg(Verb::Write, TestKind::Bw, &["-R"]).unwrap();
+        assert!(c.rdma_cm);
+        assert_eq!(negotiate::Params::of(&c, 1024).use_rdma_cm, 1);
+        assert_eq!(
+            negotiate::Params::of(&cfg(Verb::Write, TestKind::Bw, &[]).unwrap(), 1024).use_rdma_cm,
+            0
+        );
+        let msg = |args: &[&str]| match cfg(Verb::Send, TestKind::Lat, args) {
+            Err(ToolError::Usage(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            msg(&["--rdma_cm", "-c", "UC"]),
+            "UC is not supported in librdmacm"
+        );
+        assert!(msg(&["-R", "-c", "UD"]).contains("SIDR"));
     }
 
     #[test]

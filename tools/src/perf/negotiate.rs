@@ -218,6 +218,8 @@ impl Params {
             iters: if cfg.duration.is_some() { 0 } else { cfg.iters },
             num_of_qps: cfg.qps,
             duration: cfg.duration.map_or(DEFAULT_DURATION, |d| d as u32),
+            // perftest sends use_rdma_cm, which -R (and -z) turn on.
+            use_rdma_cm: u32::from(cfg.rdma_cm),
             ..Params::default()
         }
     }

@@ -21,12 +21,18 @@
 //! rnic adds one thing the real tool ignores: the 11 bytes after the version string's NUL carry
 //! the test, connection type, size and iterations, so two `rnic` processes detect parameters
 //! that differ (perftest itself only reads the version with `atof`).
+//!
+//! With `-R` the same exchanges, in the same order and sizes, are SENDs on perftest's comm
+//! QP ([`super::cm`]); only the QP message differs: binary `struct pingpong_dest`
+//! ([`PerfDest::encode_binary`]), and no "done" at the close.
 
+use super::cm::CommQp;
 use super::negotiate;
 use crate::error::ToolError;
 use crate::oob;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The version string rnic sends by default: the newest perftest protocol it speaks (with
@@ -44,6 +50,15 @@ pub const KEY_MSG_SIZE_GID: usize = 108;
 pub const KEY_MSG_SIZE: usize = 59;
 /// The oldest peer perftest accepts.
 pub const MIN_PEER_VERSION: f64 = 5.70;
+/// `-R`: `sizeof(struct pingpong_dest)` before perftest 6.29 (the binary QP message).
+pub const PINGPONG_DEST_LEN: usize = 56;
+/// `-R`: `sizeof(struct pingpong_dest)` from perftest 6.29 (`tail_markers_vaddr` added).
+pub const PINGPONG_DEST_LEN_629: usize = 64;
+/// The first perftest whose `struct pingpong_dest` has `tail_markers_vaddr` (tag 26.04.17).
+pub const TAIL_MARKERS_VERSION: f64 = 6.29;
+/// `-R`: the largest message on the comm QP (perftest 6.29's receive buffer holds the
+/// 320-byte negotiation block; every older message is smaller).
+pub const MAX_CM_MSG: usize = 512;
 
 /// One QP's address as perftest exchanges it (`struct pingpong_dest`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -91,6 +106,73 @@ impl PerfDest {
         let mut out = [0u8; KEY_MSG_SIZE];
         oob::put_text(&mut out, &s);
         out
+    }
+
+    /// `-R`'s binary message (`rdma_write_keys`): `struct pingpong_dest` on x86-64 with
+    /// every integer big-endian: LID, OUT_READS, QPN, PSN, RKEY (4 bytes each), 4 bytes of
+    /// padding, VADDR (8), [`tail_markers_vaddr` (8, 0 here) with `tail`,] the GID (16),
+    /// SRQN and GID index (4 each): 56 bytes, 64 with `tail` (perftest 6.29).
+    ///
+    /// ```
+    /// use rnic_tools::perf::protocol::PerfDest;
+    /// let d = PerfDest { qpn: 0x11, rkey: 0xabc, vaddr: 0x7f00_0000_1000, gid: [7; 16], ..PerfDest::default() };
+    /// let b = d.encode_binary(false);
+    /// assert_eq!((b.len(), &b[8..12], &b[32..48]), (56, &[0, 0, 0, 0x11][..], &[7; 16][..]));
+    /// assert_eq!(PerfDest::decode_binary(&b).unwrap(), d);
+    /// assert_eq!(PerfDest::decode_binary(&d.encode_binary(true)).unwrap(), d);
+    /// assert!(PerfDest::decode_binary(&b[..55]).is_err());
+    /// ```
+    pub fn encode_binary(&self, tail: bool) -> Vec<u8> {
+        let mut b = Vec::with_capacity(PINGPONG_DEST_LEN_629);
+        for v in [
+            u32::from(self.lid),
+            self.out_reads,
+            self.qpn,
+            self.psn,
+            self.rkey,
+            0,
+        ] {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+        b.extend_from_slice(&self.vaddr.to_be_bytes());
+        if tail {
+            b.extend_from_slice(&0u64.to_be_bytes());
+        }
+        b.extend_from_slice(&self.gid);
+        b.extend_from_slice(&self.srqn.to_be_bytes());
+        // gid_index: the receiver does not read it.
+        b.extend_from_slice(&0u32.to_be_bytes());
+        b
+    }
+
+    /// Parses `-R`'s binary message, either size ([`PerfDest::encode_binary`]); the fields
+    /// perftest's `rdma_read_keys` reads (not the SRQN and GID index).
+    pub fn decode_binary(msg: &[u8]) -> Result<PerfDest, ToolError> {
+        let gid_at = match msg.len() {
+            PINGPONG_DEST_LEN => 32,
+            PINGPONG_DEST_LEN_629 => 40,
+            n => {
+                return Err(ToolError::Protocol(format!(
+                    "a {n}-byte QP message (struct pingpong_dest is {PINGPONG_DEST_LEN} or \
+                     {PINGPONG_DEST_LEN_629} bytes)"
+                )));
+            }
+        };
+        let u32_at = |i: usize| u32::from_be_bytes([msg[i], msg[i + 1], msg[i + 2], msg[i + 3]]);
+        let mut vaddr = [0u8; 8];
+        vaddr.copy_from_slice(&msg[24..32]);
+        let mut gid = [0u8; 16];
+        gid.copy_from_slice(&msg[gid_at..gid_at + 16]);
+        Ok(PerfDest {
+            lid: u32_at(0) as u16,
+            out_reads: u32_at(4),
+            qpn: u32_at(8),
+            psn: u32_at(12),
+            rkey: u32_at(16),
+            vaddr: u64::from_be_bytes(vaddr),
+            gid,
+            srqn: 0,
+        })
     }
 
     /// Parses either message (the GID is present when there are 23 or more fields).
@@ -249,10 +331,17 @@ pub struct BwReport {
     pub msg_rate: f64,
 }
 
-/// The TCP connection with the peer and its role.
-#[derive(Debug)]
+/// What the exchanges travel on.
+enum Channel {
+    /// perftest's TCP socket.
+    Tcp(TcpStream),
+    /// `-R`: perftest's comm QP (shared with whoever keeps the connection up to the end).
+    Cm(Arc<CommQp>),
+}
+
+/// The connection with the peer (TCP, or with `-R` the comm QP) and its role.
 pub struct Comm {
-    stream: TcpStream,
+    channel: Channel,
     client: bool,
     /// Peer's version as a number (`atof`), once exchanged.
     pub peer_version: f64,
@@ -267,11 +356,30 @@ impl Comm {
     pub fn new(stream: TcpStream, client: bool, timeout: Duration) -> Comm {
         let _ = stream.set_nodelay(true);
         Comm {
-            stream,
+            channel: Channel::Tcp(stream),
             client,
             peer_version: 0.0,
             own_version: 0.0,
             timeout,
+        }
+    }
+
+    /// `-R`: the exchanges as SENDs on perftest's comm QP.
+    pub fn over_cm(qp: Arc<CommQp>, client: bool, timeout: Duration) -> Comm {
+        Comm {
+            channel: Channel::Cm(qp),
+            client,
+            peer_version: 0.0,
+            own_version: 0.0,
+            timeout,
+        }
+    }
+
+    /// The comm QP with `-R`.
+    pub fn comm_qp(&self) -> Option<&Arc<CommQp>> {
+        match &self.channel {
+            Channel::Cm(q) => Some(q),
+            Channel::Tcp(_) => None,
         }
     }
 
@@ -286,10 +394,25 @@ impl Comm {
         timeout: Duration,
         what: &str,
     ) -> Result<(), ToolError> {
-        self.stream
+        let stream = match &mut self.channel {
+            Channel::Tcp(s) => s,
+            Channel::Cm(q) => {
+                let m = q.recv(timeout, what)?;
+                if m.len() != buf.len() {
+                    return Err(ToolError::Protocol(format!(
+                        "a {}-byte message where {what} ({} bytes) was due",
+                        m.len(),
+                        buf.len()
+                    )));
+                }
+                buf.copy_from_slice(&m);
+                return Ok(());
+            }
+        };
+        stream
             .set_read_timeout(Some(timeout))
             .map_err(|e| ToolError::io(what, e))?;
-        self.stream.read_exact(buf).map_err(|e| match e.kind() {
+        stream.read_exact(buf).map_err(|e| match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
                 ToolError::Timeout(timeout, format!("waiting for the peer ({what})"))
             }
@@ -298,10 +421,14 @@ impl Comm {
     }
 
     fn write_all(&mut self, buf: &[u8], what: &str) -> Result<(), ToolError> {
-        self.stream
+        let stream = match &mut self.channel {
+            Channel::Tcp(s) => s,
+            Channel::Cm(q) => return q.send(buf, self.timeout, what),
+        };
+        stream
             .set_write_timeout(Some(self.timeout))
             .map_err(|e| ToolError::io(what, e))?;
-        self.stream
+        stream
             .write_all(buf)
             .map_err(|e| ToolError::io(&format!("sending {what} to the peer"), e))
     }
@@ -403,14 +530,35 @@ impl Comm {
         negotiate::decode(&r).map(Some)
     }
 
-    /// A per-QP message exchange (`ctx_hand_shake`), also used as a barrier.
+    /// A per-QP message exchange (`ctx_hand_shake`), also used as a barrier. With `-R` the
+    /// binary message: 64 bytes when both sides are perftest 6.29 or newer, 56 otherwise
+    /// (perftest 6.29 itself sends 64 to anyone, which older peers cannot take); either is
+    /// taken from the peer.
     pub fn hand_shake(
         &mut self,
         mine: &PerfDest,
         timeout: Duration,
     ) -> Result<PerfDest, ToolError> {
-        let r = self.xchg(&mine.encode_gid(), "QP address", timeout)?;
-        PerfDest::decode(&r)
+        let q = match &self.channel {
+            Channel::Tcp(_) => {
+                let r = self.xchg(&mine.encode_gid(), "QP address", timeout)?;
+                return PerfDest::decode(&r);
+            }
+            Channel::Cm(q) => q.clone(),
+        };
+        let tail =
+            self.own_version >= TAIL_MARKERS_VERSION && self.peer_version >= TAIL_MARKERS_VERSION;
+        let msg = mine.encode_binary(tail);
+        let what = "QP address";
+        let r = if self.client {
+            q.send(&msg, self.timeout, what)?;
+            q.recv(timeout, what)?
+        } else {
+            let r = q.recv(timeout, what)?;
+            q.send(&msg, self.timeout, what)?;
+            r
+        };
+        PerfDest::decode_binary(&r)
     }
 
     /// Step 6: the bandwidth reports; returns the peer's.
@@ -453,7 +601,10 @@ impl Comm {
     pub fn close_within(mut self, mine: &PerfDest, timeout: Duration) -> Result<(), ToolError> {
         self.hand_shake(mine, timeout)?;
         // The peer writes "done" and closes without reading ours: errors here are harmless.
-        let _ = self.stream.write_all(b"done\0");
+        // Over rdma_cm (`ctx_close_connection`) the hand shake is all.
+        if let Channel::Tcp(s) = &mut self.channel {
+            let _ = s.write_all(b"done\0");
+        }
         Ok(())
     }
 }

@@ -103,8 +103,21 @@ pub fn test_info(cfg: &PerfConfig, device: &str, mtu_bytes: u32, server: bool) -
     } else {
         let _ = writeln!(s, " Outstand reads  : {}", cfg.out_reads);
     }
-    let _ = writeln!(s, " rdma_cm QPs\t : OFF");
-    let _ = writeln!(s, " Data ex. method : Ethernet");
+    let on = if cfg.rdma_cm { "ON" } else { "OFF" };
+    let _ = writeln!(s, " rdma_cm QPs\t : {on}");
+    if cfg.rdma_cm {
+        // perftest prints this after the rdma_cm connections are made already.
+        let _ = write!(s, " Data ex. method : rdma_cm");
+        if server {
+            let _ = write!(
+                s,
+                "\n{RESULT_LINE}\n Waiting for client rdma_cm QP to connect\n Please run the same command with the IB/RoCE interface IP"
+            );
+        }
+        let _ = writeln!(s);
+    } else {
+        let _ = writeln!(s, " Data ex. method : Ethernet");
+    }
     let _ = writeln!(s, "{RESULT_LINE}");
     s
 }
@@ -369,8 +382,8 @@ pub fn json_report(
         "Mtu": mtu_bytes,
         "Link_type": "Ethernet",
         "GID_index": cfg.gid_index,
-        "rdma_cm_QPs": "OFF",
-        "Data_ex_method": "Ethernet",
+        "rdma_cm_QPs": if cfg.rdma_cm { "ON" } else { "OFF" },
+        "Data_ex_method": if cfg.rdma_cm { "rdma_cm" } else { "Ethernet" },
     });
     if cfg.kind == TestKind::Bw {
         info["CQ_Moderation"] = cfg.cq_mod.into();

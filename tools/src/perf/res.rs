@@ -1,12 +1,14 @@
 //! One side's verbs resources for a perf test: the buffer (a local and a target area per QP),
 //! the CQs with their channels, the QPs, and their connection towards the peer's
-//! (`ctx_connect`).
+//! (`ctx_connect`). With `-R` the connection manager creates the QPs on the PD and CQs
+//! ([`Res::without_qps`], [`super::cm`]) and connects them.
 
 use super::protocol::PerfDest;
 use super::{Conn, PerfConfig};
 use crate::error::ToolError;
 use crate::rdma::{self, Context, GRH};
 use rnic_verbs as v;
+use std::sync::Arc;
 
 /// One side's verbs resources. Buffer layout per QP `i`: `[local(i), local(i) + slot)` is the
 /// source of WRITE/SEND, the destination of READ and atomic results and of receives;
@@ -28,8 +30,8 @@ pub struct Res {
     /// The receive CQ's completion channel with `-e`: its own, so the two threads of
     /// `send-bw -b` never take each other's events.
     pub recv_chan: Option<v::CompletionChannel>,
-    /// QPs.
-    pub qps: Vec<v::QueuePair>,
+    /// QPs (shared with the connection manager's ids with `-R`).
+    pub qps: Vec<Arc<v::QueuePair>>,
     /// UD: address handles towards the peer's QPs.
     pub ahs: Vec<v::AddressHandle>,
     /// Bytes per half-slot.
@@ -75,6 +77,42 @@ impl Res {
         max_size: u64,
         gid_index: u32,
     ) -> Result<Res, ToolError> {
+        let mut r = Res::without_qps(ctx, cfg, max_size, gid_index)?;
+        let qt = match cfg.conn {
+            Conn::Rc => v::QpType::Rc,
+            Conn::Uc => v::QpType::Uc,
+            Conn::Ud => v::QpType::Ud,
+        };
+        for _ in 0..cfg.qps {
+            let qp =
+                r.pd.create_qp(qt, &r.send_cq, &r.recv_cq)
+                    .cap(Res::qp_cap(cfg))
+                    .build()
+                    .map_err(rdma::verr)?;
+            r.qps.push(Arc::new(qp));
+        }
+        Ok(r)
+    }
+
+    /// The capacities of a test QP: the TX depth (at least the post list), the RX depth, one
+    /// SGE each way, the inline size.
+    pub fn qp_cap(cfg: &PerfConfig) -> v::QpCap {
+        v::QpCap {
+            max_send_wr: cfg.tx_depth.max(cfg.post_list),
+            max_recv_wr: cfg.rx_depth.max(1),
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: cfg.inline_size,
+        }
+    }
+
+    /// [`Res::create`] without the QPs (`-R`: the connection manager makes them).
+    pub fn without_qps(
+        ctx: Context,
+        cfg: &PerfConfig,
+        max_size: u64,
+        gid_index: u32,
+    ) -> Result<Res, ToolError> {
         let slot = (max_size as usize + GRH).next_multiple_of(64).max(4096);
         let total = slot
             .checked_mul(2 * cfg.qps as usize)
@@ -106,24 +144,6 @@ impl Res {
         let recv_cq = ctx
             .create_cq(depth, recv_chan.as_ref())
             .map_err(rdma::verr)?;
-        let qt = match cfg.conn {
-            Conn::Rc => v::QpType::Rc,
-            Conn::Uc => v::QpType::Uc,
-            Conn::Ud => v::QpType::Ud,
-        };
-        let mut qps = Vec::new();
-        for _ in 0..cfg.qps {
-            let qp = pd
-                .create_qp(qt, &send_cq, &recv_cq)
-                .max_send_wr(cfg.tx_depth.max(cfg.post_list))
-                .max_recv_wr(cfg.rx_depth.max(1))
-                .max_send_sge(1)
-                .max_recv_sge(1)
-                .max_inline_data(cfg.inline_size)
-                .build()
-                .map_err(rdma::verr)?;
-            qps.push(qp);
-        }
         Ok(Res {
             ctx,
             pd,
@@ -132,7 +152,7 @@ impl Res {
             recv_cq,
             chan,
             recv_chan,
-            qps,
+            qps: Vec::new(),
             ahs: Vec::new(),
             slot,
             gid_index,

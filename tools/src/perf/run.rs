@@ -3,9 +3,15 @@
 //! `src/{write,read,send,atomic}_{bw,lat}.c` of perftest 4.5), the measurement ([`super::bw`], [`super::lat`]) and the report.
 //!
 //! `--loopback` runs the server and the client in two threads of this process, on the
-//! emulated pair `emu0` (server) and `emu1` (client), joined by a TCP connection on 127.0.0.1:
-//! the same code and the same protocol as two processes; the client's text is printed.
+//! emulated pair `emu0` (server) and `emu1` (client), joined by a TCP connection on 127.0.0.1
+//! (with `-R`, by rdma_cm between the pair): the same code and the same protocol as two
+//! processes; the client's text is printed.
+//!
+//! With `-R` ([`super::cm`]) the exchanges travel on perftest's comm QP, the test QPs are
+//! connected by rdma_cm between the two hand shakes perftest adds for it
+//! (`create_rdma_cm_connection`) instead of `ctx_connect`, and disconnected by it at the end.
 
+use super::cm::CommQp;
 use super::protocol::{BwReport, Comm, PerfDest};
 use super::report::{self, BwResult, RESULT_LINE};
 use super::res::Res;
@@ -14,7 +20,7 @@ use crate::error::ToolError;
 use crate::oob;
 use crate::rdma::{self, EmuOpts, mtu_bytes, mtu_enum};
 use std::io::Write as _;
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -68,12 +74,15 @@ pub struct SideParams {
     pub emu_counters: bool,
 }
 
-/// A listening or connecting side, before the TCP connection exists.
+/// A listening or connecting side, before the connection with the peer exists.
 pub enum Tcp {
     /// Server: accept on this listener.
     Listen(TcpListener),
     /// Client: connect to this host.
     Connect(String),
+    /// `-R`: no socket; rdma_cm on the port, the client towards this host, the server
+    /// (`None`) listening on its device's address.
+    RdmaCm(Option<String>),
 }
 
 /// Runs one side to the end.
@@ -90,7 +99,7 @@ pub fn side(p: &SideParams, tcp: Tcp) -> Result<(), ToolError> {
 
 fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), ToolError> {
     let cfg = &p.cfg;
-    let client = matches!(tcp, Tcp::Connect(_));
+    let client = matches!(tcp, Tcp::Connect(_) | Tcp::RdmaCm(Some(_)));
     let dev_reads = ctx.query_device().max_qp_rd_atom;
     let gid_index = rdma::pick_gid_index(&ctx, p.gid_index)?;
     let port_mtu = rdma::active_mtu(&ctx)?;
@@ -105,11 +114,32 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
     if !client {
         p.out.put("\n************************************\n* Waiting for client to connect... *\n************************************\n");
     }
-    let stream: TcpStream = match tcp {
-        Tcp::Listen(l) => oob::accept(&l, p.timeout)?,
-        Tcp::Connect(h) => oob::connect(&h, p.port, p.timeout)?,
+    // -R: this device's address and the server's.
+    let mut cm_addrs = None;
+    let mut comm = match tcp {
+        Tcp::Listen(l) => Comm::new(oob::accept(&l, p.timeout)?, false, p.timeout),
+        Tcp::Connect(h) => Comm::new(oob::connect(&h, p.port, p.timeout)?, true, p.timeout),
+        Tcp::RdmaCm(server) => {
+            let ip = crate::cm::device_ipv4(&ctx)?;
+            let qp = match &server {
+                Some(h) => {
+                    let dst = crate::cm::ipv4_of(h)
+                        .map(|a| SocketAddr::new(IpAddr::V4(a), p.port))
+                        .map_err(|why| ToolError::Connect(h.clone(), why))?;
+                    cm_addrs = Some((ip, Some(dst)));
+                    CommQp::connect(ip, dst, p.timeout)?
+                }
+                None => {
+                    cm_addrs = Some((ip, None));
+                    let me = SocketAddr::new(IpAddr::V4(ip), p.port);
+                    CommQp::accept(me, cfg.qps, p.timeout)?
+                }
+            };
+            Comm::over_cm(std::sync::Arc::new(qp), client, p.timeout)
+        }
     };
-    let mut comm = Comm::new(stream, client, p.timeout);
+    // -R: the comm QP stays connected until the test QPs are disconnected, as perftest's.
+    let comm_qp = comm.comm_qp().cloned();
     comm.exchange_versions(&cfg.perftest_version, &cfg.sig())?;
     comm.check_sys_data(4096, 64)?;
     let mtu = comm.exchange_mtu(want_mtu)?;
@@ -154,10 +184,25 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
         }
     }
     let cfg = &cfg;
-    let mut res = Res::create(ctx, cfg, max_size, gid_index)?;
+    let t = p.timeout;
+    let (mut res, conns) = match (&comm_qp, cm_addrs) {
+        (Some(q), Some((me, server))) => {
+            // create_rdma_cm_connection: a hand shake (perftest's QP messages are still
+            // zero), the test QPs' connections, another hand shake.
+            let mut res = Res::without_qps(ctx, cfg, max_size, gid_index)?;
+            let zero = PerfDest::default();
+            comm.hand_shake(&zero, t)?;
+            let conns = match server {
+                Some(dst) => super::cm::connect_qps(&mut res, cfg, me, dst, t)?,
+                None => super::cm::accept_qps(&mut res, cfg, q, t)?,
+            };
+            comm.hand_shake(&zero, t)?;
+            (res, Some(conns))
+        }
+        _ => (Res::create(ctx, cfg, max_size, gid_index)?, None),
+    };
     let mine = res.my_dests(cfg)?;
     p.out.put(&report::test_info(cfg, &p.dev, mtu_b, !client));
-    let t = p.timeout;
     let long = p.timeout * 20 + Duration::from_secs(cfg.duration.unwrap_or(0) * sizes.len() as u64);
     let n = mine.len();
     let lat_extra = cfg.kind == TestKind::Lat && cfg.verb != Verb::Send;
@@ -168,12 +213,15 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
     for d in &mine {
         rem.push(comm.hand_shake(d, t)?);
     }
-    if is_v4(&mine[0].gid) != is_v4(&rem[0].gid) {
-        return Err(ToolError::Mismatch(
-            "GID types differ (IPv4 and IPv6): use a GID of the same kind (-x)".into(),
-        ));
+    // With -R the CM connected the QPs already (perftest skips both).
+    if conns.is_none() {
+        if is_v4(&mine[0].gid) != is_v4(&rem[0].gid) {
+            return Err(ToolError::Mismatch(
+                "GID types differ (IPv4 and IPv6): use a GID of the same kind (-x)".into(),
+            ));
+        }
+        res.connect(cfg, &mine, &rem, mtu)?;
     }
-    res.connect(cfg, &mine, &rem, mtu)?;
     let send = cfg.verb == Verb::Send;
     if send {
         comm.hand_shake(&mine[0], t)?;
@@ -213,6 +261,10 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
         }
         TestKind::Lat => run.lat(comm, &mut got)?,
     };
+    if let Some(c) = conns {
+        c.disconnect(!client, t)?;
+    }
+    drop(comm_qp);
     p.emu.linger();
     write_files(p, cfg, mtu_b, &got)
 }
@@ -500,12 +552,22 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
                     .into(),
             ));
         }
-        let l =
-            TcpListener::bind("127.0.0.1:0").map_err(|e| ToolError::io("loopback listener", e))?;
-        let port = l
-            .local_addr()
-            .map_err(|e| ToolError::io("loopback listener", e))?
-            .port();
+        // -R: rdma_cm from emu1 to emu0's address on the port; else a TCP port of its own.
+        let (server_side, client_side, port) = if a.rdma_cm {
+            let emu0 = rnic_verbs::DeviceName::EmuPair(0)
+                .emulated_ip()
+                .map(|ip| ip.to_string())
+                .unwrap_or_default();
+            (Tcp::RdmaCm(None), Tcp::RdmaCm(Some(emu0)), a.port)
+        } else {
+            let l = TcpListener::bind("127.0.0.1:0")
+                .map_err(|e| ToolError::io("loopback listener", e))?;
+            let port = l
+                .local_addr()
+                .map_err(|e| ToolError::io("loopback listener", e))?
+                .port();
+            (Tcp::Listen(l), Tcp::Connect("127.0.0.1".into()), port)
+        };
         let buf = Arc::new(Mutex::new(String::new()));
         // emu0's capture holds both directions of the pair's link.
         let mut sp = params(
@@ -517,7 +579,7 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
         );
         sp.json = None;
         sp.plot = None;
-        let server = std::thread::spawn(move || side(&sp, Tcp::Listen(l)));
+        let server = std::thread::spawn(move || side(&sp, server_side));
         let client_emu = EmuOpts {
             pcap: None,
             faults: emu.faults.clone(),
@@ -529,7 +591,7 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
             Out::Stdout,
             client_emu,
         );
-        let cr = side(&cp, Tcp::Connect("127.0.0.1".into()));
+        let cr = side(&cp, client_side);
         let sr = server
             .join()
             .unwrap_or_else(|_| Err(ToolError::Verbs("the server thread panicked".into())));
@@ -540,9 +602,10 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
         };
     }
     let client = a.server.is_some();
-    let tcp = match &a.server {
-        Some(h) => Tcp::Connect(h.clone()),
-        None => Tcp::Listen(oob::listen(a.port)?),
+    let tcp = match (&a.server, a.rdma_cm) {
+        (server, true) => Tcp::RdmaCm(server.clone()),
+        (Some(h), false) => Tcp::Connect(h.clone()),
+        (None, false) => Tcp::Listen(oob::listen(a.port)?),
     };
     let dev = a.dev.name(client);
     side(

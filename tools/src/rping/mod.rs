@@ -4,14 +4,16 @@
 //!
 //! - [`info`]: the 16-byte message the peers exchange (`struct rping_rdma_info`);
 //! - [`pattern`]: the text the client pings with;
-//! - [`session`]: the loop of both roles on a connected RC QP, with rping's queue depths.
+//! - [`session`]: the loop of both roles on a connected RC QP, with rping's queue depths;
+//! - [`run`]: `rnic rping` itself: its flags, the connection through the connection manager
+//!   (address and route resolution, connect / accept, disconnect), rping's messages and
+//!   exit statuses.
 //!
-//! The connection itself (rdma_cm's address and route resolution, connect / accept,
-//! disconnect) is the connection manager's; the session starts once the QP is connected and
-//! ends when it leaves RTS.
+//! The session starts once the QP is connected and ends when it leaves RTS.
 
 pub mod info;
 pub mod pattern;
+pub mod run;
 pub mod session;
 
 /// rping's default port (7174).

@@ -10,7 +10,10 @@
 //!
 //! The session does not connect or disconnect: whoever connected the QP (the CM) ends the
 //! server's loop by moving the QP to the error state on a disconnect, which flushes the
-//! posted receive ([`Session::server`] then returns the pings it served).
+//! posted receive ([`Session::server`] then returns the pings it served and what it was
+//! waiting for, which rping names in its last message).
+//!
+//! With [`Session::set_debug`] each step prints rping's `-d` line on stdout.
 
 use super::info::RdmaInfo;
 use super::pattern;
@@ -33,6 +36,18 @@ pub const CQ_DEPTH: u32 = SQ_DEPTH * 2;
 const WR_RECV: u64 = 1;
 const WR_SEND: u64 = 2;
 const WR_RDMA: u64 = 3;
+
+/// How a loop ended ([`Session::client`], [`Session::server`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ended {
+    /// Pings done (client) or served (server).
+    pub pings: u32,
+    /// `None`: the client did its count. Otherwise the receive was flushed (the peer
+    /// disconnected) while the loop waited for this, by rping's name of the state it
+    /// expected (`RDMA_READ_ADV`: the server's next ping; `RDMA_WRITE_ADV`,
+    /// `RDMA_WRITE_COMPLETE`: the client's go-aheads).
+    pub disconnected_in: Option<&'static str>,
+}
 
 /// The server's two RDMA operations.
 #[derive(Clone, Copy, Debug)]
@@ -67,6 +82,8 @@ pub struct Session<'q> {
     /// Copies of the buffers' contents (allocated once, not per ping).
     scratch: Vec<u8>,
     sink: Vec<u8>,
+    /// rping's `-d`.
+    debug: bool,
 }
 
 impl<'q> Session<'q> {
@@ -103,9 +120,21 @@ impl<'q> Session<'q> {
             timeout,
             scratch: vec![0; len],
             sink: vec![0; len],
+            debug: false,
         };
         s.post_recv()?;
         Ok(s)
+    }
+
+    /// rping's `-d`: prints what each step does on stdout (rping's `DEBUG_LOG` lines).
+    pub fn set_debug(&mut self, on: bool) {
+        self.debug = on;
+    }
+
+    fn debug(&self, line: std::fmt::Arguments<'_>) {
+        if self.debug {
+            println!("{line}");
+        }
     }
 
     fn post_recv(&self) -> Result<(), ToolError> {
@@ -117,6 +146,12 @@ impl<'q> Session<'q> {
 
     /// SENDs `info` (the go-ahead when `None`: rping's server sends its zeroed message).
     fn post_info(&self, info: Option<RdmaInfo>) -> Result<(), ToolError> {
+        if let Some(i) = &info {
+            self.debug(format_args!(
+                "RDMA addr {:x} rkey {:x} len {}",
+                i.buf, i.rkey, i.size
+            ));
+        }
         let bytes = info.map_or([0; RdmaInfo::LEN], |i| i.to_bytes());
         self.send.write(0, &bytes).map_err(rdma::verr)?;
         let sgl = [self.send.sge_all().map_err(rdma::verr)?];
@@ -162,6 +197,7 @@ impl<'q> Session<'q> {
             }
             match wc.opcode() {
                 WcOpcode::Recv => {
+                    self.debug(format_args!("recv completion"));
                     let mut b = [0u8; RdmaInfo::LEN];
                     let n = wc.byte_len() as usize;
                     self.recv.read(0, &mut b).map_err(rdma::verr)?;
@@ -174,8 +210,15 @@ impl<'q> Session<'q> {
                     self.post_recv()?;
                     return Ok(Step::Recv(info));
                 }
-                WcOpcode::RdmaRead | WcOpcode::RdmaWrite => return Ok(Step::RdmaDone),
-                _ => {} // a SEND of ours
+                WcOpcode::RdmaRead => {
+                    self.debug(format_args!("rdma read completion"));
+                    return Ok(Step::RdmaDone);
+                }
+                WcOpcode::RdmaWrite => {
+                    self.debug(format_args!("rdma write completion"));
+                    return Ok(Step::RdmaDone);
+                }
+                _ => self.debug(format_args!("send completion")), // a SEND of ours
             }
         }
     }
@@ -202,16 +245,16 @@ impl<'q> Session<'q> {
         }
     }
 
-    /// rping's client: `count` pings (`None`: until an error), each line `ping data: ...`
-    /// on `out` with `verbose`, each sink compared with its start buffer with `validate`
-    /// (`data mismatch!` otherwise). Returns the pings done.
+    /// rping's client: `count` pings (`None`: until an error or the server's disconnect),
+    /// each line `ping data: ...` on `out` with `verbose`, each sink compared with its start
+    /// buffer with `validate` (`data mismatch!` otherwise).
     pub fn client(
         &mut self,
         count: Option<u32>,
         validate: bool,
         verbose: bool,
         out: &mut dyn Write,
-    ) -> Result<u32, ToolError> {
+    ) -> Result<Ended, ToolError> {
         let start_mr = self
             .start
             .as_ref()
@@ -223,19 +266,23 @@ impl<'q> Session<'q> {
             first = pattern::next_start(first);
             start_mr.write(0, &self.scratch).map_err(rdma::verr)?;
 
+            let gone = |state| Ended {
+                pings: ping,
+                disconnected_in: Some(state),
+            };
             self.post_info(Some(self.info_of(start_mr)))?;
             if self
                 .expect_recv("the server's go-ahead after its READ")?
                 .is_none()
             {
-                return Err(ToolError::Protocol("the server disconnected".into()));
+                return Ok(gone("RDMA_WRITE_ADV"));
             }
             self.post_info(Some(self.info_of(&self.rdma)))?;
             if self
                 .expect_recv("the server's go-ahead after its WRITE")?
                 .is_none()
             {
-                return Err(ToolError::Protocol("the server disconnected".into()));
+                return Ok(gone("RDMA_WRITE_COMPLETE"));
             }
             self.rdma.read(0, &mut self.sink).map_err(rdma::verr)?;
             if validate && self.sink != self.scratch {
@@ -247,20 +294,32 @@ impl<'q> Session<'q> {
             }
             ping += 1;
         }
-        Ok(ping)
+        Ok(Ended {
+            pings: ping,
+            disconnected_in: None,
+        })
     }
 
     /// rping's server: serves pings until the QP is moved to the error state (the peer
-    /// disconnected), printing `server ping data: ...` on `out` with `verbose`. Returns the
-    /// pings served.
-    pub fn server(&mut self, verbose: bool, out: &mut dyn Write) -> Result<u32, ToolError> {
+    /// disconnected), printing `server ping data: ...` on `out` with `verbose`.
+    pub fn server(&mut self, verbose: bool, out: &mut dyn Write) -> Result<Ended, ToolError> {
         let mut served = 0u32;
+        let gone = |pings, state| Ended {
+            pings,
+            disconnected_in: Some(state),
+        };
         loop {
             let Some(src) = self.expect_recv("the client's start buffer")? else {
-                return Ok(served);
+                return Ok(gone(served, "RDMA_READ_ADV"));
             };
+            self.debug(format_args!(
+                "Received rkey {:x} addr {:x} len {} from peer",
+                src.rkey, src.buf, src.size
+            ));
+            self.debug(format_args!("server received sink adv"));
             let len = self.check_fits(src)?;
             self.rdma_op(Op::Read, len, src)?;
+            self.debug(format_args!("server received read complete"));
             self.rdma.read(0, &mut self.scratch).map_err(rdma::verr)?;
             let text = pattern::c_str(&self.scratch[..len as usize]);
             if verbose {
@@ -270,13 +329,27 @@ impl<'q> Session<'q> {
             // rping WRITEs strlen + 1 bytes back: the text and its NUL.
             let echo = (text.len() + 1).min(self.size as usize) as u32;
             self.post_info(None)?;
+            self.debug(format_args!("server posted go ahead"));
 
             let Some(sink) = self.expect_recv("the client's sink buffer")? else {
-                return Ok(served);
+                return Ok(gone(served, "RDMA_WRITE_ADV"));
             };
+            self.debug(format_args!(
+                "Received rkey {:x} addr {:x} len {} from peer",
+                sink.rkey, sink.buf, sink.size
+            ));
+            self.debug(format_args!("server received sink adv"));
             self.check_fits(sink)?;
+            self.debug(format_args!(
+                "rdma write from lkey {:x} laddr {:x} len {}",
+                self.rdma.lkey(),
+                self.rdma.addr(),
+                echo
+            ));
             self.rdma_op(Op::Write, echo, sink)?;
+            self.debug(format_args!("server rdma write complete "));
             self.post_info(None)?;
+            self.debug(format_args!("server posted go ahead"));
             served += 1;
         }
     }
@@ -294,6 +367,9 @@ impl<'q> Session<'q> {
             Op::Write => (SendWr::write(WR_RDMA, &sgl, remote), "the RDMA WRITE"),
         };
         self.qp.post_send(&[wr.signaled()]).map_err(rdma::verr)?;
+        if matches!(op, Op::Read) {
+            self.debug(format_args!("server posted rdma read req "));
+        }
         self.expect_rdma(what)
     }
 
@@ -352,10 +428,15 @@ mod tests {
         let (mut cout, mut sout) = (Vec::new(), Vec::new());
         std::thread::scope(|sc| {
             let srv = sc.spawn(|| server.server(true, &mut sout));
-            assert_eq!(client.client(Some(3), true, true, &mut cout).unwrap(), 3);
+            let done = client.client(Some(3), true, true, &mut cout).unwrap();
+            assert_eq!((done.pings, done.disconnected_in), (3, None));
             // What the CM does on a disconnect: the server's QP to the error state.
             s.qp.to_error().unwrap();
-            assert_eq!(srv.join().unwrap().unwrap(), 3);
+            let served = srv.join().unwrap().unwrap();
+            assert_eq!(
+                (served.pings, served.disconnected_in),
+                (3, Some("RDMA_READ_ADV"))
+            );
         });
         let cout = String::from_utf8(cout).unwrap();
         let lines: Vec<&str> = cout.lines().collect();

@@ -143,7 +143,10 @@ pub(super) fn on_request(
         let _ = st.ep.destroy(now, id);
         return;
     };
-    let child = new_child(st, &l, id, req.service_id, &hdr);
+    let Some(child) = new_child(st, &l, id, req.service_id, &hdr) else {
+        let _ = st.ep.destroy(now, id);
+        return;
+    };
     let ctx = child.context();
     let ah_attr = ctx.map(|ctx| AhAttr {
         hop_limit: 64,
