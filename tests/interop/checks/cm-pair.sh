@@ -20,7 +20,11 @@
 # ConnectRequest and ReadyToUse from the client, ConnectReply from the server, and a
 # DisconnectRequest / DisconnectReply pair for rping and ucmatose; UD: ServiceIDResReq from the
 # client, ServiceIDResReqResp from the server). The guest's ib_cm and rxe counter changes are
-# kept (cm_tx_retries shows a MAD the kernel had to resend).
+# kept (cm_tx_retries shows a MAD the kernel had to resend), and how many DREQs no DREP
+# answered (kept, not a failure: rnic's CM lives in its process, and a DREQ that arrives after
+# the process exited is answered by no one, where a kernel's CM would answer it).
+# Both sides run in the background and are watched, so that a side that failed does not leave
+# the other waiting until its timeout.
 # Developer mode RNIC_INTEROP_PEER=guest: the rnic side is a second rxe guest "peer"
 # (10.11.0.3) running the same rdmacm-utils / perftest tool, to exercise this script without
 # rnic (the harness never counts such a run as passed).
@@ -77,7 +81,10 @@ ensure_rxe0
 # ---- the two sides: a guest (over its console) or the host (in the namespace) ----
 side_start() {  # side_start SIDE CMD: CMD in the background
   case $1 in
-    host) in_ns timeout $TO $2 > "$LOGDIR/checks/$name.host.log" 2>&1 & echo $! > "$RUNDIR/$name.hostpid" ;;
+    # (ip netns exec, not the in_ns function: $! must be timeout itself, which side_stop
+    # signals and which passes the signal on, not a subshell around it)
+    host) ip netns exec "$NS" timeout $TO $2 > "$LOGDIR/checks/$name.host.log" 2>&1 &
+          echo $! > "$RUNDIR/$name.hostpid" ;;
     *) gx "$1" --timeout 10 "rm -f /tmp/side.log; (timeout $TO $2) >/tmp/side.log 2>&1 </dev/null & SIDE=\$!" ;;
   esac
 }
@@ -91,10 +98,16 @@ side_finish() {  # side_finish SIDE OUTFILE: wait for the background side; its o
   esac
   return "$rc"
 }
-side_run() {  # side_run SIDE CMD: foreground
+side_stop() {  # side_stop SIDE: end the background side now (its output is kept)
   case $1 in
-    host) in_ns timeout $TO $2 2>&1 ;;
-    *) gx "$1" --timeout $((TO + 10)) "timeout $TO $2" ;;
+    host) kill -TERM "$(cat "$RUNDIR/$name.hostpid")" 2>/dev/null ;;
+    *) gx "$1" --timeout 10 'kill $SIDE 2>/dev/null; true' >/dev/null ;;
+  esac
+}
+side_alive() {  # side_alive SIDE: the background side still runs (a guest's zombie does not)
+  case $1 in
+    host) kill -0 "$(cat "$RUNDIR/$name.hostpid")" 2>/dev/null ;;
+    *) gx "$1" --timeout 10 's=$(cut -d" " -f3 /proc/$SIDE/stat 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ]' >/dev/null ;;
   esac
 }
 # side_listening SIDE: the server's rdma_cm id listens on the tool's port. A kernel shows it
@@ -124,15 +137,34 @@ echo "### client ($CLI): $CLICMD"
 side_start "$SRV" "$SRVCMD"
 for i in $(seq 100); do side_listening "$SRV" && break; sleep 0.2; done
 side_listening "$SRV" || echo "(server not seen listening on $PS port $PORT after 20 s; trying anyway)"
-echo "--- client output"
-t0=$(date +%s.%N)
-cout=$(side_run "$CLI" "$CLICMD"); crc=$?
+# Both sides run in the background, watched: the run ends when the client does; a server that
+# failed leaves its client waiting until its own timeout, so 10 s after a server's failure the
+# client is stopped; a client that failed leaves its server waiting the same way, so it is
+# stopped at once. A failing check takes seconds, not minutes.
+side_start "$CLI" "$CLICMD"
+t0=$(date +%s.%N) srv_end= src= cli_stopped=
+while side_alive "$CLI"; do
+  if [ -z "$srv_end" ] && ! side_alive "$SRV"; then
+    srv_end=$(date +%s)
+    side_finish "$SRV" "$LOGDIR/checks/$name.server.out"; src=$?
+  fi
+  if [ -n "$srv_end" ] && [ "$src" -ne 0 ] && [ $(($(date +%s) - srv_end)) -ge 10 ]; then
+    echo "(the server failed and the client still ran 10 s later: stopping the client)"
+    side_stop "$CLI"; cli_stopped=1; break
+  fi
+  sleep 0.5
+done
 ct=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-echo "$cout"
-echo "--- client exit status $crc ($ct s)"
-echo "--- server output"
-side_finish "$SRV" "$LOGDIR/checks/$name.server.out"; src=$?
-sout=$(cat "$LOGDIR/checks/$name.server.out"); echo "$sout"
+side_finish "$CLI" "$LOGDIR/checks/$name.client.out"; crc=$?
+cout=$(cat "$LOGDIR/checks/$name.client.out")
+echo "--- client output"; echo "$cout"
+echo "--- client exit status $crc (about $ct s)"
+if [ -z "$srv_end" ]; then
+  [ $crc -eq 0 ] || side_stop "$SRV"
+  side_finish "$SRV" "$LOGDIR/checks/$name.server.out"; src=$?
+fi
+sout=$(cat "$LOGDIR/checks/$name.server.out")
+echo "--- server output"; echo "$sout"
 echo "--- server exit status $src"
 sleep 0.5; kill -TERM $TD 2>/dev/null; wait $TD 2>/dev/null
 frames=$(tcpdump -r "$PCAP" -n 2>/dev/null | wc -l)
@@ -140,7 +172,8 @@ dropped=$(sed -n 's/^\([0-9]*\) packets dropped by kernel/\1/p' "$LOGDIR/checks/
 icrc=$("$HERE/lib/roce-pcap.py" "$PCAP"); icrc_rc=$?
 echo "--- capture: $frames frames, ${dropped:-?} dropped by the kernel"; echo "$icrc"
 mads=$(cm_mads "$PCAP"); mads_rc=$?
-echo "--- CM MADs (tshark)"; echo "$mads"
+dreqs=$(cm_unanswered_dreqs "$PCAP")
+echo "--- CM MADs (tshark)"; echo "$mads"; echo "$dreqs"
 C1=$(counters); M1=$(cm_counters rxe)
 deltas=$(awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf "%s +%d ", $1, $2 - a[$1] }' <(echo "$C0") <(echo "$C1"))
 [ -n "$deltas" ] || deltas="no change "
@@ -164,9 +197,11 @@ cres=$(resline "$cout"); sres=$(resline "$sout")
 result "client ($CLI, exit $crc, $ct s): ${cres:-no result}"
 result "server ($SRV, exit $src): ${sres:-no result}"
 while IFS= read -r l; do result "br0 CM $l"; done <<<"$mads"
+[ $PS = UDP ] || result "br0 CM $dreqs"
 while IFS= read -r l; do result "br0 $l"; done <<<"$icrc"
 [ "${dropped:-0}" = 0 ] || result "br0 capture: $dropped frames dropped by the kernel (not in the counts above)"
 result "guest ib_cm: $cmd_deltas; rxe: ${deltas% }"
+[ -z "$cli_stopped" ] || fail "server ($SRV) exit status $src: $(echo "$sout" | grep -v '^ *$' | tail -1) (the client, still waiting 10 s later, was stopped)"
 [ $crc -eq 0 ] || fail "client ($CLI) exit status $crc: $(echo "$cout" | grep -v '^ *$' | tail -1)"
 [ $src -eq 0 ] || fail "server ($SRV) exit status $src: $(echo "$sout" | grep -v '^ *$' | tail -1)"
 case $tool in

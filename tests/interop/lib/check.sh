@@ -63,6 +63,21 @@ cm_mads() {
       exit (bad || nd == 0) ? 1 : 0
     }'
 }
+# cm_unanswered_dreqs PCAP: the DREQs of a capture no DREP answered (matched by communication
+# ID: a DREP's remote ID is its DREQ's local ID), as "N of M DREQs unanswered" and, when N > 0,
+# the senders and IDs. A kernel's CM answers a DREQ even for an id its process already
+# destroyed; a CM in a process that exited answers nothing.
+cm_unanswered_dreqs() {
+  tshark -n -r "$1" -o infiniband.try_heuristic_first:FALSE --disable-protocol rpcordma \
+    -Y 'infiniband.mad.mgmtclass == 0x07 && (infiniband.mad.attributeid == 0x15 || infiniband.mad.attributeid == 0x16)' \
+    -T fields -e ip.src -e infiniband.mad.attributeid -e infiniband.mad.data 2>/dev/null | awk '
+    $2 ~ /0x0*15$/ { id = substr($3, 1, 8); if (!(id in dreq)) { dreq[id] = $1; n++ } }
+    $2 ~ /0x0*16$/ { answered[substr($3, 9, 8)] = 1 }
+    END {
+      for (id in dreq) if (!(id in answered)) { u++; l = l " " dreq[id] ":0x" id }
+      printf "%d of %d DREQs unanswered%s\n", u, n, (u ? " (from" l ")" : "")
+    }'
+}
 # cm_counters GUEST: the guest's ib_cm counters of rxe0 port 1 (cm_tx_msgs, cm_tx_retries,
 # cm_rx_msgs, cm_rx_duplicates, each per message: req, rep, rtu, rej, mra, dreq, drep, sidr_req,
 # sidr_rep, lap, apr), one "GROUP/MESSAGE VALUE" a line; cm_deltas BEFORE AFTER: the ones that
