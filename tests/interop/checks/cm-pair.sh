@@ -85,14 +85,16 @@ side_start() {  # side_start SIDE CMD: CMD in the background
     # signals and which passes the signal on, not a subshell around it)
     host) ip netns exec "$NS" timeout $TO $2 > "$LOGDIR/checks/$name.host.log" 2>&1 &
           echo $! > "$RUNDIR/$name.hostpid" ;;
-    *) gx "$1" --timeout 10 "rm -f /tmp/side.log; (timeout $TO $2) >/tmp/side.log 2>&1 </dev/null & SIDE=\$!" ;;
+    # stdout and stderr apart: a C tool's stdout to a file is block-buffered, and a line on
+    # stderr (rping's "client DISCONNECT EVENT...") would land inside a line of its stdout
+    *) gx "$1" --timeout 10 "rm -f /tmp/side.log /tmp/side.err; (timeout $TO $2) >/tmp/side.log 2>/tmp/side.err </dev/null & SIDE=\$!" ;;
   esac
 }
 side_finish() {  # side_finish SIDE OUTFILE: wait for the background side; its output to OUTFILE
   local rc out
   case $1 in
     host) wait "$(cat "$RUNDIR/$name.hostpid")"; rc=$?; cp "$LOGDIR/checks/$name.host.log" "$2" ;;
-    *) out=$(gx "$1" --timeout $((TO + 10)) 'wait $SIDE; echo "side-rc=$?"; cat /tmp/side.log')
+    *) out=$(gx "$1" --timeout $((TO + 10)) 'wait $SIDE; echo "side-rc=$?"; cat /tmp/side.log /tmp/side.err')
        echo "$out" | grep -v '^side-rc=' > "$2"
        rc=$(echo "$out" | sed -n 's/^side-rc=//p' | head -1); rc=${rc:-125} ;;
   esac
