@@ -182,9 +182,41 @@ fn with_header<const N: usize>(
     Ok(pd)
 }
 
+/// The first PSNs of an RC QP the CM connects, as Linux's CM assigns them: the Starting
+/// PSN a side puts in its REQ or REP is the first PSN its own QP expects to *receive*
+/// (`rq_psn`), and the peer *sends* from it (`sq_psn`). (`cm.c`: `ib_send_cm_req` keeps the
+/// REQ's as the active side's `rq_psn` and `cm_req_handler` takes it as the passive side's
+/// `sq_psn`; `ib_send_cm_rep` keeps the REP's as the passive side's `rq_psn` and
+/// `cm_rep_handler` takes it as the active side's `sq_psn`; `cma.c`'s `rdma_init_qp_attr`
+/// sets the RTR `rq_psn` to the id's `seq_num`, the PSN its REQ or REP carried.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpPsns {
+    /// The first PSN the QP expects (RTR's `rq_psn`): the one this side sent.
+    pub rq_psn: u32,
+    /// The first PSN the QP sends (RTS's `sq_psn`): the one the peer sent.
+    pub sq_psn: u32,
+}
+
+/// The PSNs of a QP whose side sent Starting PSN `sent` in its REQ (active) or REP
+/// (passive) and received `received` in the peer's REP or REQ ([`QpPsns`]).
+///
+/// ```
+/// // tests/data/pcaps/rdmacm_send.pcap: the active side's REQ said 0x80b384, the passive
+/// // side's REP 0x269d0c; the active side then sent from 0x269d0c, the passive from 0x80b384.
+/// use rnic_cm::cma::{qp_psns, QpPsns};
+/// assert_eq!(qp_psns(0x80b384, 0x269d0c), QpPsns { rq_psn: 0x80b384, sq_psn: 0x269d0c });
+/// assert_eq!(qp_psns(0x269d0c, 0x80b384), QpPsns { rq_psn: 0x269d0c, sq_psn: 0x80b384 });
+/// ```
+pub const fn qp_psns(sent: u32, received: u32) -> QpPsns {
+    QpPsns {
+        rq_psn: sent & 0xFF_FFFF,
+        sq_psn: received & 0xFF_FFFF,
+    }
+}
+
 /// The REQ rdma_cm sends for an RC connection over `route` in port space `ps`
-/// (`cma_connect_ib`): the QP's first PSN `starting_psn`, the local CA's ACK delay
-/// `ca_ack_delay`.
+/// (`cma_connect_ib`): `starting_psn` is the first PSN the local QP expects to receive
+/// (the peer sends from it, see [`qp_psns`]), `ca_ack_delay` the local CA's ACK delay.
 ///
 /// ```
 /// use rnic_cm::cma::{connect_params, ConnParam, RoceRoute};
@@ -232,7 +264,8 @@ pub fn connect_params(
 }
 
 /// The REP rdma_cm's passive side accepts with (`cma_accept_ib`): the consumer's private
-/// data as it is (no header), no alternate path.
+/// data as it is (no header), no alternate path; `starting_psn` is the first PSN the local
+/// QP expects to receive (see [`qp_psns`]).
 pub fn accept_params(conn: &ConnParam, starting_psn: u32) -> Result<AcceptParams, CmError> {
     let mut rep = Rep {
         local_qpn: conn.qp_num & 0xFF_FFFF,

@@ -262,3 +262,50 @@ fn an_active_endpoint_sends_the_kernels_req_rtu_and_dreq() {
     assert_eq!(ep.poll_event(), Some(Event::Disconnected { id }));
     assert_eq!(ep.state(id), Some(State::Timewait));
 }
+
+/// The first RC request (no ACK or READ response: those carry the requester's PSNs) each
+/// host sent: (source IPv4's last byte, PSN).
+fn first_rc_psns() -> Vec<(u8, u32)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/pcaps/rdmacm_send.pcap"
+    );
+    let mut r = PcapReader::new(std::fs::File::open(path).expect("the capture")).unwrap();
+    let mut out: Vec<(u8, u32)> = Vec::new();
+    while let Some(p) = r.next_packet() {
+        let d = p.unwrap().data;
+        let (src, op) = (d[29], d[42]);
+        // RC opcodes are 0x00..0x1f (0x0d..0x12: READ responses and ACKs); UD (the MADs) 0x64.
+        let request = op < 0x20 && !(0x0d..=0x12).contains(&op);
+        if request && !out.iter().any(|&(s, _)| s == src) {
+            out.push((src, u32::from_be_bytes([0, d[51], d[52], d[53]])));
+        }
+    }
+    out
+}
+
+/// Which PSN each side sends from: the kernel's QPs sent from the Starting PSN of the
+/// *other* side's REQ or REP, and `cma::qp_psns` (what rnic's rdma_cm ids program their
+/// QPs with) says the same.
+#[test]
+fn each_side_sends_from_the_starting_psn_the_other_side_announced() {
+    let m = mads();
+    let (req, rep) = (Req::parse(&m[0]).unwrap(), Rep::parse(&m[1]).unwrap());
+    let firsts = first_rc_psns();
+    // 10.11.0.3 is the active side (its REQ), 10.11.0.2 the passive one (its REP).
+    let active = firsts
+        .iter()
+        .find(|&&(s, _)| s == 3)
+        .expect("RC from the client")
+        .1;
+    let passive = firsts
+        .iter()
+        .find(|&&(s, _)| s == 2)
+        .expect("RC from the server")
+        .1;
+    assert_eq!((active, passive), (rep.starting_psn, req.starting_psn));
+    let a = cma::qp_psns(req.starting_psn, rep.starting_psn);
+    let p = cma::qp_psns(rep.starting_psn, req.starting_psn);
+    assert_eq!((a.sq_psn, a.rq_psn), (active, passive));
+    assert_eq!((p.sq_psn, p.rq_psn), (passive, active));
+}

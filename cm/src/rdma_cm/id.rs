@@ -474,13 +474,14 @@ impl CmId {
         let mut param = param.clone();
         param.qp_num = qp.qp_num();
         let rep = cma::accept_params(&param, d.psn)?;
+        let psns = cma::qp_psns(d.psn, req.starting_psn);
         ready_qp(
             &core.ctx,
             &qp,
             peer,
-            (req.local_qpn, req.starting_psn, req.path_mtu),
+            (req.local_qpn, psns.rq_psn, req.path_mtu),
             RtsAttr {
-                sq_psn: d.psn,
+                sq_psn: psns.sq_psn,
                 // rdma_init_qp_attr: RDMA_OPTION_ID_ACK_TIMEOUT over the path's.
                 timeout: d.ack_timeout.unwrap_or(req.primary.local_ack_timeout),
                 retry_cnt: req.retry_count,
@@ -612,7 +613,8 @@ impl CmId {
     }
 }
 
-/// RTR and RTS of `qp` towards `peer`'s QP (`dest`: QPN, first PSN, path MTU).
+/// RTR and RTS of `qp` towards `peer`'s QP (`dest`: its QPN, the first PSN `qp` expects
+/// from it, the path MTU).
 fn ready_qp(
     ctx: &Context,
     qp: &QueuePair,
@@ -824,13 +826,14 @@ fn active_ready(core: &Core, c: &CmId, rep: &Rep) -> Result<()> {
         });
     };
     let path = route.path(rep.target_ack_delay);
+    let psns = cma::qp_psns(d.psn, rep.starting_psn);
     ready_qp(
         &core.ctx,
         &qp,
         peer,
-        (rep.local_qpn, rep.starting_psn, route.path_mtu),
+        (rep.local_qpn, psns.rq_psn, route.path_mtu),
         RtsAttr {
-            sq_psn: d.psn,
+            sq_psn: psns.sq_psn,
             timeout: d
                 .ack_timeout
                 .unwrap_or_else(|| ack_timeout(rep.target_ack_delay, route.packet_life_time)),
@@ -849,5 +852,65 @@ fn peer_param(private_data: &[u8], responder_resources: u8, initiator_depth: u8)
         responder_resources,
         initiator_depth,
         ..ConnParam::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const T: Duration = Duration::from_secs(20);
+
+    fn expect(ch: &EventChannel, kind: EventKind) -> CmEvent {
+        let ev = ch.get_event(Some(T)).unwrap().expect("an event in time");
+        assert_eq!(ev.kind, kind, "{ev:?}");
+        ev
+    }
+
+    /// Each QP expects the PSN its own side's REQ or REP carried and sends from the peer's,
+    /// as Linux's CM sets them up (`cma::qp_psns`): a kernel peer sending from the PSN
+    /// rnic's REP announced, or expecting the one rnic's REQ announced, gets its packets
+    /// through (with the PSNs the other way round, rxe took rnic's first SEND for a
+    /// duplicate and re-ACKed it until the retries ran out).
+    #[test]
+    fn the_qps_expect_their_own_starting_psn_and_send_from_the_peers() {
+        let (sch, cch) = (EventChannel::new().unwrap(), EventChannel::new().unwrap());
+        let listener = CmId::new(&sch, PortSpace::Tcp);
+        listener
+            .bind_addr("192.0.2.2:7190".parse().unwrap())
+            .unwrap();
+        listener.listen(1).unwrap();
+        let client = CmId::new(&cch, PortSpace::Tcp);
+        client
+            .resolve_addr(
+                Some("192.0.2.1:0".parse().unwrap()),
+                "192.0.2.2:7190".parse().unwrap(),
+                T,
+            )
+            .unwrap();
+        expect(&cch, EventKind::AddrResolved);
+        client.resolve_route(T).unwrap();
+        expect(&cch, EventKind::RouteResolved);
+        let cctx = client.context().unwrap();
+        let (cpd, ccq) = (cctx.alloc_pd().unwrap(), cctx.create_cq(4, None).unwrap());
+        let cqp = client
+            .create_qp(&cpd, &ccq, &ccq, QpCap::default())
+            .unwrap();
+        client.connect(&ConnParam::default()).unwrap();
+        let child = expect(&sch, EventKind::ConnectRequest).id;
+        let sctx = child.context().unwrap();
+        let (spd, scq) = (sctx.alloc_pd().unwrap(), sctx.create_cq(4, None).unwrap());
+        let sqp = child.create_qp(&spd, &scq, &scq, QpCap::default()).unwrap();
+        // The REQ's Starting PSN is the client id's psn, the REP's the child's.
+        let (req_psn, rep_psn) = (client.data().psn, child.data().psn);
+        assert_ne!(req_psn, rep_psn);
+        assert_eq!(child.data().req.as_ref().unwrap().starting_psn, req_psn);
+        child.accept(&ConnParam::default()).unwrap();
+        expect(&cch, EventKind::Established);
+        expect(&sch, EventKind::Established);
+        let (c, s) = (cqp.query().unwrap(), sqp.query().unwrap());
+        assert_eq!((c.rq_psn, c.sq_psn), (req_psn, rep_psn), "active side");
+        assert_eq!((s.rq_psn, s.sq_psn), (rep_psn, req_psn), "passive side");
     }
 }

@@ -1,15 +1,19 @@
 # Guest kernel and initramfs, built once and cached under $CACHE:
 #   $CACHE/kernel/   the linux-image .deb and vmlinux (uncompressed ELF: PVH boot); the
 #                    package is unpacked only while an initramfs is built
-#   $CACHE/guest/    initrd.cpio.gz (busybox, modules, rdma-core, perftest, their libraries)
+#   $CACHE/guest/    initrd.cpio.gz (busybox, modules, rdma-core, rdmacm-utils, perftest,
+#                    their libraries)
 # Each directory has a .stamp naming its inputs; a changed input rebuilds it.
 
 GUEST_BINS="ibv_devinfo ibv_devices ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw
-  ib_write_lat ib_read_lat ib_send_lat rdma ip"
+  ib_write_lat ib_read_lat ib_send_lat rdma ip
+  rping ucmatose udaddy rdma_server rdma_client mckey"
 RXE_PROVIDER=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 # Top-level modules per guest mode; dependencies are added by modinfo. crc32_generic is a
-# crypto-API (not symbol) dependency of rdma_rxe, so it is named here.
-MODS_RXE="virtio_pci virtio_net crc32_generic rdma_rxe"
+# crypto-API (not symbol) dependency of rdma_rxe, so it is named here. rdma_ucm is the
+# kernel's connection manager for userspace (/dev/infiniband/rdma_cm, librdmacm's device): it
+# brings rdma_cm, ib_cm, iw_cm and configfs.
+MODS_RXE="virtio_pci virtio_net crc32_generic rdma_rxe rdma_ucm"
 MODS_VFIO="vfio_iommu_type1 vfio_pci"
 
 KERNEL_DIR=; VMLINUX=; KVER=; INITRD=
@@ -65,7 +69,8 @@ module_order() {
 initrd_inputs() {
   local p
   echo "kernel=$KVER"
-  for p in busybox-static ibverbs-utils ibverbs-providers libibverbs1 rdma-core perftest iproute2; do
+  for p in busybox-static ibverbs-utils ibverbs-providers libibverbs1 rdma-core perftest iproute2 \
+    rdmacm-utils librdmacm1; do
     echo "$p=$(dpkg-query -W -f='${Version}' "$p" 2>/dev/null)"
   done
   sha256sum "$HERE/guest/init" "$HERE/lib/guest-build.sh" | cut -d' ' -f1
@@ -110,6 +115,11 @@ build_initrd() {
     mkdir -p "$R$(dirname "$p")"; cp -L "$p" "$R$p"
   done
   cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"
+  # glibc dlopens libgcc_s for pthread_exit / pthread_cancel (rping's threads end that way);
+  # ldd does not name it
+  p=$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ { print $NF; exit }')
+  [ -n "$p" ] || { err "guest-build: libgcc_s.so.1 not found on the host"; return 1; }
+  mkdir -p "$R$(dirname "$p")"; cp -L "$p" "$R$p"
   echo 'root:x:0:0:root:/root:/bin/sh' > "$R/etc/passwd"
   echo 'root:x:0:' > "$R/etc/group"
   touch "$R/etc/hosts"

@@ -22,7 +22,9 @@ OPCODES = {0x00: "SEND_FIRST", 0x01: "SEND_MIDDLE", 0x02: "SEND_LAST", 0x03: "SE
            0x08: "WRITE_LAST", 0x09: "WRITE_LAST_IMM", 0x0a: "WRITE_ONLY", 0x0b: "WRITE_ONLY_IMM",
            0x0c: "READ_REQ", 0x0d: "READ_RESP_FIRST", 0x0e: "READ_RESP_MIDDLE",
            0x0f: "READ_RESP_LAST", 0x10: "READ_RESP_ONLY", 0x11: "ACK", 0x12: "ATOMIC_ACK",
-           0x13: "CMP_SWAP", 0x14: "FETCH_ADD", 0x16: "SEND_LAST_INV", 0x17: "SEND_ONLY_INV"}
+           0x13: "CMP_SWAP", 0x14: "FETCH_ADD", 0x16: "SEND_LAST_INV", 0x17: "SEND_ONLY_INV",
+           # UD (the CM's MADs on QP1 are UD SEND ONLY)
+           0x64: "UD_SEND_ONLY", 0x65: "UD_SEND_ONLY_IMM"}
 
 
 def frames(path):

@@ -51,8 +51,6 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// perftest's `--qp-timeout` default (`DEF_QP_TIME`), which it sets as rdma_cm's ACK timeout.
-pub const QP_TIMEOUT: u8 = 14;
 /// perftest's `--retry_count` default (`DEF_RETRY_COUNT`).
 pub const RETRY_COUNT: u8 = 7;
 /// `rdma_resolve_addr` / `rdma_resolve_route`'s 2000 ms in perftest.
@@ -123,13 +121,13 @@ fn expect(
     }
 }
 
-/// Resolves `id`'s address and route from `src` to `dst` (with the ACK timeout option
-/// set once the address is resolved, as perftest's `rdma_cm_address_handler` does).
+/// Resolves `id`'s address and route from `src` to `dst` (with the ACK timeout option,
+/// `-u`, set once the address is resolved, as perftest's `rdma_cm_address_handler` does).
 fn resolve(
     ch: &EventChannel,
     id: &CmId,
-    src: Ipv4Addr,
-    dst: SocketAddr,
+    (src, dst): (Ipv4Addr, SocketAddr),
+    qp_timeout: u8,
     deadline: Instant,
 ) -> Result<Result<(), cm::CmEvent>, ToolError> {
     id.resolve_addr(Some(SocketAddr::new(IpAddr::V4(src), 0)), dst, RESOLVE)
@@ -143,7 +141,7 @@ fn resolve(
     )? {
         return Ok(Err(ev));
     }
-    id.set_ack_timeout(QP_TIMEOUT).map_err(cm::cm_err)?;
+    id.set_ack_timeout(qp_timeout).map_err(cm::cm_err)?;
     id.resolve_route(RESOLVE).map_err(cm::cm_err)?;
     expect(
         ch,
@@ -209,11 +207,16 @@ impl CommQp {
 
     /// The client's side (`rdma_client_connect`): connects from `src` (this device's
     /// address) to the server at `dst`. A rejection (the server does not listen yet) is
-    /// tried again until `timeout`.
-    pub fn connect(src: Ipv4Addr, dst: SocketAddr, timeout: Duration) -> Result<CommQp, ToolError> {
+    /// tried again until `timeout`. `qp_timeout` is the QP's ACK timeout (`-u`).
+    pub fn connect(
+        src: Ipv4Addr,
+        dst: SocketAddr,
+        qp_timeout: u8,
+        timeout: Duration,
+    ) -> Result<CommQp, ToolError> {
         let deadline = Instant::now() + timeout;
         loop {
-            match Self::try_connect(src, dst, deadline)? {
+            match Self::try_connect(src, dst, qp_timeout, deadline)? {
                 Attempt::Made(c) => return Ok(c),
                 Attempt::Rejected(why) if Instant::now() + CONNECT_PAUSE < deadline => {
                     log::info!("rdma_cm: the comm QP's connection to {dst}: {why}; again");
@@ -229,11 +232,12 @@ impl CommQp {
     fn try_connect(
         src: Ipv4Addr,
         dst: SocketAddr,
+        qp_timeout: u8,
         deadline: Instant,
     ) -> Result<Attempt<CommQp>, ToolError> {
         let ch = EventChannel::new().map_err(cm::cm_err)?;
         let id = CmId::new(&ch, PortSpace::Tcp);
-        if let Err(ev) = resolve(&ch, &id, src, dst, deadline)? {
+        if let Err(ev) = resolve(&ch, &id, (src, dst), qp_timeout, deadline)? {
             return Err(ToolError::Connect(dst.to_string(), event_text(&ev)));
         }
         let c = CommQp::create(ch, id, None)?;
@@ -254,8 +258,14 @@ impl CommQp {
     }
 
     /// The server's side (`rdma_server_connect`): listens on `addr` (this device's address
-    /// and the test's port, backlog `backlog`) and accepts the first request.
-    pub fn accept(addr: SocketAddr, backlog: u32, timeout: Duration) -> Result<CommQp, ToolError> {
+    /// and the test's port, backlog `backlog`) and accepts the first request, its QP with
+    /// ACK timeout `qp_timeout` (`-u`).
+    pub fn accept(
+        addr: SocketAddr,
+        backlog: u32,
+        qp_timeout: u8,
+        timeout: Duration,
+    ) -> Result<CommQp, ToolError> {
         let ch = EventChannel::new().map_err(cm::cm_err)?;
         let listener = CmId::new(&ch, PortSpace::Tcp);
         listener.bind_addr(addr).map_err(cm::cm_err)?;
@@ -276,7 +286,7 @@ impl CommQp {
         let c = CommQp::create(ch, child, Some(listener)).inspect_err(|_| {
             let _ = req.id.reject(&[]);
         })?;
-        c.id.set_ack_timeout(QP_TIMEOUT).map_err(cm::cm_err)?;
+        c.id.set_ack_timeout(qp_timeout).map_err(cm::cm_err)?;
         c.id.accept(&comm_param()).map_err(cm::cm_err)?;
         Ok(c)
     }
@@ -382,7 +392,7 @@ pub fn connect_qps(
         let mut rejected = None;
         for _ in 0..cfg.qps {
             let id = CmId::new(&ch, PortSpace::Tcp);
-            if let Err(ev) = resolve(&ch, &id, src, dst, deadline)? {
+            if let Err(ev) = resolve(&ch, &id, (src, dst), cfg.qp_timeout, deadline)? {
                 return Err(ToolError::Connect(dst.to_string(), event_text(&ev)));
             }
             let qp = id
@@ -472,7 +482,7 @@ pub fn accept_qps(
             rnr_retry_count: RETRY_COUNT,
             ..ConnParam::default()
         };
-        child.set_ack_timeout(QP_TIMEOUT).map_err(cm::cm_err)?;
+        child.set_ack_timeout(cfg.qp_timeout).map_err(cm::cm_err)?;
         child.accept(&param).map_err(cm::cm_err)?;
         res.qps.push(qp);
         ids.push(child);

@@ -203,7 +203,15 @@ pub struct PerfArgs {
     /// its device's address, the client connects from its device's address to the server's.
     #[arg(short = 'R', long = "rdma_cm")]
     pub rdma_cm: bool,
+    /// The QPs' local ACK timeout, 4.096 us x 2^timeout (perftest's -u; 0 to 31): the wait
+    /// for an ACK before a retransmission, at most 8 per packet (`--retry_count` 7).
+    #[arg(short = 'u', long = "qp_timeout", default_value_t = DEF_QP_TIME,
+          value_parser = clap::value_parser!(u8).range(0..=31))]
+    pub qp_timeout: u8,
 }
+
+/// perftest's `DEF_QP_TIME`: the default of `-u` (about 67 ms).
+pub const DEF_QP_TIME: u8 = 14;
 
 /// The resolved configuration of a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -257,6 +265,8 @@ pub struct PerfConfig {
     pub imm: bool,
     /// `-R`: rdma_cm connects the QPs and carries the exchanges.
     pub rdma_cm: bool,
+    /// `-u`: the QPs' local ACK timeout (exponent).
+    pub qp_timeout: u8,
 }
 
 /// The largest `-a` size: 2^23 (perftest's `MAX_SIZE`).
@@ -471,6 +481,7 @@ impl PerfConfig {
             perftest_version: a.perftest_version.clone(),
             imm,
             rdma_cm: a.rdma_cm,
+            qp_timeout: a.qp_timeout,
         })
     }
 
@@ -544,6 +555,22 @@ mod tests {
 
     fn cfg(verb: Verb, kind: TestKind, args: &[&str]) -> Result<PerfConfig, ToolError> {
         config_from(verb, kind, args)
+    }
+
+    #[test]
+    fn qp_timeout_as_perftest() {
+        assert_eq!(cfg(Verb::Write, TestKind::Bw, &[]).unwrap().qp_timeout, 14);
+        let c = cfg(Verb::Send, TestKind::Lat, &["-R", "-u", "18"]).unwrap();
+        assert_eq!((c.rdma_cm, c.qp_timeout), (true, 18));
+        assert!(cfg(Verb::Write, TestKind::Bw, &["--qp_timeout", "31"]).is_ok());
+        // Above 31 the 5-bit field cannot hold it: a usage error before anything runs.
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            a: PerfArgs,
+        }
+        assert!(T::try_parse_from(["t", "-u", "32"]).is_err());
     }
 
     #[test]

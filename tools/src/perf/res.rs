@@ -223,7 +223,7 @@ impl Res {
             }
             qp.to_rts(&v::RtsAttr {
                 sq_psn: m.psn,
-                timeout: 14,
+                timeout: cfg.qp_timeout,
                 retry_cnt: 7,
                 rnr_retry: 7,
                 max_rd_atomic: rd,

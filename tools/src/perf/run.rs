@@ -129,12 +129,12 @@ fn run_side(p: &SideParams, tcp: Tcp, ctx: rnic_verbs::Context) -> Result<(), To
                         .map(|a| SocketAddr::new(IpAddr::V4(a), p.port))
                         .map_err(|why| ToolError::Connect(h.clone(), why))?;
                     cm_addrs = Some((ip, Some(dst)));
-                    CommQp::connect(ip, dst, p.timeout)?
+                    CommQp::connect(ip, dst, cfg.qp_timeout, p.timeout)?
                 }
                 None => {
                     cm_addrs = Some((ip, None));
                     let me = SocketAddr::new(IpAddr::V4(ip), p.port);
-                    CommQp::accept(me, cfg.qps, p.timeout)?
+                    CommQp::accept(me, cfg.qps, cfg.qp_timeout, p.timeout)?
                 }
             };
             let qp = std::sync::Arc::new(qp);
