@@ -706,6 +706,10 @@ fn write_bw_under_a_flood_completes_and_emu_counters_show_the_drops() {
     let _g = heavy();
     let flood = std::net::UdpSocket::bind("127.0.0.43:0").expect("bind 127.0.0.43");
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // ACK timeout 1.07 s (-u 18), not perftest's 67 ms: the server (a debug build here)
+    // spends tens of microseconds on each flood frame, and on a loaded machine its ACKs can
+    // take longer than 8 x 67 ms to come, which ends the run in RetryExcErr before the
+    // flood's drops are what is being checked.
     let common = [
         "-n",
         "2000",
@@ -713,6 +717,8 @@ fn write_bw_under_a_flood_completes_and_emu_counters_show_the_drops() {
         "8192",
         "--timeout",
         "20",
+        "-u",
+        "18",
         "--emu-counters",
     ];
     let srv = Command::new(RNIC)

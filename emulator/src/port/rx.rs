@@ -31,12 +31,32 @@ pub(crate) fn sync_link_drops(st: &mut DeviceState) {
     counters.rx_dropped += d.ring_full + d.oversize + d.overflow;
 }
 
-/// Processes received frames and due timers until the port is idle or [`RX_BUDGET`] frames
-/// were taken; returns how many frames and timers there were, and whether it stopped for
-/// the budget (frames may be waiting).
+/// Processes received frames until the port is idle or [`RX_BUDGET`] frames were taken,
+/// then the due timers; returns how many frames and timers there were, and whether it
+/// stopped for the budget (frames may be waiting).
+///
+/// Frames first: what is waiting arrived before this step began, so an ACK that came in
+/// time retires its packets before their timer is looked at. (A device whose thread was
+/// not scheduled for longer than a QP's ACK timeout would otherwise fire the timer, resend
+/// and count a retry for every such stall while the ACK sat in its ring: a loaded machine
+/// ended RC connections in RetryExcErr that way.)
 pub(crate) fn run(ctx: &mut Ctx<'_>) -> (usize, bool) {
     sync_link_drops(ctx.state);
-    let mut n = poll_timers(ctx);
+    let (n, more) = run_frames(ctx);
+    let fired = poll_timers(ctx);
+    if fired == 0 || more {
+        return (n + fired, more);
+    }
+    // What the timers sent (resends, RNR retries) goes out now, and whatever it brings back
+    // on a loopback link is served in this same step, as when timers ran first.
+    ctx.state.port.link.flush();
+    let (m, more) = run_frames(ctx);
+    (n + fired + m, more)
+}
+
+/// The frames part of [`run`].
+fn run_frames(ctx: &mut Ctx<'_>) -> (usize, bool) {
+    let mut n = 0;
     let mut frames = 0;
     loop {
         if frames == RX_BUDGET {
