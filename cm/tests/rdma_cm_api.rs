@@ -168,3 +168,28 @@ fn migrate_moves_the_queued_events_and_the_later_ones() {
     assert!(expect(&new, EventKind::RouteResolved).id == id);
     assert!(old.try_get_event().is_none());
 }
+
+/// A device's agent (and its GSI QP: one per port) is started by the first id bound to the
+/// device and stops when the last id goes; an id bound in another thread while the previous
+/// agent is still stopping waits for it rather than failing to create a second GSI QP. (The
+/// pauses give the threads their turns at varying points.)
+#[test]
+fn binding_while_the_previous_agent_stops_finds_the_gsi_qp_free() {
+    let run = |base: u16, pause: u64| {
+        move || {
+            let ch = EventChannel::new().unwrap();
+            for i in 0..300u16 {
+                let id = CmId::new(&ch, PortSpace::Tcp);
+                id.bind_addr(addr(&format!("192.0.2.1:{}", base + i)))
+                    .unwrap_or_else(|e| panic!("bind {i}: {e}"));
+                std::thread::sleep(Duration::from_micros(u64::from(i % 7) * pause));
+                drop(id);
+                std::thread::sleep(Duration::from_micros(u64::from(i % 5) * pause));
+            }
+        }
+    };
+    let a = std::thread::spawn(run(20000, 100));
+    let b = std::thread::spawn(run(21000, 130));
+    a.join().unwrap();
+    b.join().unwrap();
+}

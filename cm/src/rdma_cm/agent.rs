@@ -101,20 +101,57 @@ pub(crate) struct Agent {
     thread: Option<JoinHandle<()>>,
 }
 
-static AGENTS: Mutex<Vec<(String, Weak<Agent>)>> = Mutex::new(Vec::new());
+/// Set when an agent's thread has ended, and with it the agent's GSI QP.
+#[derive(Debug, Default)]
+struct Ended {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Ended {
+    fn wait(&self) {
+        let mut done = lock(&self.done);
+        while !*done {
+            done = self.cv.wait(done).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Sets [`Ended`] when dropped: at the end of the agent's thread, unwinding included.
+struct SetEnded(Arc<Ended>);
+
+impl Drop for SetEnded {
+    fn drop(&mut self) {
+        *lock(&self.0.done) = true;
+        self.0.cv.notify_all();
+    }
+}
+
+/// An agent started for a device.
+struct Started {
+    device: String,
+    agent: Weak<Agent>,
+    /// Set when its thread has ended.
+    ended: Arc<Ended>,
+}
+
+/// The agents started, the stopping ones until a call finds them stopped.
+static AGENTS: Mutex<Vec<Started>> = Mutex::new(Vec::new());
 
 impl Agent {
     /// The agent of `ctx`'s device, started on first use.
     pub(crate) fn of(ctx: &Context) -> Result<Arc<Agent>> {
         let mut all = lock(&AGENTS);
-        all.retain(|(_, w)| w.strong_count() > 0);
-        if let Some(a) = all
-            .iter()
-            .find(|(n, _)| n == ctx.name())
-            .and_then(|(_, w)| w.upgrade())
-        {
-            return Ok(a);
+        for s in all.iter().filter(|s| s.device == ctx.name()) {
+            if let Some(a) = s.agent.upgrade() {
+                return Ok(a);
+            }
+            // Its last id just went and it is stopping (sending its last MADs for up to
+            // STOP_DRAIN): a port has one GSI QP, so the new agent's waits for the old one's
+            // to be destroyed (two threads using one device, e.g. tests, met this).
+            s.ended.wait();
         }
+        all.retain(|s| s.agent.strong_count() > 0);
         let ch = MadChannel::open(ctx, 1, GSI_DEPTH)?;
         let dev = ctx.query_device();
         let seed = random_u32();
@@ -143,9 +180,14 @@ impl Agent {
             sgid_index,
         });
         let c = core.clone();
+        let ended = Arc::new(Ended::default());
+        let set = SetEnded(ended.clone());
         let thread = std::thread::Builder::new()
             .name(format!("rnic-cm {}", ctx.name()))
-            .spawn(move || run(&c, ch))
+            .spawn(move || {
+                let _set = set;
+                run(&c, ch);
+            })
             .map_err(|source| Error::Io {
                 what: "rdma_cm agent thread",
                 source,
@@ -154,7 +196,11 @@ impl Agent {
             core,
             thread: Some(thread),
         });
-        all.push((ctx.name().to_string(), Arc::downgrade(&a)));
+        all.push(Started {
+            device: ctx.name().to_string(),
+            agent: Arc::downgrade(&a),
+            ended,
+        });
         Ok(a)
     }
 }
