@@ -7,6 +7,8 @@
 //! (an `emu:<IPv4>` device binds UDP 4791 on its address), so tests run in parallel.
 
 mod common;
+#[path = "common/pcap.rs"]
+mod pcap;
 
 use common::{RNIC, heavy, rnic, spawn, text};
 use std::path::PathBuf;
@@ -777,38 +779,13 @@ fn write_bw_under_a_flood_completes_and_emu_counters_show_the_drops() {
     );
 }
 
-/// The RoCE v2 frames in a capture (Ethernet, IPv4, UDP 4791), in order: BTH opcode, the
-/// source address's last byte and the PSN.
+/// The RoCE v2 frames in a capture, in order: BTH opcode, the source address's last byte
+/// and the PSN.
 fn bth_frames(pcap: &std::path::Path) -> Vec<(u8, u8, u32)> {
-    let b = std::fs::read(pcap).unwrap();
-    // The magic (a1b2c3d4 or, with nanoseconds, a1b23c4d) tells the header's byte order.
-    let be = b[0] == 0xa1;
-    let u32_at = |at: usize| {
-        let w: [u8; 4] = b[at..at + 4].try_into().unwrap();
-        if be {
-            u32::from_be_bytes(w)
-        } else {
-            u32::from_le_bytes(w)
-        }
-    };
-    assert_eq!(u32_at(20), 1, "not Ethernet");
-    let mut at = 24;
-    let mut ops = Vec::new();
-    while at + 16 <= b.len() {
-        let len = u32_at(at + 8) as usize;
-        let f = &b[at + 16..(at + 16 + len).min(b.len())];
-        at += 16 + len;
-        if f.len() > 14 + 20 && f[12..14] == [0x08, 0x00] {
-            let ip = 14 + usize::from(f[14] & 0x0f) * 4;
-            let udp_dport = f.get(ip + 2..ip + 4);
-            if udp_dport == Some(&[0x12, 0xb7][..]) && f.len() >= ip + 8 + 12 {
-                let bth = &f[ip + 8..];
-                let psn = u32::from_be_bytes([0, bth[9], bth[10], bth[11]]);
-                ops.push((bth[0], f[14 + 15], psn));
-            }
-        }
-    }
-    ops
+    pcap::roce_packets(pcap)
+        .iter()
+        .map(|p| (p.opcode(), p.src[3], p.psn()))
+        .collect()
 }
 
 /// `--write_with_imm` and `--send_with_imm` between two rnic processes, negotiating (both

@@ -7,38 +7,19 @@
 //! UDP 4791 on its address), so tests run in parallel.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
-const RNIC: &str = env!("CARGO_BIN_EXE_rnic");
+mod common;
+#[path = "common/pcap.rs"]
+mod pcap;
 
-/// The runs that move data go one at a time (emulated devices are threads of the
-/// processes; on a small machine several at once starve each other).
-static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn heavy() -> std::sync::MutexGuard<'static, ()> {
-    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn rnic(args: &[&str]) -> Output {
-    Command::new(RNIC)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run rnic")
-}
+use common::{heavy, rnic, spawn, text};
+use pcap::{RocePacket, roce_packets};
 
 /// A server started first, then the client; both outputs.
 fn pair(server: &[&str], client: &[&str]) -> (Output, Output) {
-    let srv = Command::new(RNIC)
-        .args(server)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("server");
+    let srv = spawn(server);
     // The server must listen before the client's request comes (a REQ or SIDR REQ for a
     // port nobody listens on is refused at once).
     std::thread::sleep(Duration::from_millis(700));
@@ -48,11 +29,11 @@ fn pair(server: &[&str], client: &[&str]) -> (Output, Output) {
 }
 
 fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    text(o).0
 }
 
 fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    text(o).1
 }
 
 fn lines(o: &Output) -> Vec<String> {
@@ -127,54 +108,12 @@ fn failed(o: &Output, says: &str, status: i32) {
     assert_eq!(o.status.code(), Some(i32::from(status as u8)));
 }
 
-/// A RoCE v2 frame of a capture: BTH opcode, destination QP, and what follows the BTH.
-struct Frame {
-    opcode: u8,
-    dest_qp: u32,
-    rest: Vec<u8>,
-}
-
-/// The RoCE v2 frames (Ethernet, IPv4, UDP 4791) of a pcap file, in order.
-fn roce_frames(pcap: &std::path::Path) -> Vec<Frame> {
-    let b = std::fs::read(pcap).unwrap();
-    let be = b[0] == 0xa1;
-    let u32_at = |at: usize| {
-        let w: [u8; 4] = b[at..at + 4].try_into().unwrap();
-        if be {
-            u32::from_be_bytes(w)
-        } else {
-            u32::from_le_bytes(w)
-        }
-    };
-    let (mut at, mut frames) = (24, Vec::new());
-    while at + 16 <= b.len() {
-        let len = u32_at(at + 8) as usize;
-        let f = &b[at + 16..(at + 16 + len).min(b.len())];
-        at += 16 + len;
-        if f.len() < 14 + 20 || f[12..14] != [0x08, 0x00] {
-            continue;
-        }
-        let udp = 14 + usize::from(f[14] & 0x0f) * 4;
-        if f.get(udp + 2..udp + 4) != Some(&[0x12, 0xb7][..]) || f.len() < udp + 8 + 12 {
-            continue;
-        }
-        let bth = &f[udp + 8..];
-        frames.push(Frame {
-            opcode: bth[0],
-            dest_qp: u32::from_be_bytes([0, bth[5], bth[6], bth[7]]),
-            // Less the 4-byte ICRC.
-            rest: bth[12..bth.len().saturating_sub(4)].to_vec(),
-        });
-    }
-    frames
-}
-
 /// The CM MADs of a capture by attribute (UD to QP 1: DETH, then the MAD).
-fn cm_attrs(frames: &[Frame]) -> Vec<u16> {
+fn cm_attrs(frames: &[RocePacket]) -> Vec<u16> {
     frames
         .iter()
-        .filter(|f| f.dest_qp == 1 && f.rest.len() >= 8 + 24)
-        .map(|f| u16::from_be_bytes([f.rest[8 + 16], f.rest[8 + 17]]))
+        .filter(|f| f.dest_qp() == 1 && f.rest().len() >= 8 + 24)
+        .map(|f| u16::from_be_bytes([f.rest()[8 + 16], f.rest()[8 + 17]]))
         .collect()
 }
 
@@ -194,7 +133,7 @@ fn both_roles(
     (a, b): (&str, &str),
     (count, size): (&str, &str),
     lines: (&[&str], &[&str]),
-) -> Vec<Vec<Frame>> {
+) -> Vec<Vec<RocePacket>> {
     let mut runs = Vec::new();
     for (srv, cli) in [(a, b), (b, a)] {
         let pcap = tmp(&format!("{cmd}-{cli}.pcap"));
@@ -207,7 +146,7 @@ fn both_roles(
         let (s, c) = pair(&server, &client);
         check(&s, lines.0, "server", &c);
         check(&c, lines.1, "client", &s);
-        runs.push(roce_frames(&pcap));
+        runs.push(roce_packets(&pcap));
     }
     runs
 }
@@ -222,7 +161,7 @@ fn cmatose_two_processes_both_roles_and_the_wire() {
         assert_eq!(cm_attrs(&frames), [REQ, REP, RTU, DREQ, DREP]);
         // 20 SENDs of 3000 bytes each way: First, Middle, Last at a 1024-byte MTU (RC SEND
         // First 0x00, Middle 0x01, Last 0x02), 60 packets each way.
-        let sends = frames.iter().filter(|f| f.opcode <= 0x02).count();
+        let sends = frames.iter().filter(|f| f.opcode() <= 0x02).count();
         assert_eq!(sends, 2 * 20 * 3, "{sends} SEND packets");
     }
 }
@@ -258,16 +197,16 @@ fn udaddy_two_processes_both_roles_and_the_wire() {
         assert_eq!(cm_attrs(&frames), [SIDR_REQ, SIDR_REP]);
         // UD SEND Only with Immediate (0x65): 15 each way, after the SIDR REP, each with the
         // DETH's Q_Key 0x01234567 and 1000 bytes after DETH and immediate.
-        let sends: Vec<&Frame> = frames.iter().filter(|f| f.opcode == 0x65).collect();
+        let sends: Vec<&RocePacket> = frames.iter().filter(|f| f.opcode() == 0x65).collect();
         assert_eq!(sends.len(), 30);
         for f in &sends {
-            assert_eq!(f.rest[..4], [0x01, 0x23, 0x45, 0x67]);
-            assert_eq!(f.rest.len(), 8 + 4 + 1000);
+            assert_eq!(f.rest()[..4], [0x01, 0x23, 0x45, 0x67]);
+            assert_eq!(f.rest().len(), 8 + 4 + 1000);
         }
         // The immediate is the sender's QPN (DETH source QP).
         let f = sends[0];
-        assert_eq!(f.rest[5..8], f.rest[9..12]);
-        assert_eq!(f.rest[8], 0);
+        assert_eq!(f.rest()[5..8], f.rest()[9..12]);
+        assert_eq!(f.rest()[8], 0);
     }
 }
 
@@ -317,7 +256,7 @@ fn refusals_print_the_event_and_return_its_status() {
         err(&c)
     );
     assert_eq!(c.status.code(), Some(8));
-    assert_eq!(cm_attrs(&roce_frames(&pcap)), [REQ, REJ]);
+    assert_eq!(cm_attrs(&roce_packets(&pcap)), [REQ, REJ]);
     // The server's wait for a client ends at its --timeout.
     let says = "udaddy: failure in rdma_get_cm_event in connect events: Connection timed out";
     failed(&s, says, 110);
