@@ -5,6 +5,7 @@
 NS=rnic-interop-$$
 NET_HOST=10.11.0.1
 NET_PREFIX=24
+NET_HOST_MAC=02:0b:0a:0b:00:01
 
 net_up() {
   # namespaces left by earlier runs that died without cleanup (their pid is gone)
@@ -15,7 +16,11 @@ net_up() {
   ip netns add "$NS" || { err "net: ip netns add $NS failed"; return 1; }
   on_exit net_down
   ip -n "$NS" link set lo up &&
-  ip -n "$NS" link add br0 type bridge stp_state 0 forward_delay 0 &&
+  # A fixed MAC: a bridge without one takes the lowest of its ports', so a check that puts a
+  # TAP on br0 (tap-agent, tap-*) could change it and back, and the guest, which had learned
+  # 10.11.0.1 meanwhile, sent the next check's frames to a MAC nobody had (seen: rping's REQs
+  # to rnic on 10.11.0.1 flooded past the host for 30 s after tap-agent-rnic).
+  ip -n "$NS" link add br0 address "$NET_HOST_MAC" type bridge stp_state 0 forward_delay 0 &&
   ip -n "$NS" addr add "$NET_HOST/$NET_PREFIX" dev br0 &&
   ip -n "$NS" link set br0 up || { err "net: bridge setup in $NS failed"; return 1; }
   local t
