@@ -89,12 +89,16 @@ pub(crate) struct Shared {
 /// it has let go of its own device's lock, so that it never holds two device locks.
 struct Stepping {
     depth: u32,
+    /// [`step_woken`] runs in this thread: the steps it makes leave the devices they wake
+    /// to its loop instead of stepping them from inside (two in-process peers answering
+    /// each other would otherwise nest a step per answer, until the stack ran out).
+    draining: bool,
     woken: [Option<Arc<Shared>>; MAX_DEFERRED],
 }
 
 thread_local! {
     static STEPPING: RefCell<Stepping> = const {
-        RefCell::new(Stepping { depth: 0, woken: [const { None }; MAX_DEFERRED] })
+        RefCell::new(Stepping { depth: 0, draining: false, woken: [const { None }; MAX_DEFERRED] })
     };
 }
 
@@ -146,9 +150,21 @@ fn take_woken() -> Option<Arc<Shared>> {
 /// only if it is idle (its lock free); a busy one, or any beyond [`MAX_INLINE_STEPS`], is
 /// left to its own thread. Called with no device lock held.
 fn step_woken() {
+    let nested = STEPPING.with(|s| std::mem::replace(&mut s.borrow_mut().draining, true));
+    if nested {
+        return;
+    }
+    /// Ends the draining when the loop ends, unwinding included.
+    struct Drained;
+    impl Drop for Drained {
+        fn drop(&mut self) {
+            STEPPING.with(|s| s.borrow_mut().draining = false);
+        }
+    }
+    let _drained = Drained;
     let mut steps = 0;
     while let Some(d) = take_woken() {
-        if steps == MAX_INLINE_STEPS || !d.try_step() {
+        if steps >= MAX_INLINE_STEPS || !d.try_step() {
             d.unpark();
         }
         steps += 1;
