@@ -109,6 +109,10 @@ struct Ended {
 }
 
 impl Ended {
+    fn is_done(&self) -> bool {
+        *lock(&self.done)
+    }
+
     fn wait(&self) {
         let mut done = lock(&self.done);
         while !*done {
@@ -135,7 +139,7 @@ struct Started {
     ended: Arc<Ended>,
 }
 
-/// The agents started, the stopping ones until a call finds them stopped.
+/// The agents started, each listed until it is gone and its thread has ended.
 static AGENTS: Mutex<Vec<Started>> = Mutex::new(Vec::new());
 
 impl Agent {
@@ -147,11 +151,13 @@ impl Agent {
                 return Ok(a);
             }
             // Its last id just went and it is stopping (sending its last MADs for up to
-            // STOP_DRAIN): a port has one GSI QP, so the new agent's waits for the old one's
-            // to be destroyed (two threads using one device, e.g. tests, met this).
+            // STOP_DRAIN). A port has one GSI QP: the new agent can create its own only
+            // once the old one's is destroyed (two threads using one device met this).
             s.ended.wait();
         }
-        all.retain(|s| s.agent.strong_count() > 0);
+        // An agent still stopping stays listed (whatever device it is of), so that a later
+        // call for its device waits for it too.
+        all.retain(|s| s.agent.strong_count() > 0 || !s.ended.is_done());
         let ch = MadChannel::open(ctx, 1, GSI_DEPTH)?;
         let dev = ctx.query_device();
         let seed = random_u32();
