@@ -97,7 +97,8 @@ pub fn solicited_node(ip: Ipv6Addr) -> Ipv6Addr {
 impl NdFrame {
     /// Parses an Ethernet / IPv6 / ICMPv6 neighbour solicitation or advertisement, with
     /// RFC 4861's validity checks (checksum, hop limit 255, code 0, a unicast target, no
-    /// link-layer option from an unspecified source, no solicited flag to a group).
+    /// link-layer option from an unspecified source, no solicited flag to a group) and
+    /// RFC 4291's rule that no packet comes from a multicast address.
     ///
     /// ```
     /// use rnic_driver::net::{ndisc::NdFrame, FrameError};
@@ -165,7 +166,10 @@ impl NdFrame {
             None => None,
             Some(a) => Some(<[u8; 6]>::try_from(a.as_bytes()).map_err(|_| FrameError::Malformed)?),
         };
+        // A multicast source is no sender: an advertisement answering it would go to a
+        // group with the solicited flag set, which the receiver must discard.
         let invalid = target.is_multicast()
+            || src.is_multicast()
             || (src.is_unspecified() && (lladdr.is_some() || message != NdMessage::Solicit))
             || (dst.is_multicast()
                 && matches!(
@@ -408,6 +412,20 @@ mod tests {
             Err(FrameError::Malformed),
             "version 4"
         );
+    }
+
+    #[test]
+    fn a_multicast_source_is_malformed() {
+        // Found by the arp_icmp fuzz target: the responder answered this solicitation with an
+        // advertisement to ff80::2, solicited flag set, that parse (rightly) refused.
+        let f = NdFrame::solicit(
+            [2, 0, 0, 0, 0, 2],
+            "ff80::2".parse().unwrap(),
+            "fe80::1".parse().unwrap(),
+        );
+        let mut b = [0u8; 128];
+        let n = f.emit(&mut b).unwrap();
+        assert_eq!(NdFrame::parse(&b[..n]), Err(FrameError::Malformed));
     }
 
     #[test]

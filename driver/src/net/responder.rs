@@ -297,10 +297,12 @@ mod tests {
         let mut bad = ping(US, [10, 0, 0, 1], b"x");
         bad[14 + 20 + 2] ^= 0xFF;
         assert_eq!(r.respond(&bad, &p, &mut out), None);
+        // ... and an NS from a multicast source (found by the arp_icmp fuzz target).
+        assert_eq!(r.respond(&ns("ff80::2", "fe80::1"), &p, &mut out), None);
         let mut hops = ns("fe80::2", "fe80::1");
         hops[14 + 7] = 64;
         assert_eq!(r.respond(&hops, &p, &mut out), None);
-        assert_eq!(r.counters().malformed, 2);
+        assert_eq!(r.counters().malformed, 3);
         // Not for us: other addresses, another MAC, our own frame, a gratuitous ARP.
         assert_eq!(r.respond(&arp_req([10, 0, 0, 9]), &p, &mut out), None);
         assert_eq!(
