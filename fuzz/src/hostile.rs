@@ -15,8 +15,10 @@ use zerocopy::IntoBytes;
 
 /// One record: a kind byte and 64 bytes of CQE or EQE.
 pub const RECORD: usize = 65;
-/// Firmware pages the driver gives at most (the device's own ask is 36).
-pub const MAX_PAGES: usize = 256;
+/// Firmware pages the driver holds at most: above the device's own ask (36), so hostile
+/// requests past it are refused, and small, because every page given is an allocation and a
+/// MANAGE_PAGES entry (a cap of 256 halved the target's speed; see the README's Speed).
+pub const MAX_PAGES: usize = 64;
 /// Records one input may have.
 pub const MAX_RECORDS: usize = 16;
 
