@@ -204,8 +204,12 @@ impl LiveDevice {
         let pd = Arc::new(Pd::alloc(&hca).expect("ALLOC_PD"));
         // SAFETY: the region's memory stays mapped for the whole process, and the harness
         // holds no reference into it.
-        let mr =
-            unsafe { Mr::register_raw(&pd, region_memory(), MR_LEN, Access::ALL) }.expect("MR");
+        // Every access but remote invalidation: a fuzzed SEND_WITH_INV naming the region
+        // would invalidate it for good (the device is right to), and every later input,
+        // the probe included, would meet an invalid key. Naming it gets the invalid-request
+        // path instead; verbs-api's `send_with_invalidate` test covers a region that allows it.
+        let access = Access::ALL.difference(Access::REMOTE_INVALIDATE);
+        let mr = unsafe { Mr::register_raw(&pd, region_memory(), MR_LEN, access) }.expect("MR");
         let target = |t: QpType| {
             let send_cq = Arc::new(Cq::create(&hca, 64, None).expect("CQ"));
             let recv_cq = Arc::new(Cq::create(&hca, 64, None).expect("CQ"));

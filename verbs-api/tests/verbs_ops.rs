@@ -261,6 +261,14 @@ fn send_with_invalidate(d: Devs) {
             assert_eq!(wb.status(), WcStatus::Success);
             assert_eq!(wb.invalidated_rkey(), Some(target.rkey()));
             assert!(wb.wc_flags().contains(WcFlags::WITH_INV));
+            // The region is invalid now, for local access too: a receive into it fails
+            // with a local protection error (the posted_wqes fuzz target's probe met this
+            // after a fuzzed SEND_WITH_INV named its own region).
+            let t = [target.sge(0, 64).unwrap()];
+            b.qp.post_recv(&[RecvWr::new(6, &t)]).unwrap();
+            a.qp.post_send(&[SendWr::send(2, &[]).inline(b"after").signaled()])
+                .unwrap();
+            assert_eq!(poll_one(&b.cq).status(), WcStatus::LocProtErr);
         } else {
             assert_eq!(wa.status(), WcStatus::RemInvReqErr);
             assert_eq!(wb.status(), WcStatus::RemInvReqErr);
