@@ -116,12 +116,9 @@ fn run_frames(ctx: &mut Ctx<'_>) -> (usize, bool) {
 /// Without a NIC RX root table every UDP 4791 frame takes it, so RoCE traffic for other
 /// addresses is counted under the RoCE rules (`not_our_ip`), as before steering existed.
 fn is_roce_for_us(ctx: &Ctx<'_>, frame: &[u8], f: &rnic_hw_regs::ctx::FteMatchSetLyr24) -> bool {
-    let roce = matches!(f.ip_version(), 4 | 6)
-        && f.ip_protocol() == u8::from(crate::wire::IpProtocol::Udp)
-        && f.udp_dport() == rnic_hw_regs::roce::ROCE_V2_PORT
-        && !f.frag();
-    roce && (ctx.state.res.flow.nic_rx_root.is_none()
-        || dest_gid(frame).is_some_and(|g| is_own_gid(ctx, &g)))
+    crate::steering::fields_are_roce_v2(f)
+        && (ctx.state.res.flow.nic_rx_root.is_none()
+            || dest_gid(frame).is_some_and(|g| is_own_gid(ctx, &g)))
 }
 
 /// Checks one received frame and hands it to the transport (RoCE v2), or to flow steering. `exact`: the IP header is the
@@ -129,7 +126,12 @@ fn is_roce_for_us(ctx: &Ctx<'_>, frame: &[u8], f: &rnic_hw_regs::ctx::FteMatchSe
 /// `sealed`: the frame carries its ICRC; an unsealed one came over an in-process link that
 /// nothing observes ([`crate::link::Link::receive_unsealed`]) and has no ICRC to check.
 fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool, sealed: bool) {
-    if let Some(fields) = crate::steering::packet_fields(frame) {
+    // Without a root table every RoCE v2 frame is the transport's: no fields to lay out.
+    let roce = ctx.state.res.flow.nic_rx_root.is_none() && crate::steering::is_roce_v2(frame);
+    if let Some(fields) = (!roce)
+        .then(|| crate::steering::packet_fields(frame))
+        .flatten()
+    {
         if !is_roce_for_us(ctx, frame, &fields) {
             crate::steering::steer(ctx, frame, &fields);
             return;
