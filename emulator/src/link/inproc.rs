@@ -1,8 +1,10 @@
-//! An in-process link: two ends joined by crossbeam channels.
+//! An in-process link: two ends joined by bounded lock-free queues (crossbeam's
+//! `ArrayQueue`: nothing here blocks, so a channel's waker bookkeeping would be spent for
+//! nothing on every frame).
 //!
 //! Frames travel in pooled buffers: the receiving end swaps the sender's buffer into the
 //! device's and sends its old buffer back on a return channel, so a steady flow allocates
-//! nothing (the channels are bounded, array-backed: [`QUEUE_FRAMES`] frames per direction;
+//! nothing (the queues are bounded, array-backed: [`QUEUE_FRAMES`] frames per direction;
 //! a frame sent into a full queue is dropped, as a NIC drops a frame its full receive ring
 //! cannot take, and counted on both ends: the sender's [`InProcLink::dropped`] and the
 //! receiver's [`Link::rx_drops`] `ring_full`, which its device counts as
@@ -18,7 +20,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
+use crossbeam::queue::ArrayQueue;
 
 /// Frames each direction holds before it drops (a 1 MiB READ at MTU 256 is 4096 frames).
 ///
@@ -34,6 +36,9 @@ use crossbeam::channel::{Receiver, Sender, TrySendError, bounded};
 pub const QUEUE_FRAMES: usize = 16384;
 
 use super::{Link, LinkEnv, LinkRxDrops, Waker};
+
+/// One direction's frames, each with whether its ICRC is filled in.
+type Frames = ArrayQueue<(Vec<u8>, bool)>;
 
 /// One end of an in-process link (see [`InProcLink::pair`]).
 ///
@@ -51,14 +56,15 @@ use super::{Link, LinkEnv, LinkRxDrops, Waker};
 #[derive(Debug)]
 pub struct InProcLink {
     /// Frames to the peer, each with whether its ICRC is filled in (see
-    /// [`Link::transmit_unsealed`]).
-    tx: Sender<(Vec<u8>, bool)>,
+    /// [`Link::transmit_unsealed`]). Shared with the peer only: a count of one means the
+    /// peer is gone.
+    tx: Arc<Frames>,
     /// Frames from the peer, each with whether its ICRC is filled in.
-    rx: Receiver<(Vec<u8>, bool)>,
+    rx: Arc<Frames>,
     /// Empty buffers the peer gave back (for our transmits).
-    free_rx: Receiver<Vec<u8>>,
+    free_rx: Arc<ArrayQueue<Vec<u8>>>,
     /// Where our emptied buffers go (the peer's transmits).
-    free_tx: Sender<Vec<u8>>,
+    free_tx: Arc<ArrayQueue<Vec<u8>>>,
     /// The peer device's waker (set when the peer attaches).
     peer: Arc<OnceLock<Waker>>,
     /// Our device's waker slot (the peer wakes it).
@@ -84,19 +90,19 @@ impl InProcLink {
     /// assert_eq!(buf, [0xAB; 60]);
     /// ```
     pub fn pair() -> (InProcLink, InProcLink) {
-        let (ab_tx, ab_rx) = bounded(QUEUE_FRAMES);
-        let (ba_tx, ba_rx) = bounded(QUEUE_FRAMES);
+        let ab = Arc::new(ArrayQueue::new(QUEUE_FRAMES));
+        let ba = Arc::new(ArrayQueue::new(QUEUE_FRAMES));
         // Buffers the A side received go back to B (B transmits A's receives) and vice versa.
-        let (free_to_b_tx, free_to_b_rx) = bounded(QUEUE_FRAMES);
-        let (free_to_a_tx, free_to_a_rx) = bounded(QUEUE_FRAMES);
+        let free_to_b = Arc::new(ArrayQueue::new(QUEUE_FRAMES));
+        let free_to_a = Arc::new(ArrayQueue::new(QUEUE_FRAMES));
         let wa: Arc<OnceLock<Waker>> = Arc::default();
         let wb: Arc<OnceLock<Waker>> = Arc::default();
         let (full_a, full_b): (Arc<AtomicU64>, Arc<AtomicU64>) = (Arc::default(), Arc::default());
         let a = InProcLink {
-            tx: ab_tx,
-            rx: ba_rx,
-            free_rx: free_to_a_rx,
-            free_tx: free_to_b_tx,
+            tx: Arc::clone(&ab),
+            rx: Arc::clone(&ba),
+            free_rx: Arc::clone(&free_to_a),
+            free_tx: Arc::clone(&free_to_b),
             peer: Arc::clone(&wb),
             me: Arc::clone(&wa),
             dropped: Arc::default(),
@@ -104,10 +110,10 @@ impl InProcLink {
             peer_rx_full: Arc::clone(&full_b),
         };
         let b = InProcLink {
-            tx: ba_tx,
-            rx: ab_rx,
-            free_rx: free_to_b_rx,
-            free_tx: free_to_a_tx,
+            tx: ba,
+            rx: ab,
+            free_rx: free_to_b,
+            free_tx: free_to_a,
             peer: wa,
             me: wb,
             dropped: Arc::default(),
@@ -148,7 +154,7 @@ impl InProcLink {
 
 impl Link for InProcLink {
     fn transmit(&mut self, frame: &[u8]) {
-        let mut b = self.free_rx.try_recv().unwrap_or_default();
+        let mut b = self.free_rx.pop().unwrap_or_default();
         b.clear();
         b.extend_from_slice(frame);
         self.send(b, true);
@@ -156,7 +162,7 @@ impl Link for InProcLink {
 
     fn transmit_owned(&mut self, frame: Vec<u8>) -> Vec<u8> {
         // The frame travels as is; a buffer the peer gave back replaces it.
-        let spare = self.free_rx.try_recv().unwrap_or_default();
+        let spare = self.free_rx.pop().unwrap_or_default();
         self.send(frame, true);
         spare
     }
@@ -181,17 +187,17 @@ impl Link for InProcLink {
     }
 
     fn transmit_unsealed(&mut self, frame: Vec<u8>) -> Vec<u8> {
-        let spare = self.free_rx.try_recv().unwrap_or_default();
+        let spare = self.free_rx.pop().unwrap_or_default();
         self.send(frame, false);
         spare
     }
 
     fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
-        let (mut f, sealed) = self.rx.try_recv().ok()?;
+        let (mut f, sealed) = self.rx.pop()?;
         std::mem::swap(buf, &mut f);
         // Not cleared: whoever reuses it sizes it (a frame emitter then overwrites the old
         // bytes instead of zeroing them first).
-        let _ = self.free_tx.try_send(f);
+        let _ = self.free_tx.push(f);
         Some(sealed)
     }
 
@@ -212,18 +218,19 @@ impl InProcLink {
     fn send(&mut self, b: Vec<u8>, sealed: bool) {
         // A peer that is gone drops the frame, as an unplugged cable does; a full queue
         // drops it as congestion does.
-        match self.tx.try_send((b, sealed)) {
+        if Arc::strong_count(&self.tx) == 1 {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        match self.tx.push((b, sealed)) {
             Ok(()) => {
                 if let Some(w) = self.peer.get() {
                     w.wake();
                 }
             }
-            Err(TrySendError::Full(_)) => {
+            Err(_) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 self.peer_rx_full.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(TrySendError::Disconnected(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
