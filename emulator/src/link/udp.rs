@@ -920,7 +920,7 @@ pub(crate) fn solve_ip_id_with(ip_pkt: &mut [u8], computed: u32) -> bool {
     let mut header = Ipv4Packet::new_unchecked(&mut ip_pkt[..IP_LEN]);
     let id = header.ident() ^ x;
     header.set_ident(id);
-    header.fill_checksum();
+    crate::wire::fill_ipv4_checksum(&mut header);
     true
 }
 

@@ -137,6 +137,7 @@ pub(crate) use eth::TPID_8021Q;
 pub use eth::{ETH_MIN_FRAME_LEN, EthRepr, VlanTag, ethernet_frame};
 pub use ieth::{IethHeader, IethRepr};
 pub use imm::{ImmDtHeader, ImmDtRepr};
+pub(crate) use ip::fill_ipv4_checksum;
 pub use ip::{IpRepr, Ipv4Repr, Ipv6Repr, ipv4_packet, ipv6_packet};
 pub use opcode::{Opcode, Operation, PayloadRule, Position, Transport};
 pub use packet::{ExtHeaders, PacketRepr, RocePacket};
