@@ -252,6 +252,11 @@ impl Opcode {
     /// assert_eq!(Opcode::RcRdmaReadResponseLast.operation(), Operation::RdmaReadResponse);
     /// ```
     pub const fn operation(self) -> Operation {
+        PROPS[self as usize].operation
+    }
+
+    /// [`Opcode::operation`], worked out (for [`PROPS`]).
+    const fn operation_of(self) -> Operation {
         if matches!(self, Opcode::Cnp) {
             return Operation::Cnp;
         }
@@ -278,6 +283,11 @@ impl Opcode {
     /// assert_eq!(Opcode::UcRdmaWriteLastWithImm.position(), Position::Last);
     /// ```
     pub const fn position(self) -> Position {
+        PROPS[self as usize].position
+    }
+
+    /// [`Opcode::position`], worked out (for [`PROPS`]).
+    const fn position_of(self) -> Position {
         if matches!(self, Opcode::Cnp) {
             return Position::Only;
         }
@@ -412,6 +422,11 @@ impl Opcode {
     /// assert_eq!(Opcode::RcCompareSwap.ext_header_len(), 28);
     /// ```
     pub const fn ext_header_len(self) -> usize {
+        PROPS[self as usize].ext_header_len as usize
+    }
+
+    /// [`Opcode::ext_header_len`], worked out (for [`PROPS`]).
+    const fn ext_header_len_of(self) -> usize {
         let mut len = 0;
         if self.has_deth() {
             len += super::deth::DETH_LEN;
@@ -428,10 +443,13 @@ impl Opcode {
         if self.has_atomic_ack_eth() {
             len += super::atomic::ATOMIC_ACK_ETH_LEN;
         }
-        if self.has_imm() {
+        if matches!(
+            self.operation_of(),
+            Operation::SendWithImm | Operation::RdmaWriteWithImm
+        ) {
             len += super::imm::IMM_DT_LEN;
         }
-        if self.has_ieth() {
+        if matches!(self.operation_of(), Operation::SendWithInv) {
             len += super::ieth::IETH_LEN;
         }
         if self.is_cnp() {
@@ -450,14 +468,19 @@ impl Opcode {
     /// assert_eq!(Opcode::RcRdmaReadRequest.payload_rule(), PayloadRule::None);
     /// ```
     pub const fn payload_rule(self) -> PayloadRule {
-        match self.operation() {
+        PROPS[self as usize].payload_rule
+    }
+
+    /// [`Opcode::payload_rule`], worked out (for [`PROPS`]).
+    const fn payload_rule_of(self) -> PayloadRule {
+        match self.operation_of() {
             Operation::RdmaReadRequest
             | Operation::Acknowledge
             | Operation::AtomicAcknowledge
             | Operation::CompareSwap
             | Operation::FetchAdd
             | Operation::Cnp => PayloadRule::None,
-            _ => match self.position() {
+            _ => match self.position_of() {
                 Position::First | Position::Middle => PayloadRule::Pmtu,
                 Position::Last => PayloadRule::OneToPmtu,
                 Position::Only => PayloadRule::ZeroToPmtu,
@@ -506,6 +529,38 @@ impl Opcode {
 }
 
 /// Wire byte to opcode, built from [`Opcode::ALL`] at compile time.
+/// What the packet paths ask of an opcode, worked out once per opcode at compile time: the
+/// matches behind them ran several times for every packet built and parsed.
+#[derive(Clone, Copy)]
+struct Props {
+    operation: Operation,
+    position: Position,
+    payload_rule: PayloadRule,
+    ext_header_len: u8,
+}
+
+/// [`Props`] by opcode byte (bytes that are no opcode keep a placeholder no `Opcode` reads).
+const PROPS: [Props; 256] = {
+    let mut table = [Props {
+        operation: Operation::Cnp,
+        position: Position::Only,
+        payload_rule: PayloadRule::None,
+        ext_header_len: 0,
+    }; 256];
+    let mut i = 0;
+    while i < Opcode::ALL.len() {
+        let op = Opcode::ALL[i];
+        table[op.as_u8() as usize] = Props {
+            operation: op.operation_of(),
+            position: op.position_of(),
+            payload_rule: op.payload_rule_of(),
+            ext_header_len: op.ext_header_len_of() as u8,
+        };
+        i += 1;
+    }
+    table
+};
+
 const LOOKUP: [Option<Opcode>; 256] = {
     let mut table = [None; 256];
     let mut i = 0;
@@ -550,6 +605,17 @@ mod tests {
         assert!(Opcode::from_u8(0x15).is_none());
         assert!(Opcode::from_u8(0x2C).is_none());
         assert!(Opcode::from_u8(0x66).is_none());
+    }
+
+    /// The compile-time table answers as the rules it was built from, for every opcode.
+    #[test]
+    fn props_are_the_rules() {
+        for op in Opcode::ALL {
+            assert_eq!(op.operation(), op.operation_of(), "{op:?}");
+            assert_eq!(op.position(), op.position_of(), "{op:?}");
+            assert_eq!(op.payload_rule(), op.payload_rule_of(), "{op:?}");
+            assert_eq!(op.ext_header_len(), op.ext_header_len_of(), "{op:?}");
+        }
     }
 
     #[test]
