@@ -55,6 +55,10 @@ pub struct RocePacket<T: AsRef<[u8]>> {
     buffer: T,
     ip_off: usize,
     ip_version: u8,
+    /// The IP header as checked: [`PacketRepr::parse_packet`] takes it from here rather
+    /// than parse (and checksum) it a second time. Nothing can change the header under the
+    /// view: only the payload and the ICRC are writable.
+    ip: IpRepr,
     udp_off: usize,
     payload_off: usize,
     payload_len: usize,
@@ -99,7 +103,7 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
             EthernetProtocol::Ipv6 => (6, IPV6_HEADER_LEN),
             _ => return Err(WireError::NotIp { ethertype }),
         };
-        let (_, ip_len) = IpRepr::parse(ip_version, ip_bytes)?;
+        let (ip, ip_len) = IpRepr::parse(ip_version, ip_bytes)?;
         let udp_off = ip_off + ip_repr_len;
         // `ip_len` is at most `ip_bytes.len()` and at least the header length (checked).
         let udp_bytes = frame
@@ -173,6 +177,7 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
             buffer,
             ip_off,
             ip_version,
+            ip,
             udp_off,
             payload_off,
             payload_len,
@@ -990,7 +995,7 @@ impl PacketRepr {
     /// ```
     pub fn parse_packet<T: AsRef<[u8]>>(packet: &RocePacket<T>) -> Result<Self, WireError> {
         let eth = EthRepr::parse(&packet.ethernet())?;
-        let (ip, _) = IpRepr::parse(packet.ip_version(), packet.ip_bytes())?;
+        let ip = packet.ip;
         let udp = UdpRepr::parse(&udp_packet(packet.udp().into_inner())?)?;
         let bth = BthRepr::parse(&packet.bth())?;
         let ext = ExtHeaders::parse(bth.opcode, packet.ext_header_bytes())?;
