@@ -528,7 +528,6 @@ impl Opcode {
     }
 }
 
-/// Wire byte to opcode, built from [`Opcode::ALL`] at compile time.
 /// What the packet paths ask of an opcode, worked out once per opcode at compile time: the
 /// matches behind them ran several times for every packet built and parsed.
 #[derive(Clone, Copy)]
@@ -561,6 +560,7 @@ const PROPS: [Props; 256] = {
     table
 };
 
+/// Wire byte to opcode, built from [`Opcode::ALL`] at compile time.
 const LOOKUP: [Option<Opcode>; 256] = {
     let mut table = [None; 256];
     let mut i = 0;
