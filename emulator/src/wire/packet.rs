@@ -54,7 +54,6 @@ use super::{
 pub struct RocePacket<T: AsRef<[u8]>> {
     buffer: T,
     ip_off: usize,
-    ip_version: u8,
     /// The IP header as checked: [`PacketRepr::parse_packet`] takes it from here rather
     /// than parse (and checksum) it a second time. Nothing can change the header under the
     /// view: only the payload and the ICRC are writable.
@@ -176,7 +175,6 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
         Ok(RocePacket {
             buffer,
             ip_off,
-            ip_version,
             ip,
             udp_off,
             payload_off,
@@ -254,7 +252,7 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
     /// # Ok::<(), rnic_emulator::wire::WireError>(())
     /// ```
     pub fn ip_version(&self) -> u8 {
-        self.ip_version
+        self.ip.version()
     }
 
     /// The IP packet: from the IP header through the ICRC (Ethernet padding excluded).
@@ -301,7 +299,7 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
     /// # Ok::<(), rnic_emulator::wire::WireError>(())
     /// ```
     pub fn ipv4(&self) -> Option<Ipv4Packet<&[u8]>> {
-        (self.ip_version == 4).then(|| Ipv4Packet::new_unchecked(self.ip_bytes()))
+        (self.ip_version() == 4).then(|| Ipv4Packet::new_unchecked(self.ip_bytes()))
     }
 
     /// The IPv6 header, if the packet is IPv6.
@@ -322,7 +320,7 @@ impl<T: AsRef<[u8]>> RocePacket<T> {
     /// # Ok::<(), rnic_emulator::wire::WireError>(())
     /// ```
     pub fn ipv6(&self) -> Option<Ipv6Packet<&[u8]>> {
-        (self.ip_version == 6).then(|| Ipv6Packet::new_unchecked(self.ip_bytes()))
+        (self.ip_version() == 6).then(|| Ipv6Packet::new_unchecked(self.ip_bytes()))
     }
 
     /// The UDP datagram (header through ICRC).
