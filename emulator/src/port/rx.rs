@@ -128,14 +128,12 @@ fn is_roce_for_us(ctx: &Ctx<'_>, frame: &[u8], f: &rnic_hw_regs::ctx::FteMatchSe
 fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool, sealed: bool) {
     // Without a root table every RoCE v2 frame is the transport's: no fields to lay out.
     let roce = ctx.state.res.flow.nic_rx_root.is_none() && crate::steering::is_roce_v2(frame);
-    if let Some(fields) = (!roce)
-        .then(|| crate::steering::packet_fields(frame))
-        .flatten()
+    if !roce
+        && let Some(fields) = crate::steering::packet_fields(frame)
+        && !is_roce_for_us(ctx, frame, &fields)
     {
-        if !is_roce_for_us(ctx, frame, &fields) {
-            crate::steering::steer(ctx, frame, &fields);
-            return;
-        }
+        crate::steering::steer(ctx, frame, &fields);
+        return;
     }
     let Ok(mut packet) = RocePacket::new_checked(&*frame) else {
         count_drop(ctx, |d| &mut d.malformed);
