@@ -3,7 +3,7 @@
 //! nothing on every frame).
 //!
 //! Frames travel in pooled buffers: the receiving end swaps the sender's buffer into the
-//! device's and sends its old buffer back on a return channel, so a steady flow allocates
+//! device's and sends its old buffer back on a return queue, so a steady flow allocates
 //! nothing (the queues are bounded, array-backed: [`QUEUE_FRAMES`] frames per direction;
 //! a frame sent into a full queue is dropped, as a NIC drops a frame its full receive ring
 //! cannot take, and counted on both ends: the sender's [`InProcLink::dropped`] and the
