@@ -6,6 +6,11 @@
 //! - `write_bw/memcpy_64KiB`: a 64 KiB `copy_from_slice` between two buffers in cache, the
 //!   physical limit of a WRITE (one copy per byte); after the group the bench prints the
 //!   WRITE's bandwidth as a fraction of it (means over every sample of both, one run).
+//! - `write_bw/memcpy_64KiB_128_slots`: the same copy, cycling through the buffers of 128
+//!   QPs as `rnic write-bw -q 128` lays them out (a local and a target slot per QP on each
+//!   side: 17 MiB, beyond this machine's L2). Its bandwidth as a fraction of the in-cache
+//!   copy's is what the memory hierarchy alone leaves `-q 128` of `-q 1` at one copy per
+//!   byte; the bench prints it.
 //! - `send_lat/2B_half_rtt`: a 2-byte SEND ping-pong; the time reported per iteration is half
 //!   a round trip (RTT/2), as perftest's latency tools report.
 //!
@@ -105,6 +110,7 @@ impl Tally {
 
 static WRITE: Tally = Tally::new();
 static MEMCPY: Tally = Tally::new();
+static MEMCPY_SLOTS: Tally = Tally::new();
 
 fn bench(c: &mut Criterion) {
     const MSG: usize = 64 * 1024;
@@ -147,6 +153,24 @@ fn bench(c: &mut Criterion) {
             MEMCPY.add(start.elapsed(), iters)
         })
     });
+    // `rnic write-bw`'s layout (tools' `perf::res`): per QP, a local then a target slot of
+    // the message plus a GRH, 64-byte aligned; the client's local slot goes to the server's
+    // target slot.
+    const QPS: usize = 128;
+    const SLOT: usize = (MSG + 40).next_multiple_of(64);
+    let client = vec![0x5Au8; 2 * SLOT * QPS];
+    let mut server = vec![0u8; 2 * SLOT * QPS];
+    g.bench_function("memcpy_64KiB_128_slots", |bch| {
+        bch.iter_custom(|iters| {
+            let start = Instant::now();
+            for i in 0..iters as usize {
+                let at = (i % QPS) * 2 * SLOT;
+                black_box(&mut server[at + SLOT..at + SLOT + MSG])
+                    .copy_from_slice(black_box(&client[at..at + MSG]));
+            }
+            MEMCPY_SLOTS.add(start.elapsed(), iters)
+        })
+    });
     g.finish();
     assert_eq!(p.b.read(&dst, MSG - 4, 4), [0x5A; 4]);
     println!(
@@ -154,6 +178,11 @@ fn bench(c: &mut Criterion) {
         WRITE.mean_ns() / 1e3,
         MEMCPY.mean_ns() / 1e3,
         100.0 * MEMCPY.mean_ns() / WRITE.mean_ns()
+    );
+    println!(
+        "write_bw/memcpy_64KiB_128_slots: {:.2} us per copy: {:.2}% of the in-cache copy's bandwidth",
+        MEMCPY_SLOTS.mean_ns() / 1e3,
+        100.0 * MEMCPY.mean_ns() / MEMCPY_SLOTS.mean_ns()
     );
 
     let mut p = pair();
