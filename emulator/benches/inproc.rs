@@ -8,9 +8,9 @@
 //!   WRITE's bandwidth as a fraction of it (means over every sample of both, one run).
 //! - `write_bw/memcpy_64KiB_128_slots`: the same copy, cycling through the buffers of 128
 //!   QPs as `rnic write-bw -q 128` lays them out (a local and a target slot per QP on each
-//!   side: 17 MiB, beyond this machine's L2). Its bandwidth as a fraction of the in-cache
-//!   copy's is what the memory hierarchy alone leaves `-q 128` of `-q 1` at one copy per
-//!   byte; the bench prints it.
+//!   side; the copies touch 128 x 64 KiB on each side, 16 MiB in all, beyond this
+//!   machine's L2). Its bandwidth as a fraction of the in-cache copy's is what the memory
+//!   hierarchy alone leaves `-q 128` of `-q 1` at one copy per byte; the bench prints it.
 //! - `send_lat/2B_half_rtt`: a 2-byte SEND ping-pong; the time reported per iteration is half
 //!   a round trip (RTT/2), as perftest's latency tools report.
 //!
