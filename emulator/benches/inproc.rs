@@ -157,7 +157,7 @@ fn bench(c: &mut Criterion) {
     // the message plus a GRH, 64-byte aligned; the client's local slot goes to the server's
     // target slot.
     const QPS: usize = 128;
-    const SLOT: usize = (MSG + 40).next_multiple_of(64);
+    const SLOT: usize = (MSG + rnic_hw_regs::roce::GRH_LEN).next_multiple_of(64);
     let client = vec![0x5Au8; 2 * SLOT * QPS];
     let mut server = vec![0u8; 2 * SLOT * QPS];
     g.bench_function("memcpy_64KiB_128_slots", |bch| {

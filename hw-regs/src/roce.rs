@@ -37,6 +37,14 @@ pub const GSI_QPN: u32 = 1;
 /// ```
 pub const GSI_QKEY: u32 = 0x8001_0000;
 
+/// The bytes a UD receive buffer holds in front of the payload: the 40-byte Global Route
+/// Header area (`sizeof(struct ibv_grh)`), which the device fills for every UD message.
+///
+/// ```
+/// assert_eq!(rnic_hw_regs::roce::GRH_LEN, 40);
+/// ```
+pub const GRH_LEN: usize = 40;
+
 /// The lowest source port the kernel's folding produces (the top two bits are set, so flow
 /// source ports stay out of the well-known and registered ranges).
 ///

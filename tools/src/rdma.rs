@@ -13,7 +13,7 @@ use std::path::PathBuf;
 pub use rnic_verbs::{Context, WorkCompletion};
 
 /// The 40-byte GRH area a UD receive buffer holds in front of the payload.
-pub const GRH: usize = 40;
+pub const GRH: usize = rnic_verbs::GRH_LEN;
 
 /// Emulator options from the command line.
 #[derive(Debug, Clone, Default)]

@@ -11,8 +11,8 @@
 
 use crate::error::{Error, Result};
 use crate::{
-    AccessFlags, AddressHandle, AhAttr, CompletionQueue, Context, Gid, InitAttr, MemoryRegion,
-    QpType, QueuePair, RecvWr, RtrAttr, RtsAttr, SendWr, WorkCompletion,
+    AccessFlags, AddressHandle, AhAttr, CompletionQueue, Context, GRH_LEN, Gid, InitAttr,
+    MemoryRegion, QpType, QueuePair, RecvWr, RtrAttr, RtsAttr, SendWr, WorkCompletion,
 };
 use std::time::Duration;
 
@@ -30,8 +30,6 @@ pub use rnic_driver::qp::{GSI_QKEY, GSI_QPN};
 /// ```
 pub const MAD_SIZE: usize = 256;
 
-/// The GRH area in front of every datagram received.
-const GRH_LEN: usize = 40;
 /// One receive buffer: the GRH area, then a whole MAD.
 const SLOT: usize = GRH_LEN + MAD_SIZE;
 /// How long [`MadChannel::send`] waits for a send to complete when all are outstanding.

@@ -219,6 +219,12 @@ pub use rnic_driver::wr::PollError;
 /// ```
 pub use rnic_driver::wr::PostErrorKind;
 pub use rnic_emulator::Counters as EmulatorCounters;
+/// The GRH area a UD receive buffer holds in front of the payload (`sizeof(struct ibv_grh)`).
+///
+/// ```
+/// assert_eq!(rnic_verbs::GRH_LEN, 40);
+/// ```
+pub use rnic_hw_regs::roce::GRH_LEN;
 pub use srq::{SharedReceiveQueue, SrqAttr};
 pub use wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge};

@@ -25,7 +25,7 @@
 use rnic_hw_regs::cqe::{Cqe64, CqeOpcode, CqeSyndrome};
 use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::eqe::EventType;
-use rnic_hw_regs::roce::GSI_QKEY;
+use rnic_hw_regs::roce::{GRH_LEN, GSI_QKEY};
 
 use super::{Path, addr_ok, bth, can_receive, enter_error, mtu_bytes, packet_repr, send_frame};
 use crate::ctx::{Ctx, count_drop};
@@ -38,9 +38,6 @@ use crate::wire::{
     AethRepr, AtomicAckEthRepr, NakCode, Opcode, Operation, PacketRepr, Position, RethRepr,
     Syndrome, Transport,
 };
-
-/// Size of the GRH area at the start of a UD receive buffer.
-pub(crate) const GRH_LEN: usize = 40;
 
 /// Handles a request packet for QP `qpn`. `ip_header` is the packet's IP header as received
 /// (for the UD GRH area).

@@ -60,6 +60,18 @@ pub enum Operation {
     Cnp,
 }
 
+impl Operation {
+    /// Whether its packets carry an ImmDt header (with [`Opcode::has_imm`]'s rule).
+    const fn carries_imm(self) -> bool {
+        matches!(self, Operation::SendWithImm | Operation::RdmaWriteWithImm)
+    }
+
+    /// Whether its packets carry an IETH (with [`Opcode::has_ieth`]'s rule).
+    const fn carries_ieth(self) -> bool {
+        matches!(self, Operation::SendWithInv)
+    }
+}
+
 /// Where a packet sits in its message.
 ///
 /// ```
@@ -383,10 +395,7 @@ impl Opcode {
     /// assert!(!Opcode::RcRdmaWriteFirst.has_imm());
     /// ```
     pub const fn has_imm(self) -> bool {
-        matches!(
-            self.operation(),
-            Operation::SendWithImm | Operation::RdmaWriteWithImm
-        )
+        self.operation().carries_imm()
     }
 
     /// Carries an IETH (SEND_*_WITH_INVALIDATE).
@@ -397,7 +406,7 @@ impl Opcode {
     /// assert!(Opcode::RcSendOnlyWithInv.has_ieth());
     /// ```
     pub const fn has_ieth(self) -> bool {
-        matches!(self.operation(), Operation::SendWithInv)
+        self.operation().carries_ieth()
     }
 
     /// Is the RoCE v2 CNP (carries 16 reserved bytes).
@@ -443,13 +452,11 @@ impl Opcode {
         if self.has_atomic_ack_eth() {
             len += super::atomic::ATOMIC_ACK_ETH_LEN;
         }
-        if matches!(
-            self.operation_of(),
-            Operation::SendWithImm | Operation::RdmaWriteWithImm
-        ) {
+        // The operation as worked out, not from `PROPS`, which this builds.
+        if self.operation_of().carries_imm() {
             len += super::imm::IMM_DT_LEN;
         }
-        if matches!(self.operation_of(), Operation::SendWithInv) {
+        if self.operation_of().carries_ieth() {
             len += super::ieth::IETH_LEN;
         }
         if self.is_cnp() {

@@ -32,7 +32,7 @@ use rnic_verbs::{AddressHandle, AhAttr, CompletionQueue, QpCap, SendWr, WorkComp
 /// udaddy's port (fixed; its `-p` is the port space).
 pub const PORT: u16 = 7174;
 /// The GRH area in front of every UD message received (`sizeof(struct ibv_grh)`).
-pub const GRH: usize = 40;
+pub use crate::rdma::GRH;
 
 /// `rnic udaddy`'s flags: udaddy's (`s:b:c:C:S:t:p:P:f:`) and rnic's.
 #[derive(Debug, Clone, Args)]
