@@ -442,7 +442,10 @@ pub fn connect_qps(
 }
 
 /// The server's test QPs (`rdma_cm_server_connection`): the first `cfg.qps` requests on
-/// the comm QP's listener, each accepted with a QP on `res`'s PD and CQs.
+/// the comm QP's listener, each accepted with a QP on `res`'s PD and CQs, and each waited
+/// for until it is established (the client's RTU taken). The CM sends no DREQ for a
+/// connection it has not seen established, so a test short enough to end before the RTU was
+/// taken would otherwise leave its disconnection to time out on both sides.
 pub fn accept_qps(
     res: &mut Res,
     cfg: &PerfConfig,
@@ -453,10 +456,18 @@ pub fn accept_qps(
     let comm_qpn = comm.qp.qp_num();
     let mut ids = Vec::new();
     res.qps.clear();
-    while ids.len() < cfg.qps as usize {
+    let mut established = 0;
+    while ids.len() < cfg.qps as usize || established < ids.len() {
         let ev = cm::next_event(&ch, Some(timeout), "the client's test QP connections")?;
         match ev.kind {
-            EventKind::ConnectRequest => {}
+            EventKind::ConnectRequest if ids.len() < cfg.qps as usize => {}
+            EventKind::Established => {
+                let q = cm::qpn_of(&ev.id);
+                if q.is_some() && res.qps.iter().any(|qp| Some(qp.qp_num()) == q) {
+                    established += 1;
+                }
+                continue;
+            }
             EventKind::Disconnected if cm::qpn_of(&ev.id) == Some(comm_qpn) => {
                 return Err(ToolError::Io(
                     "the client closed the rdma_cm connection".into(),
