@@ -16,11 +16,13 @@
 //! coalesced ACKs) and hands back to the device, which runs its doorbells and timers: a
 //! link that never runs dry (a flood) does not starve a live connection.
 //!
-//! Frame buffers are pooled, so a steady flow of packets does not allocate.
+//! Frame buffers are pooled (the `pool` module), so a steady flow of packets does not
+//! allocate.
 
 use std::collections::VecDeque;
 use std::fmt;
 
+mod pool;
 pub(crate) mod rx;
 pub(crate) mod tx;
 
@@ -28,19 +30,15 @@ use crate::link::LinkRxDrops;
 use crate::link::pcap::Capture;
 pub use crate::link::{Link, NullLink};
 
-/// Frame buffers kept for reuse.
-const POOL_MAX: usize = 256;
-
-// Every pooled buffer gets the capacity of the largest RoCE v2 frame: buffers swapped in
-// from a link may be smaller (an ACK); growing them once here keeps a later, larger packet
-// from reallocating on the data path.
-pub(crate) use crate::wire::FRAME_CAPACITY;
+use pool::FramePool;
 
 /// The port: link, loopback queue, buffer pool.
 pub(crate) struct Port {
     link: Box<dyn Link>,
     rx: VecDeque<Vec<u8>>,
-    pool: Vec<Vec<u8>>,
+    pool: FramePool,
+    /// The buffer the link swaps the next received frame into ([`Port::receive_from_link`]).
+    rx_spare: Vec<u8>,
     /// A reusable payload buffer for the transport (gather / READ responses).
     pub(crate) scratch: Vec<u8>,
     /// QPs whose responder owes an ACK (coalesced, sent when the port is idle).
@@ -68,7 +66,8 @@ impl Port {
         Port {
             link: Box::new(NullLink::default()),
             rx: VecDeque::new(),
-            pool: Vec::new(),
+            pool: FramePool::new(),
+            rx_spare: Vec::with_capacity(crate::wire::FRAME_CAPACITY),
             scratch: Vec::new(),
             ack_pending: Vec::new(),
             read_pending: VecDeque::new(),
@@ -114,48 +113,40 @@ impl Port {
         self.link.next_deadline_ns()
     }
 
-    /// A buffer for [`crate::link::Link::receive`], which replaces its contents: not
-    /// cleared, so the bytes it keeps go back to the link's pool sized (an in-process
-    /// peer's emitter then overwrites them instead of zeroing them first, see
-    /// [`Port::frame_buffer`]).
-    pub(crate) fn rx_buffer(&mut self) -> Vec<u8> {
-        let mut b = self.pool.pop().unwrap_or_default();
-        if b.capacity() < FRAME_CAPACITY {
-            b.reserve(FRAME_CAPACITY - b.len());
-        }
-        b
+    /// The next frame from the link and whether it is sealed, if one is waiting. A
+    /// capturing port writes what it receives, so it takes every frame sealed.
+    ///
+    /// The link swaps the frame into the port's spare buffer and sends the spare's old
+    /// buffer back to the sender, so the spare is replaced from the pool only when a frame
+    /// came (an empty look costs no pool traffic), by one of the class of the frame that
+    /// came: streams come in bursts of one class (a message's packets, or its ACKs), and the
+    /// next buffer the sender gets back should be of the class it spends
+    /// ([`FramePool::for_swap`]).
+    pub(crate) fn receive_from_link(&mut self) -> Option<(Vec<u8>, bool)> {
+        let sealed = if self.capture.is_some() {
+            self.link.receive(&mut self.rx_spare).then_some(true)
+        } else {
+            self.link.receive_unsealed(&mut self.rx_spare)
+        }?;
+        let next = self.pool.for_swap(pool::is_long(self.rx_spare.len()));
+        Some((std::mem::replace(&mut self.rx_spare, next), sealed))
     }
 
     /// An empty frame buffer.
     pub(crate) fn buffer(&mut self) -> Vec<u8> {
-        let mut b = self.pool.pop().unwrap_or_default();
-        b.clear();
-        b.reserve(FRAME_CAPACITY);
-        b
+        self.pool.empty()
     }
 
     /// A frame buffer of `len` bytes whose contents are whatever its last use left: for a
-    /// writer that overwrites every byte (the frame emitter), so no zeroing pass is spent.
-    /// Pooled buffers keep the length of their last frame (the in-process link hands them
-    /// back uncleared), so only bytes beyond it are zeroed.
+    /// writer that overwrites every byte (the frame emitter), so no zeroing pass is spent
+    /// ([`FramePool::sized`]).
     pub(crate) fn frame_buffer(&mut self, len: usize) -> Vec<u8> {
-        let mut b = self.pool.pop().unwrap_or_default();
-        if b.capacity() < FRAME_CAPACITY {
-            b.reserve(FRAME_CAPACITY - b.len());
-        }
-        if b.len() >= len {
-            b.truncate(len);
-        } else {
-            b.resize(len, 0);
-        }
-        b
+        self.pool.sized(len)
     }
 
     /// Gives a frame buffer back to the pool.
     pub(crate) fn recycle(&mut self, b: Vec<u8>) {
-        if self.pool.len() < POOL_MAX {
-            self.pool.push(b);
-        }
+        self.pool.recycle(b);
     }
 
     /// Frames waiting to be processed.

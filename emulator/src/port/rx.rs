@@ -72,17 +72,9 @@ fn run_frames(ctx: &mut Ctx<'_>) -> (usize, bool) {
         let (mut frame, from_link, sealed) = match ctx.state.port.rx.pop_front() {
             Some(f) => (f, false, true),
             None => {
-                let mut b = ctx.state.port.rx_buffer();
-                // A capturing port writes what it receives: it takes every frame sealed.
-                let got = if ctx.state.port.capture.is_some() {
-                    ctx.state.port.link.receive(&mut b).then_some(true)
-                } else {
-                    ctx.state.port.link.receive_unsealed(&mut b)
-                };
-                if let Some(sealed) = got {
+                if let Some((b, sealed)) = ctx.state.port.receive_from_link() {
                     (b, true, sealed)
                 } else {
-                    ctx.state.port.recycle(b);
                     // Idle: READ responses left to send, then the coalesced ACKs.
                     if crate::transport::responder::pump_reads(ctx) {
                         continue;
