@@ -10,18 +10,20 @@
 //! ```text
 //! cargo build --release -p rnic-tests --example write_cost
 //! valgrind --tool=callgrind --toggle-collect='write_cost::timed' \
-//!     target/release/examples/write_cost 65536 100     # SIZE ITERS [MTU]
+//!     target/release/examples/write_cost 65536 100     # SIZE ITERS [MTU [BATCH]]
 //! ```
 //!
-//! Only `timed` (ITERS WRITEs, each posted, carried and polled) is counted; opening the
-//! devices, connecting and a warm-up of 20 WRITEs are not.
+//! Only `timed` (ITERS lists of BATCH WRITEs, default 1, each list posted with one doorbell
+//! and only its last WRITE signaled, carried and polled) is counted; opening the devices,
+//! connecting and a warm-up of 20 lists are not. A list of 32 small WRITEs is what
+//! `rnic write-bw -s 8 -l 32` posts: the cost per WRITE of a message-rate run.
 #![allow(missing_docs)]
 
 use rnic_driver::cq::Cq;
 use rnic_driver::mr::Mr;
 use rnic_driver::pd::Pd;
 use rnic_driver::qp::{AddressVector, InitAttr, Mtu, Qp, QpConfig, QpType, RtrAttr, RtsAttr};
-use rnic_driver::wr::{Access, Payload, SendFlags, SendOp, SendWr, WcStatus, WorkCompletion};
+use rnic_driver::wr::{Access, Payload, SendFlags, SendOp, SendWr, Sge, WcStatus, WorkCompletion};
 use rnic_driver::{Hca, HcaConfig};
 use rnic_emulator::link::InProcLink;
 use rnic_emulator::{Device, Profile, RunMode};
@@ -103,19 +105,30 @@ fn connect(s: &Side, peer: &Side, mtu: Mtu) {
     .expect("RTR2RTS");
 }
 
-/// One WRITE of `size` bytes from A to B, stepped until A polls its completion.
-fn write_once(a: &Side, b: &Side, size: u32) {
-    let wr = SendWr {
-        wr_id: 1,
-        op: SendOp::Write {
-            raddr: b.mr.addr(),
-            rkey: b.mr.rkey(),
-        },
-        payload: Payload::Sgl(&[a.mr.sge(0, size)]),
-        flags: SendFlags::SIGNALED,
-        ud: None,
-    };
-    a.qp.post_send(black_box(&[wr])).expect("post");
+/// The list of `batch` WRITEs of `sge` to B that `write_once` posts on A: only the
+/// last signaled, as perftest's `-l` posts them.
+fn writes<'a>(b: &Side, sge: &'a [Sge], batch: usize) -> Vec<SendWr<'a>> {
+    (0..batch)
+        .map(|i| SendWr {
+            wr_id: 1,
+            op: SendOp::Write {
+                raddr: b.mr.addr(),
+                rkey: b.mr.rkey(),
+            },
+            payload: Payload::Sgl(sge),
+            flags: if i + 1 == batch {
+                SendFlags::SIGNALED
+            } else {
+                SendFlags::empty()
+            },
+            ud: None,
+        })
+        .collect()
+}
+
+/// One list of WRITEs posted on A (one doorbell), stepped until A polls its completion.
+fn write_once(a: &Side, b: &Side, wrs: &[SendWr<'_>]) {
+    a.qp.post_send(black_box(wrs)).expect("post");
     let mut wc = [WorkCompletion::default(); 1];
     for _ in 0..10_000 {
         b.dev.step();
@@ -125,37 +138,51 @@ fn write_once(a: &Side, b: &Side, size: u32) {
             return;
         }
     }
-    panic!("the WRITE did not complete");
+    panic!("the WRITEs did not complete");
 }
 
 #[inline(never)]
-fn timed(a: &Side, b: &Side, size: u32, iters: u32) {
+fn timed(a: &Side, b: &Side, wrs: &[SendWr<'_>], iters: u32) {
     for _ in 0..iters {
-        write_once(a, b, size);
+        write_once(a, b, wrs);
     }
 }
+
+/// The longest list posted (the QP's send queue holds 64).
+const MAX_BATCH: usize = 32;
 
 fn main() {
     let args: Vec<u64> = std::env::args()
         .skip(1)
-        .map(|a| a.parse().expect("SIZE ITERS [MTU] as numbers"))
+        .map(|a| a.parse().expect("SIZE ITERS [MTU [BATCH]] as numbers"))
         .collect();
     let size = args.first().copied().unwrap_or(65536) as u32;
     let iters = args.get(1).copied().unwrap_or(100) as u32;
     let mtu = Mtu::from_bytes(args.get(2).copied().unwrap_or(4096) as u32).expect("MTU");
+    let batch = args.get(3).copied().unwrap_or(1) as usize;
+    assert!(
+        (1..=MAX_BATCH).contains(&batch),
+        "BATCH is 1 to {MAX_BATCH}"
+    );
     let (la, lb) = InProcLink::pair();
     let a = side(Ipv4Addr::new(192, 0, 2, 1), 1, la, size as usize);
     let b = side(Ipv4Addr::new(192, 0, 2, 2), 2, lb, size as usize);
     connect(&a, &b, mtu);
     connect(&b, &a, mtu);
     a.mr.write(0, &vec![0x5A; size as usize]);
+    let sge = [a.mr.sge(0, size)];
+    let wrs = writes(&b, &sge, batch);
     for _ in 0..20 {
-        write_once(&a, &b, size);
+        write_once(&a, &b, &wrs);
     }
-    timed(&a, &b, size, iters);
+    timed(&a, &b, &wrs, iters);
     let mut back = vec![0u8; size as usize];
     b.mr.read(0, &mut back);
     assert!(back.iter().all(|&x| x == 0x5A), "the data arrived");
-    println!("{iters} WRITEs of {size} B at MTU {} done", mtu.bytes());
+    println!(
+        "{} WRITEs of {size} B at MTU {} ({iters} lists of {batch}) done",
+        iters as usize * batch,
+        mtu.bytes()
+    );
     drop((a.pd, b.pd));
 }
