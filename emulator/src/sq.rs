@@ -66,7 +66,7 @@ pub(crate) fn doorbell(ctx: &mut Ctx<'_>, uar: u32, value: u64) -> bool {
         return true;
     };
     let counter = counter as u16;
-    let size = 1u32 << qp.ctx.log_sq_size().min(15);
+    let size = qp.sq_size();
     if u32::from(counter.wrapping_sub(qp.sq_ci)) > size {
         return false;
     }
@@ -86,7 +86,7 @@ fn sq_base(qp: &Qp) -> u64 {
 
 /// Reads WQEBB `index` (a counter value, wrapped to the ring) into `out`.
 fn read_wqebb(ctx: &Ctx<'_>, qp: &Qp, index: u16, out: &mut [u8]) -> bool {
-    let size = 1u32 << qp.ctx.log_sq_size().min(15);
+    let size = qp.sq_size();
     let off = sq_base(qp) + u64::from(u32::from(index) & (size - 1)) * WQEBB as u64;
     match qp.buf.iova(off) {
         Some(iova) => ctx.dma.read(iova, out).is_ok(),
@@ -392,7 +392,7 @@ pub(crate) fn flush_send(ctx: &mut Ctx<'_>, qpn: u32, tr: &mut QpTransport) {
     if !qp.ctx.no_sq() {
         if let Ok(counter) = ctx.dma.read_be32(qp.ctx.dbr_addr().wrapping_add(4)) {
             let counter = counter as u16;
-            let size = 1u32 << qp.ctx.log_sq_size().min(15);
+            let size = qp.sq_size();
             let mut ci = qp.sq_ci;
             if u32::from(counter.wrapping_sub(ci)) <= size {
                 let mut first = [0u8; WQEBB];

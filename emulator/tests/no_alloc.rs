@@ -104,6 +104,49 @@ fn steady_state_transfers_do_not_allocate() {
     );
 }
 
+/// A list of 32 small WRITEs posted with one doorbell, only the last signaled (what
+/// `rnic write-bw -s 8 -l 32` posts), allocates nothing once warmed up: every WQE of the list
+/// is outstanding at once, and each completed one lends its lists to the next parsed.
+#[test]
+fn a_posted_list_of_writes_does_not_allocate() {
+    use rig::net::Net;
+    use rig::{Access, SIGNALED, data, op, raddr, segs};
+    use rnic_hw_regs::ctx::QpSt;
+
+    const LIST: usize = 32;
+    let mut n = Net::new();
+    let (mut qa, _qb, mut ca, _cb) = n.pair(QpSt::Rc, 5, 6, 4, 0);
+    let src = n.a.mr(4096, Access::ALL);
+    let dst = n.b.mr(4096, Access::ALL);
+    let write = segs(&[raddr(dst.addr, dst.key), data(src.addr, 8, src.key)]);
+    n.a.h.dev.set_auto_step(false);
+    n.b.h.dev.set_auto_step(false);
+    let mut per_round = Vec::new();
+    for round in 0..6 {
+        let mut last = 0;
+        for i in 0..LIST {
+            let fm_ce_se = if i + 1 == LIST { SIGNALED } else { 0 };
+            last = n.a.write_wqe(&mut qa, op::WRITE, fm_ce_se, 0, &write);
+        }
+        n.a.ring(&mut qa, last);
+        let before = allocations();
+        n.settle();
+        per_round.push(allocations() - before);
+        let c = n.a.poll(&mut ca).expect("the signaled WRITE's CQE");
+        assert_eq!(c.wqe_counter(), last, "round {round}");
+        assert!(
+            n.a.poll(&mut ca).is_none(),
+            "one CQE per list, round {round}"
+        );
+    }
+    println!("allocations per round (a list of {LIST} WRITEs): {per_round:?}");
+    assert_eq!(
+        per_round[3..],
+        [0, 0, 0],
+        "allocations per round: {per_round:?}"
+    );
+}
+
 /// Raw Ethernet once warmed up: an SQ object sending an ICMP frame to the device's own
 /// address (so it loops back through the port), flow steering matching it, and the RQ
 /// delivery with its CQE allocate nothing; frame buffers and segment lists are recycled.

@@ -18,7 +18,7 @@ pub(crate) use eth::{
 };
 pub(crate) use flow::{FlowDest, FlowGroup, FlowSteering, FlowTable, Fte};
 pub(crate) use qp_transport::{
-    InMsg, MsgKind, QpTransport, RdRes, ReadJob, ResKind, SPARE_WQES, WINDOW, advance_una,
+    InMsg, MsgKind, QpTransport, RdRes, ReadJob, ResKind, WINDOW, advance_una,
 };
 pub(crate) use table::Table;
 pub(crate) use timer_queue::TimerQueue;
@@ -181,6 +181,12 @@ impl Qp {
             sq_doorbells: 0,
             tr: Some(Box::default()),
         }
+    }
+
+    /// The send queue's size in WQEBBs (`log_sq_size`, capped at 2^15 as a 16-bit
+    /// counter's ring must be): also the most WQEs it can have outstanding.
+    pub(crate) fn sq_size(&self) -> u32 {
+        1u32 << self.ctx.log_sq_size().min(15)
     }
 }
 

@@ -150,9 +150,6 @@ impl QpTransport {
     }
 }
 
-/// Completed WQEs kept in [`QpTransport::spare`] at most.
-pub(crate) const SPARE_WQES: usize = 16;
-
 /// PSNs the RC requester may have unacknowledged (as rxe: sending stalls beyond 128).
 pub(crate) const WINDOW: u32 = 128;
 

@@ -32,7 +32,7 @@ use rnic_hw_regs::ctx::QpSt;
 use super::{addr_ok, enter_error, mtu_bytes, rearm};
 use crate::ctx::{Ctx, count_drop};
 use crate::mkey;
-use crate::resources::{Domain, QpTransport, SPARE_WQES, SendWqe, advance_una};
+use crate::resources::{Domain, QpTransport, SendWqe, advance_una};
 use crate::wire::psn::{psn_add, psn_cmp};
 use crate::wire::{NakCode, Operation, PacketRepr, Position, Syndrome, Transport};
 
@@ -397,6 +397,10 @@ pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
     };
     let cqn = qp.ctx.cqn_snd();
     let qpc = qp.ctx;
+    // Completed WQEs lend their lists to the next ones parsed (`sq::parse`): as many are
+    // kept as the send queue can hold outstanding, so a QP that keeps it full (a list of 32
+    // posted at once, perftest's `-l`) allocates nothing either.
+    let spare_max = qp.sq_size() as usize;
     ctx.with_transport(qpn, |ctx, tr| {
         let uidx = crate::cq::srqn_uidx(ctx, &qpc, None);
         while let Some(w) = tr.sq.front() {
@@ -424,7 +428,7 @@ pub(crate) fn complete_head(ctx: &mut Ctx<'_>, qpn: u32) {
                 c.set_srqn_uidx(uidx);
                 crate::cq::push(ctx, cqn, &mut c);
             }
-            if tr.spare.len() < SPARE_WQES {
+            if tr.spare.len() < spare_max {
                 tr.spare.push(w);
             }
         }
