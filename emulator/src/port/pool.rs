@@ -46,21 +46,13 @@ impl FramePool {
     /// then keeps each side's stacks as they were; sending long buffers back for ACKs would
     /// leave the packets' sender with only short ones after a while.
     pub(crate) fn for_swap(&mut self, long: bool) -> Vec<u8> {
-        let (first, second) = self.stacks(long);
-        let mut b = first.pop().or_else(|| second.pop()).unwrap_or_default();
-        reserve_frame(&mut b);
-        b
+        self.take(long)
     }
 
     /// An empty buffer.
     pub(crate) fn empty(&mut self) -> Vec<u8> {
-        let mut b = self
-            .short
-            .pop()
-            .or_else(|| self.long.pop())
-            .unwrap_or_default();
+        let mut b = self.take(false);
         b.clear();
-        reserve_frame(&mut b);
         b
     }
 
@@ -68,9 +60,7 @@ impl FramePool {
     /// that overwrites every byte: taken from the stack of its own size, so that at most the
     /// bytes beyond the last frame's length are zeroed.
     pub(crate) fn sized(&mut self, len: usize) -> Vec<u8> {
-        let (first, second) = self.stacks(is_long(len));
-        let mut b = first.pop().or_else(|| second.pop()).unwrap_or_default();
-        reserve_frame(&mut b);
+        let mut b = self.take(is_long(len));
         if b.len() >= len {
             b.truncate(len);
         } else {
@@ -85,6 +75,15 @@ impl FramePool {
         if stack.len() < POOL_MAX {
             stack.push(b);
         }
+    }
+
+    /// A buffer of the class asked for, else of the other, else a new one; with room for
+    /// any frame.
+    fn take(&mut self, long: bool) -> Vec<u8> {
+        let (first, second) = self.stacks(long);
+        let mut b = first.pop().or_else(|| second.pop()).unwrap_or_default();
+        reserve_frame(&mut b);
+        b
     }
 
     /// The stack of the class asked for, then the other.
