@@ -9,6 +9,7 @@
 //!   flags, text and out-of-band protocol;
 //! - [`cmtest`]: `rnic cmatose` / `rnic udaddy`, librdmacm's `cmatose` (`ucmatose`) and
 //!   `udaddy` (RC and UD connections through the connection manager, flags and output);
+//! - [`affinity`]: the CPUs a `--loopback` run's two sides are pinned to;
 //! - [`args`]: the flags pingpong and perf share (`-d`, `-i`, `--pcap`, `--emu-faults`);
 //! - [`device_select`]: device names and `--emu-faults`;
 //! - [`oob`]: the out-of-band TCP connection and its fixed-size text messages;
@@ -47,6 +48,7 @@
 //! stderr). Every wait on the peer is bounded by `--timeout` (30 s by default). Errors are one
 //! line on stderr and a non-zero exit (2 for bad arguments, 1 for a failed run).
 
+pub mod affinity;
 pub mod args;
 pub mod cm;
 pub mod cmtest;

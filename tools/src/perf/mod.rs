@@ -163,7 +163,8 @@ pub struct PerfArgs {
     /// The JSON results file.
     #[arg(long = "out_json_file")]
     pub out_json_file: Option<PathBuf>,
-    /// Run server and client in this process on the emulated pair emu0 / emu1.
+    /// Run server and client in this process on the emulated pair emu0 / emu1 (each side
+    /// pinned to a CPU of its own when the process may use two).
     #[arg(long)]
     pub loopback: bool,
     /// With -a: draw the sweep as an SVG chart.

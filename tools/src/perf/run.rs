@@ -581,7 +581,17 @@ pub fn main(verb: Verb, kind: TestKind, a: &PerfArgs) -> Result<(), ToolError> {
         );
         sp.json = None;
         sp.plot = None;
-        let server = std::thread::spawn(move || side(&sp, server_side));
+        let cpus = crate::affinity::two_cpus();
+        let server = std::thread::spawn(move || {
+            if let Some((_, cpu)) = cpus {
+                crate::affinity::pin_current_thread(cpu);
+            }
+            side(&sp, server_side)
+        });
+        // The client runs in this thread (the device threads its side starts inherit the pin).
+        if let Some((cpu, _)) = cpus {
+            crate::affinity::pin_current_thread(cpu);
+        }
         let client_emu = EmuOpts {
             pcap: None,
             faults: emu.faults.clone(),
