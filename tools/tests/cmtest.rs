@@ -156,11 +156,11 @@ fn cmatose_two_processes_both_roles_and_the_wire() {
     let _g = heavy();
     let lines = (CMATOSE_SERVER, CMATOSE_CLIENT);
     let addrs = ("127.0.0.141", "127.0.0.142");
-    for frames in both_roles("cmatose", addrs, ("20", "3000"), lines) {
+    for frames in both_roles("cmatose", addrs, ("20", "12000"), lines) {
         // REQ, REP, RTU, then the data, then the server's DREQ and the client's DREP.
         assert_eq!(cm_attrs(&frames), [REQ, REP, RTU, DREQ, DREP]);
-        // 20 SENDs of 3000 bytes each way: First, Middle, Last at a 1024-byte MTU (RC SEND
-        // First 0x00, Middle 0x01, Last 0x02), 60 packets each way.
+        // 20 SENDs of 12000 bytes each way: First, Middle, Last at the 4096-byte MTU of a port
+        // on lo (RC SEND First 0x00, Middle 0x01, Last 0x02), 60 packets each way.
         let sends = frames.iter().filter(|f| f.opcode() <= 0x02).count();
         assert_eq!(sends, 2 * 20 * 3, "{sends} SEND packets");
     }
@@ -287,7 +287,7 @@ fn refusals_print_the_event_and_return_its_status() {
 
 #[test]
 fn local_failures_are_the_c_programs_lines() {
-    // A message larger than the port's MTU (1024 on the emulated device): -EINVAL, before
+    // A message larger than the port's MTU (4096 on an emulated device on lo): -EINVAL, before
     // any MAD (the route resolves locally).
     let o = rnic(&[
         "udaddy",
@@ -303,7 +303,7 @@ fn local_failures_are_the_c_programs_lines() {
         [
             "udaddy: starting client",
             "udaddy: connecting",
-            "udaddy: message_size 5000 is larger than active mtu 1024",
+            "udaddy: message_size 5000 is larger than active mtu 4096",
             "test complete",
             "return status -22",
         ],

@@ -260,7 +260,11 @@ impl Context {
                     name: key.clone(),
                     why: format!("UDP link: {e}"),
                 })?;
-                open_emulated(&key, ip, link, ETHERNET_MTU, opts, None)?
+                // As rxe's port follows its netdev: the interface that holds the address.
+                let mtu = link
+                    .interface_mtu()
+                    .map_or(ETHERNET_MTU, |m| u16::try_from(m).unwrap_or(u16::MAX));
+                open_emulated(&key, ip, link, mtu, opts, None)?
             }
             DeviceName::EmuTap {
                 ref ifname,
@@ -761,8 +765,9 @@ fn check_port(verb: &'static str, port: u8) -> Result<()> {
 /// wire (nothing on it limits a frame to 1500 bytes), so the port's active MTU is 4096.
 const JUMBO_MTU: u16 = 9000;
 
-/// The Ethernet MTU of an emulated port on the UDP link: a standard Ethernet port (what rxe
-/// on a 1500-byte netdev has), active MTU 1024.
+/// The Ethernet MTU of an emulated port on a UDP link whose address no host interface holds
+/// (otherwise it takes that interface's, [`UdpLink::interface_mtu`]): a standard Ethernet
+/// port (what rxe on a 1500-byte netdev has), active MTU 1024.
 const ETHERNET_MTU: u16 = 1500;
 
 /// The subnet prefix the agent of a device whose name gives none puts its IPv4 address on.

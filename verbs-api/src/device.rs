@@ -594,9 +594,11 @@ impl fmt::Display for LinkLayer {
 ///
 /// `active_mtu` is what mlx5 and rxe report: the largest IB MTU the port's Ethernet MTU
 /// carries ([`crate::Mtu::for_ethernet`]). An emulated device on the UDP link (`emu:<IPv4>`)
-/// is a standard Ethernet port (1500: active MTU 1024, what rxe on a 1500-byte netdev has, so
-/// it interoperates with rxe peers out of the box); `emu0` and `emu1` are joined by an
-/// in-process link modelled as a jumbo-frame wire (9000: active MTU 4096). `max_mtu` is 4096.
+/// has the Ethernet MTU of the host interface that holds its address, as rxe has its
+/// netdev's: on a 1500-byte interface (a TAP toward a guest's rxe) active MTU 1024, what rxe
+/// there has, so they interoperate out of the box; on `lo` (`127.0.0.0/8`, 65536) 4096.
+/// `emu0` and `emu1` are joined by an in-process link modelled as a jumbo-frame wire (9000:
+/// active MTU 4096). `max_mtu` is 4096.
 ///
 /// ```
 /// # use rnic_verbs::*; fn main() -> Result<(), Error> {

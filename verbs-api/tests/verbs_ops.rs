@@ -80,11 +80,12 @@ fn device_port_and_gid_queries() {
     assert_eq!(p.state, PortState::Active);
     assert_eq!(p.state.to_string(), "PORT_ACTIVE (4)");
     assert_eq!(p.max_mtu, Mtu::Mtu4096);
-    // emu1 is on the in-process pair, a jumbo-frame link; a UDP-link device is a 1500-byte
-    // Ethernet port.
+    // emu1 is on the in-process pair, a jumbo-frame link; a UDP-link device's port is as
+    // large as the host interface that holds its address (lo here), as rxe's follows its
+    // netdev.
     assert_eq!(p.active_mtu, Mtu::Mtu4096);
     let udp = Context::open("emu:127.0.3.9").unwrap();
-    assert_eq!(udp.query_port(1).unwrap().active_mtu, Mtu::Mtu1024);
+    assert_eq!(udp.query_port(1).unwrap().active_mtu, lo_active_mtu());
     assert_eq!(p.link_layer, LinkLayer::Ethernet);
     assert!(p.gid_tbl_len >= 2);
     assert_eq!(p.mac, [0x02, 0x52, 192, 0, 2, 2]);
@@ -448,11 +449,11 @@ fn query_qp_reports_the_connection(d: Devs) {
     assert_eq!(q.qp_state, QpState::Rts);
     assert_eq!(q.qp_num, a.qp.qp_num());
     assert_eq!(q.dest_qp_num, b.qp.qp_num());
-    // connect_pair's path MTU is the port's active MTU: 4096 in-process, 1024 over UDP.
+    // connect_pair's path MTU is the port's active MTU: 4096 in-process, lo's over UDP.
     let want = if d == INPROC {
         Mtu::Mtu4096
     } else {
-        Mtu::Mtu1024
+        lo_active_mtu()
     };
     assert_eq!(q.path_mtu, Some(want));
     assert_eq!(
@@ -520,4 +521,14 @@ fn completion_channel_events(d: Devs) {
             .unwrap()
             .is_none()
     );
+}
+
+/// The active MTU of a port on `lo`, from the MTU the kernel reports for it (65536 unless
+/// someone changed it: 4096).
+fn lo_active_mtu() -> Mtu {
+    let mtu = std::fs::read_to_string("/sys/class/net/lo/mtu")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .expect("lo's MTU");
+    Mtu::for_ethernet(mtu.min(65535)).expect("lo carries RoCE frames")
 }

@@ -368,6 +368,8 @@ pub struct UdpLink {
     offload: UdpOffload,
     /// ICRC changes for IP IDs (GSO runs), kept from one batch to the next.
     ids: IdDeltas,
+    /// The MTU of the interface holding `ip` (see [`UdpLink::interface_mtu`]).
+    interface_mtu: Option<u32>,
 }
 
 /// A frame waiting to be sent: the datagram is `buf[start..end]`.
@@ -614,6 +616,7 @@ impl UdpLink {
             pool: Vec::with_capacity(udp_sys::MAX_BATCH),
             offload,
             ids: IdDeltas::new(),
+            interface_mtu: udp_sys::interface_mtu(ip),
         })
     }
 
@@ -632,6 +635,25 @@ impl UdpLink {
     /// ```
     pub fn offload(&self) -> UdpOffload {
         self.offload
+    }
+
+    /// The MTU of the host interface that holds its address (`lo` for 127.0.0.0/8), read
+    /// at bind; `None` when no interface has the address. A port on this link is as large
+    /// as that interface allows, as rxe's port follows its netdev's MTU: on `lo` (65536) its
+    /// active MTU is 4096, on a 1500-byte interface 1024.
+    ///
+    /// ```
+    /// use rnic_emulator::link::UdpLink;
+    /// use std::net::Ipv4Addr;
+    ///
+    /// let link = UdpLink::bind(Ipv4Addr::new(127, 0, 0, 204))?;
+    /// if let Some(mtu) = link.interface_mtu() {
+    ///     assert!(mtu >= 1280); // lo's: 65536 unless someone changed it
+    /// }
+    /// # Ok::<(), rnic_emulator::link::LinkError>(())
+    /// ```
+    pub fn interface_mtu(&self) -> Option<u32> {
+        self.interface_mtu
     }
 
     /// The address it is bound to.

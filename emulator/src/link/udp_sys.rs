@@ -365,3 +365,84 @@ impl RecvBatch {
         (&self.bufs[start..start + got.len], got)
     }
 }
+
+/// The MTU of the interface that holds `ip`: the one with `ip` as an address, else the one
+/// whose IPv4 subnet contains it (127.0.0.2 is on `lo`, whose address is 127.0.0.1/8).
+/// `None` when no interface has it or the MTU cannot be read.
+pub(super) fn interface_mtu(ip: Ipv4Addr) -> Option<u32> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head it allocated into `head`, freed below.
+    if unsafe { libc::getifaddrs(&raw mut head) } != 0 {
+        return None;
+    }
+    let want = u32::from(ip);
+    // (prefix length, name) of the best match so far: an exact address beats any subnet.
+    let mut best: Option<(u32, super::tap_sys::IfName)> = None;
+    let mut at = head;
+    while !at.is_null() {
+        // SAFETY: `at` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*at };
+        at = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_netmask.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: non-null, and sa_family says which sockaddr it is.
+        if i32::from(unsafe { (*ifa.ifa_addr).sa_family }) != libc::AF_INET {
+            continue;
+        }
+        // SAFETY: AF_INET: both are sockaddr_in.
+        let (addr, mask) = unsafe {
+            let a = &*ifa.ifa_addr.cast::<libc::sockaddr_in>();
+            let m = &*ifa.ifa_netmask.cast::<libc::sockaddr_in>();
+            (
+                u32::from_be(a.sin_addr.s_addr),
+                u32::from_be(m.sin_addr.s_addr),
+            )
+        };
+        let rank = if addr == want {
+            33
+        } else if addr & mask == want & mask {
+            mask.count_ones()
+        } else {
+            continue;
+        };
+        if best.as_ref().is_some_and(|(r, _)| *r >= rank) {
+            continue;
+        }
+        let mut name: super::tap_sys::IfName = [0; libc::IFNAMSIZ];
+        // SAFETY: ifa_name is a NUL-terminated string of at most IFNAMSIZ bytes.
+        let bytes = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }.to_bytes();
+        for (d, s) in name.iter_mut().zip(bytes.iter().take(libc::IFNAMSIZ - 1)) {
+            *d = *s as libc::c_char;
+        }
+        best = Some((rank, name));
+    }
+    // SAFETY: `head` came from getifaddrs and nothing points into the list any more.
+    unsafe { libc::freeifaddrs(head) };
+    super::tap_sys::if_mtu(&best?.1).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_addresses_are_on_lo_with_its_mtu() {
+        let lo = super::super::tap_sys::if_name("lo").expect("lo");
+        let Ok(mtu) = super::super::tap_sys::if_mtu(&lo) else {
+            return; // no lo here: nothing to compare with
+        };
+        assert_eq!(interface_mtu(Ipv4Addr::LOCALHOST), Some(mtu));
+        assert_eq!(
+            interface_mtu(Ipv4Addr::new(127, 0, 0, 2)),
+            Some(mtu),
+            "in 127/8"
+        );
+        // TEST-NET-3: no test here puts an interface there (TEST-NET-1 has TAPs of them).
+        assert_eq!(
+            interface_mtu(Ipv4Addr::new(203, 0, 113, 77)),
+            None,
+            "nowhere"
+        );
+    }
+}
