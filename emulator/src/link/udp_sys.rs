@@ -1,7 +1,8 @@
 //! The socket calls of the UDP link ([`super::udp`]) that std does not wrap: socket options,
 //! `sendmmsg` (each message one datagram, or a GSO buffer with `UDP_SEGMENT`) on the way
-//! out, `recvmmsg` with the `SO_RXQ_OVFL` and `UDP_GRO` control messages on the way in. Every `unsafe` block of the
-//! link is here; the headers the kernel reads (`mmsghdr`, `iovec`, `sockaddr_in`, control
+//! out, `recvmmsg` with the `SO_RXQ_OVFL` and `UDP_GRO` control messages on the way in, and
+//! `getifaddrs` for the interface that holds the link's address (its MTU is the port's).
+//! Every `unsafe` block of the link is here; the headers the kernel reads (`mmsghdr`, `iovec`, `sockaddr_in`, control
 //! buffers) are built on the stack for each call, pointing at buffers that outlive it, so
 //! nothing is allocated per datagram and nothing holds a raw pointer between calls.
 
