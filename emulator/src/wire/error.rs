@@ -198,4 +198,11 @@ pub enum WireError {
     /// On emit: the frame would not fit the 16-bit IP / UDP length fields.
     #[error("payload of {0} bytes is too long for one frame")]
     PayloadTooLong(usize),
+    /// A run of packets in one buffer ([`crate::wire::GsoRun`]) that describes packets no
+    /// sender sends.
+    #[error("bad packet run: {reason}")]
+    BadGsoRun {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
 }
