@@ -19,8 +19,13 @@ pub(crate) struct Ctx<'a> {
 
 /// Counts a dropped frame under rule `rule`.
 pub(crate) fn count_drop(ctx: &mut Ctx<'_>, rule: impl FnOnce(&mut RxDrops) -> &mut u64) {
-    ctx.state.counters.rx_dropped += 1;
-    *rule(&mut ctx.state.counters.drops) += 1;
+    count_drops(ctx, 1, rule);
+}
+
+/// Counts `n` dropped frames under rule `rule` (the packets of a run, dropped together).
+pub(crate) fn count_drops(ctx: &mut Ctx<'_>, n: u64, rule: impl FnOnce(&mut RxDrops) -> &mut u64) {
+    ctx.state.counters.rx_dropped += n;
+    *rule(&mut ctx.state.counters.drops) += n;
 }
 
 impl Ctx<'_> {

@@ -111,19 +111,7 @@ fn feed(r: &Rig, wire: &mut InProcLink, frames: &[Vec<u8>]) {
     for f in frames {
         wire.transmit(f);
     }
-    while r.h.dev.step() != 0 {}
-    let after = r.counters();
-    assert_eq!(
-        after.drops.total(),
-        after.rx_dropped,
-        "every drop under one rule"
-    );
-    let handled = (after.frames_rx - before.frames_rx) + (after.rx_dropped - before.rx_dropped);
-    assert!(handled >= frames.len() as u64, "every frame accounted for");
-    let mut out = Vec::new();
-    while wire.receive(&mut out) {
-        PacketRepr::parse(&out).expect("whatever the device answers is a valid frame");
-    }
+    rig::settle_and_account(r, wire, &before, frames.len() as u64);
 }
 
 proptest! {

@@ -15,7 +15,11 @@
 //! Nothing sits between the two ends, so the pair takes frames without their ICRC
 //! ([`Link::takes_unsealed`]), as Linux's loopback leaves out checksums: a frame is sealed
 //! (its ICRC filled in) only when someone takes it as a frame ([`Link::receive`]); the peer
-//! device, when it does not capture, takes it unsealed and skips the check.
+//! device, when it does not capture, takes it unsealed and skips the check. For the same
+//! reason it carries runs of packets in one buffer ([`Link::takes_runs`],
+//! [`crate::wire::GsoRun`]), as Linux's loopback carries a 64 KiB TCP segment whole: the peer
+//! device takes the run as it is, anyone who takes frames as frames gets its packets one
+//! by one, each emitted whole and sealed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -35,10 +39,19 @@ use crossbeam::queue::ArrayQueue;
 /// ```
 pub const QUEUE_FRAMES: usize = 16384;
 
-use super::{Link, LinkEnv, LinkRxDrops, Waker};
+use super::{Cutter, FrameForm, Link, LinkEnv, LinkRxDrops, Waker};
+use crate::wire::GsoRun;
 
-/// One direction's frames, each with whether its ICRC is filled in.
-type Frames = ArrayQueue<(Vec<u8>, bool)>;
+/// One direction's frames, each in the form it travels.
+type Frames = ArrayQueue<(Vec<u8>, FrameForm)>;
+
+/// A run of packets handed out one packet at a time, to a receiver that takes frames as
+/// frames: its buffer and where the cut is.
+#[derive(Debug)]
+struct Cutting {
+    buf: Vec<u8>,
+    cut: Cutter,
+}
 
 /// One end of an in-process link (see [`InProcLink::pair`]).
 ///
@@ -55,12 +68,16 @@ type Frames = ArrayQueue<(Vec<u8>, bool)>;
 /// ```
 #[derive(Debug)]
 pub struct InProcLink {
-    /// Frames to the peer, each with whether its ICRC is filled in (see
-    /// [`Link::transmit_unsealed`]). Shared with the peer only: a count of one means the
-    /// peer is gone.
+    /// Frames to the peer, each in the form it travels (see [`Link::transmit_unsealed`],
+    /// [`Link::transmit_run`]). Shared with the peer only: a count of one means the peer is
+    /// gone.
     tx: Arc<Frames>,
-    /// Frames from the peer, each with whether its ICRC is filled in.
+    /// Frames from the peer.
     rx: Arc<Frames>,
+    /// The run whose packets [`Link::receive`] is handing out.
+    cutting: Option<Cutting>,
+    /// Runs from the peer that described no real packets (never from a device's emitter).
+    malformed: u64,
     /// Empty buffers the peer gave back (for our transmits).
     free_rx: Arc<ArrayQueue<Vec<u8>>>,
     /// Where our emptied buffers go (the peer's transmits).
@@ -101,6 +118,8 @@ impl InProcLink {
         let a = InProcLink {
             tx: Arc::clone(&ab),
             rx: Arc::clone(&ba),
+            cutting: None,
+            malformed: 0,
             free_rx: Arc::clone(&free_to_a),
             free_tx: Arc::clone(&free_to_b),
             peer: Arc::clone(&wb),
@@ -112,6 +131,8 @@ impl InProcLink {
         let b = InProcLink {
             tx: ba,
             rx: ab,
+            cutting: None,
+            malformed: 0,
             free_rx: free_to_b,
             free_tx: free_to_a,
             peer: wa,
@@ -123,7 +144,7 @@ impl InProcLink {
         (a, b)
     }
 
-    /// Frames waiting at this end.
+    /// Frames waiting at this end (a run of packets counts as one).
     ///
     /// ```
     /// use rnic_emulator::link::{InProcLink, Link};
@@ -157,21 +178,21 @@ impl Link for InProcLink {
         let mut b = self.free_rx.pop().unwrap_or_default();
         b.clear();
         b.extend_from_slice(frame);
-        self.send(b, true);
+        self.send(b, FrameForm::Sealed);
     }
 
     fn transmit_owned(&mut self, frame: Vec<u8>) -> Vec<u8> {
         // The frame travels as is; a buffer the peer gave back replaces it.
         let spare = self.free_rx.pop().unwrap_or_default();
-        self.send(frame, true);
+        self.send(frame, FrameForm::Sealed);
         spare
     }
 
     fn receive(&mut self, buf: &mut Vec<u8>) -> bool {
-        match self.receive_unsealed(buf) {
-            Some(sealed) => {
+        match self.take(buf, false) {
+            Some(form) => {
                 // Whoever takes a frame this way may look at it: it gets its ICRC.
-                if !sealed {
+                if form == FrameForm::Unsealed {
                     crate::wire::icrc::seal(buf);
                 }
                 true
@@ -188,17 +209,27 @@ impl Link for InProcLink {
 
     fn transmit_unsealed(&mut self, frame: Vec<u8>) -> Vec<u8> {
         let spare = self.free_rx.pop().unwrap_or_default();
-        self.send(frame, false);
+        self.send(frame, FrameForm::Unsealed);
         spare
     }
 
     fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
-        let (mut f, sealed) = self.rx.pop()?;
-        std::mem::swap(buf, &mut f);
-        // Not cleared: whoever reuses it sizes it (a frame emitter then overwrites the old
-        // bytes instead of zeroing them first).
-        let _ = self.free_tx.push(f);
-        Some(sealed)
+        self.take(buf, false).map(|form| form == FrameForm::Sealed)
+    }
+
+    /// Nothing sits between the ends: the peer device takes a run whole.
+    fn takes_runs(&self) -> bool {
+        true
+    }
+
+    fn transmit_run(&mut self, frame: Vec<u8>, run: GsoRun) -> Vec<u8> {
+        let spare = self.free_rx.pop().unwrap_or_default();
+        self.send(frame, FrameForm::Run(run));
+        spare
+    }
+
+    fn receive_form(&mut self, buf: &mut Vec<u8>) -> Option<FrameForm> {
+        self.take(buf, true)
     }
 
     fn attach(&mut self, env: &LinkEnv) {
@@ -208,31 +239,103 @@ impl Link for InProcLink {
     fn rx_drops(&self) -> LinkRxDrops {
         LinkRxDrops {
             ring_full: self.rx_full.load(Ordering::Relaxed),
+            malformed: self.malformed,
             ..LinkRxDrops::default()
         }
     }
 }
 
 impl InProcLink {
-    /// Queues `b` (its ICRC filled in when `sealed`) for the peer and wakes it.
-    fn send(&mut self, b: Vec<u8>, sealed: bool) {
+    /// Queues `b` (in `form`) for the peer and wakes it.
+    fn send(&mut self, b: Vec<u8>, form: FrameForm) {
+        let frames = match form {
+            FrameForm::Run(run) => u64::from(run.count),
+            _ => 1,
+        };
         // A peer that is gone drops the frame, as an unplugged cable does; a full queue
-        // drops it as congestion does.
+        // drops it as congestion does (a run: each of its packets).
         if Arc::strong_count(&self.tx) == 1 {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+            self.dropped.fetch_add(frames, Ordering::Relaxed);
             return;
         }
-        match self.tx.push((b, sealed)) {
+        match self.tx.push((b, form)) {
             Ok(()) => {
                 if let Some(w) = self.peer.get() {
                     w.wake();
                 }
             }
             Err(_) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                self.peer_rx_full.fetch_add(1, Ordering::Relaxed);
+                self.dropped.fetch_add(frames, Ordering::Relaxed);
+                self.peer_rx_full.fetch_add(frames, Ordering::Relaxed);
             }
         }
+    }
+
+    /// The next frame into `buf`: the next packet of a run being cut, else the next frame
+    /// in the form it came, a run cut into its packets unless `runs` (the taker takes runs
+    /// whole).
+    #[inline(always)]
+    fn take(&mut self, buf: &mut Vec<u8>, runs: bool) -> Option<FrameForm> {
+        loop {
+            if self.cutting.is_some()
+                && let Some(form) = self.cut_next(buf)
+            {
+                return Some(form);
+            }
+            // Most looks find nothing: the cheap test first.
+            if self.rx.is_empty() {
+                return None;
+            }
+            let (mut f, form) = self.rx.pop()?;
+            if !runs && matches!(form, FrameForm::Run(_)) {
+                if self.cut(f, form, buf) {
+                    return Some(FrameForm::Sealed);
+                }
+                continue;
+            }
+            std::mem::swap(buf, &mut f);
+            // Not cleared: whoever reuses it sizes it (a frame emitter then overwrites the
+            // old bytes instead of zeroing them first).
+            let _ = self.free_tx.push(f);
+            return Some(form);
+        }
+    }
+
+    /// The next packet of the run being cut into `buf`; `None` once it is done (its buffer
+    /// goes back to the sender).
+    #[cold]
+    #[inline(never)]
+    fn cut_next(&mut self, buf: &mut Vec<u8>) -> Option<FrameForm> {
+        let c = self.cutting.as_mut()?;
+        if c.cut.next_packet(&c.buf, buf) {
+            return Some(FrameForm::Sealed);
+        }
+        if let Some(c) = self.cutting.take() {
+            let _ = self.free_tx.push(c.buf);
+        }
+        None
+    }
+
+    /// Starts cutting the run `f` (its form `form`) into packets, for a taker that takes
+    /// frames as frames: its first packet into `buf`. False for a run that describes no real
+    /// packets: dropped and counted.
+    #[cold]
+    #[inline(never)]
+    fn cut(&mut self, f: Vec<u8>, form: FrameForm, buf: &mut Vec<u8>) -> bool {
+        let FrameForm::Run(run) = form else {
+            let _ = self.free_tx.push(f);
+            return false;
+        };
+        if let Some(mut cut) = Cutter::new(&f, run)
+            && cut.next_packet(&f, buf)
+        {
+            self.cutting = Some(Cutting { buf: f, cut });
+            return true;
+        }
+        let _ = self.free_tx.push(f);
+        // Each packet it claims, and at least the buffer that came.
+        self.malformed += u64::from(run.count.max(1));
+        false
     }
 }
 

@@ -224,6 +224,84 @@ pub trait Link: Send + fmt::Debug {
     fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
         self.receive(buf).then_some(true)
     }
+    /// Whether the link takes runs of packets in one buffer ([`Link::transmit_run`]): as
+    /// [`Link::takes_unsealed`], only a link nothing can observe between the two ports (an
+    /// in-process pair). The device asks before it builds a run and never sends one while it
+    /// captures. False unless the link says so.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{FaultyLink, InProcLink, Link};
+    ///
+    /// let (a, _b) = InProcLink::pair();
+    /// assert!(a.takes_runs());
+    /// let faulty = FaultyLink::new(a, "loss=0.1,seed=1".parse().unwrap());
+    /// assert!(!faulty.takes_runs()); // loss and corruption are per packet
+    /// ```
+    fn takes_runs(&self) -> bool {
+        false
+    }
+    /// Sends a run of RoCE v2 packets of one message in one buffer (the first packet's
+    /// headers, then every packet's payload: see [`crate::wire::GsoRun`]); only when
+    /// [`Link::takes_runs`]. Returns a buffer for reuse as [`Link::transmit_owned`]. The
+    /// default cuts the run into its packets, each whole and sealed, and transmits them one
+    /// by one (a run it cannot cut is dropped), so a link that does not carry runs never sees
+    /// one.
+    ///
+    /// ```
+    /// use rnic_emulator::link::{InProcLink, Link};
+    /// # use rnic_emulator::wire::*;
+    /// # let eth = EthRepr::new(EthernetAddress([2, 0, 0, 0, 0, 2]), EthernetAddress([2, 0, 0, 0, 0, 1]));
+    /// # let ip = IpRepr::V4(Ipv4Repr::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into()));
+    /// let first = PacketRepr::new(eth, ip, UdpRepr::new(0xC000), BthRepr::new(Opcode::RcSendFirst, 1, 0));
+    /// let run = GsoRun { count: 2, mss: 256, last_opcode: Opcode::RcSendLast,
+    ///                    last_ack_req: true, last_solicited: false };
+    /// let mut buffer = vec![0u8; first.buffer_len(256)];
+    /// first.emit(&mut buffer, &[0; 256]).unwrap(); // the first packet's headers...
+    /// buffer.truncate(first.header_len());
+    /// buffer.extend_from_slice(&[7; 300]); // ...then the payload of both
+    /// let (mut a, mut b) = InProcLink::pair();
+    /// a.transmit_run(buffer, run);
+    /// let mut got = Vec::new();
+    /// assert!(b.receive(&mut got)); // taken as frames: the two packets, whole and sealed
+    /// assert_eq!(PacketRepr::parse(&got)?.0.bth.opcode, Opcode::RcSendFirst);
+    /// assert!(b.receive(&mut got));
+    /// let (last, data) = PacketRepr::parse(&got)?;
+    /// assert_eq!((last.bth.opcode, last.bth.psn, data.len()), (Opcode::RcSendLast, 1, 44));
+    /// assert!(!b.receive(&mut got));
+    /// # Ok::<(), WireError>(())
+    /// ```
+    fn transmit_run(&mut self, frame: Vec<u8>, run: crate::wire::GsoRun) -> Vec<u8> {
+        if let Some(mut cut) = Cutter::new(&frame, run) {
+            let mut packet = Vec::new();
+            while cut.next_packet(&frame, &mut packet) {
+                self.transmit(&packet);
+            }
+        }
+        frame
+    }
+    /// Receives the next frame into `buf` in the form it travels ([`FrameForm`]): sealed,
+    /// unsealed ([`Link::transmit_unsealed`]) or a run of packets ([`Link::transmit_run`]);
+    /// `None` when nothing is waiting. A device receives this way when it does not capture;
+    /// the default is [`Link::receive_unsealed`].
+    ///
+    /// ```
+    /// use rnic_emulator::link::{FrameForm, InProcLink, Link};
+    ///
+    /// let (mut a, mut b) = InProcLink::pair();
+    /// a.transmit(&[0xAB; 60]);
+    /// let mut buf = Vec::new();
+    /// assert_eq!(b.receive_form(&mut buf), Some(FrameForm::Sealed));
+    /// assert_eq!(b.receive_form(&mut buf), None);
+    /// ```
+    fn receive_form(&mut self, buf: &mut Vec<u8>) -> Option<FrameForm> {
+        self.receive_unsealed(buf).map(|sealed| {
+            if sealed {
+                FrameForm::Sealed
+            } else {
+                FrameForm::Unsealed
+            }
+        })
+    }
     /// Sends the frames the link holds back to batch them (the UDP link queues what
     /// [`Link::transmit_owned`] hands it, up to 64 frames, for one system call); a link
     /// that sends at once does nothing. [`Link::receive`] flushes too.
@@ -275,6 +353,15 @@ impl<L: Link + ?Sized> Link for Box<L> {
     fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
         (**self).receive_unsealed(buf)
     }
+    fn takes_runs(&self) -> bool {
+        (**self).takes_runs()
+    }
+    fn transmit_run(&mut self, frame: Vec<u8>, run: crate::wire::GsoRun) -> Vec<u8> {
+        (**self).transmit_run(frame, run)
+    }
+    fn receive_form(&mut self, buf: &mut Vec<u8>) -> Option<FrameForm> {
+        (**self).receive_form(buf)
+    }
     fn flush(&mut self) {
         (**self).flush();
     }
@@ -289,6 +376,66 @@ impl<L: Link + ?Sized> Link for Box<L> {
     }
     fn rx_drops(&self) -> LinkRxDrops {
         (**self).rx_drops()
+    }
+}
+
+/// How a frame travels on a link ([`Link::receive_form`]).
+///
+/// ```
+/// use rnic_emulator::link::FrameForm;
+///
+/// assert_ne!(FrameForm::Sealed, FrameForm::Unsealed);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameForm {
+    /// A whole RoCE v2 (or any Ethernet) frame, RoCE frames with their ICRC.
+    Sealed,
+    /// A whole RoCE v2 frame whose ICRC is left out ([`Link::transmit_unsealed`]).
+    Unsealed,
+    /// A run of packets of one message in one buffer, unsealed ([`Link::transmit_run`]).
+    Run(crate::wire::GsoRun),
+}
+
+/// A run of packets ([`crate::wire::GsoRun`]) being cut into its packets, each emitted
+/// whole and sealed, as its sender would have sent them one by one: for whoever takes
+/// frames as frames.
+#[derive(Debug)]
+pub(crate) struct Cutter {
+    first: crate::wire::PacketRepr,
+    run: crate::wire::GsoRun,
+    next: u16,
+}
+
+impl Cutter {
+    /// The cutter of the run in `frame`; `None` when it describes no real packets
+    /// ([`crate::wire::GsoRun::parse`]).
+    pub(crate) fn new(frame: &[u8], run: crate::wire::GsoRun) -> Option<Cutter> {
+        run.parse(frame).ok().map(|first| Cutter::of(first, run))
+    }
+
+    /// The cutter of a run already parsed: `first` is its first packet's headers.
+    pub(crate) fn of(first: crate::wire::PacketRepr, run: crate::wire::GsoRun) -> Cutter {
+        Cutter {
+            first,
+            run,
+            next: 0,
+        }
+    }
+
+    /// Emits the next packet of the run (whose buffer is `frame`) into `out`; false when
+    /// none is left.
+    pub(crate) fn next_packet(&mut self, frame: &[u8], out: &mut Vec<u8>) -> bool {
+        if self.next == self.run.count {
+            return false;
+        }
+        let payload = frame.get(self.first.header_len()..).unwrap_or(&[]);
+        out.resize(self.first.buffer_len(usize::from(self.run.mss)), 0);
+        let Ok(n) = self.run.emit_packet(&self.first, payload, self.next, out) else {
+            return false;
+        };
+        out.truncate(n);
+        self.next += 1;
+        true
     }
 }
 
@@ -308,6 +455,9 @@ pub struct LinkRxDrops {
     /// Lost before the link could take them: the medium's own buffer overflowed (a UDP
     /// link's kernel socket buffer, as `SO_RXQ_OVFL` reports it).
     pub overflow: u64,
+    /// Not frames the link could hand out: a run of packets ([`crate::wire::GsoRun`]) that
+    /// describes no real packets, taken by someone who takes frames as frames.
+    pub malformed: u64,
 }
 
 /// A link to nowhere: frames sent are dropped, nothing arrives.

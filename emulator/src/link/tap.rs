@@ -334,6 +334,7 @@ impl Link for TapLink {
             ring_full: self.stats.ring_full.load(Ordering::Relaxed),
             oversize: self.stats.rx_oversize.load(Ordering::Relaxed),
             overflow: 0,
+            malformed: 0,
         }
     }
 }

@@ -1430,6 +1430,7 @@ impl Link for UdpLink {
             ring_full: self.stats.ring_full.load(Ordering::Relaxed),
             oversize: self.stats.oversize.load(Ordering::Relaxed),
             overflow: self.stats.socket_drops.load(Ordering::Relaxed),
+            malformed: 0,
         }
     }
 }

@@ -26,8 +26,8 @@ mod pool;
 pub(crate) mod rx;
 pub(crate) mod tx;
 
-use crate::link::LinkRxDrops;
 use crate::link::pcap::Capture;
+use crate::link::{FrameForm, LinkRxDrops};
 pub use crate::link::{Link, NullLink};
 
 use pool::FramePool;
@@ -99,6 +99,7 @@ impl Port {
             ring_full: now.ring_full.saturating_sub(seen.ring_full),
             oversize: now.oversize.saturating_sub(seen.oversize),
             overflow: now.overflow.saturating_sub(seen.overflow),
+            malformed: now.malformed.saturating_sub(seen.malformed),
         }
     }
 
@@ -108,13 +109,19 @@ impl Port {
         self.capture.is_none() && self.link.takes_unsealed()
     }
 
+    /// Whether a run of packets may leave in one buffer ([`crate::wire::GsoRun`]): the link
+    /// takes runs ([`Link::takes_runs`]) and the port does not capture.
+    pub(crate) fn takes_runs(&self) -> bool {
+        self.capture.is_none() && self.link.takes_runs()
+    }
+
     /// The link's own next deadline (delayed frames).
     pub(crate) fn link_deadline(&self) -> Option<u64> {
         self.link.next_deadline_ns()
     }
 
-    /// The next frame from the link and whether it is sealed, if one is waiting. A
-    /// capturing port writes what it receives, so it takes every frame sealed.
+    /// The next frame from the link and its form, if one is waiting. A capturing port
+    /// writes what it receives, so it takes every frame whole and sealed.
     ///
     /// The link swaps the frame into the port's spare buffer and sends the spare's old
     /// buffer back to the sender, so the spare is replaced from the pool only when a frame
@@ -122,14 +129,16 @@ impl Port {
     /// came: streams come in bursts of one class (a message's packets, or its ACKs), and the
     /// next buffer the sender gets back should be of the class it spends
     /// ([`FramePool::for_swap`]).
-    pub(crate) fn receive_from_link(&mut self) -> Option<(Vec<u8>, bool)> {
-        let sealed = if self.capture.is_some() {
-            self.link.receive(&mut self.rx_spare).then_some(true)
+    pub(crate) fn receive_from_link(&mut self) -> Option<(Vec<u8>, FrameForm)> {
+        let form = if self.capture.is_some() {
+            self.link
+                .receive(&mut self.rx_spare)
+                .then_some(FrameForm::Sealed)
         } else {
-            self.link.receive_unsealed(&mut self.rx_spare)
+            self.link.receive_form(&mut self.rx_spare)
         }?;
-        let next = self.pool.for_swap(pool::is_long(self.rx_spare.len()));
-        Some((std::mem::replace(&mut self.rx_spare, next), sealed))
+        let next = self.pool.for_swap(pool::Class::of(self.rx_spare.len()));
+        Some((std::mem::replace(&mut self.rx_spare, next), form))
     }
 
     /// An empty frame buffer.

@@ -5,10 +5,11 @@
 //! sends what the responder owes (READ responses, coalesced ACKs).
 
 use super::tx::{dest_gid, is_own_gid};
-use crate::ctx::{Ctx, count_drop};
-use crate::state::DeviceState;
+use crate::ctx::{Ctx, count_drop, count_drops};
+use crate::link::FrameForm;
+use crate::state::{DeviceState, RxDrops};
 use crate::transport::poll_timers;
-use crate::wire::{Opcode, PacketRepr, RocePacket, WireError};
+use crate::wire::{GsoRun, Opcode, PacketRepr, RocePacket, WireError};
 use rnic_hw_regs::roce::GSI_QPN;
 
 /// Frames processed per device step at most, so a livelock between QPs cannot hang the
@@ -21,14 +22,15 @@ pub(crate) const MAX_FRAMES_PER_RUN: usize = 1 << 20;
 const RX_BUDGET: usize = 256;
 
 /// Adds the frames the link dropped since the last call to the counters (full ring:
-/// `ring_full`; oversize: `malformed`; overflow: `link_overflow`; all to `rx_dropped`).
+/// `ring_full`; oversize and malformed: `malformed`; overflow: `link_overflow`; all to
+/// `rx_dropped`).
 pub(crate) fn sync_link_drops(st: &mut DeviceState) {
     let d = st.port.take_link_drops();
     let counters = &mut st.counters;
     counters.drops.ring_full += d.ring_full;
-    counters.drops.malformed += d.oversize;
+    counters.drops.malformed += d.oversize + d.malformed;
     counters.drops.link_overflow += d.overflow;
-    counters.rx_dropped += d.ring_full + d.oversize + d.overflow;
+    counters.rx_dropped += d.ring_full + d.oversize + d.overflow + d.malformed;
 }
 
 /// Processes received frames until the port is idle or [`RX_BUDGET`] frames were taken,
@@ -59,7 +61,7 @@ fn run_frames(ctx: &mut Ctx<'_>) -> (usize, bool) {
     let mut n = 0;
     let mut frames = 0;
     loop {
-        if frames == RX_BUDGET {
+        if frames >= RX_BUDGET {
             // Not idle, but the transport must go on as if: READ responses, then ACKs.
             crate::transport::responder::pump_reads(ctx);
             if !ctx.state.port.ack_pending.is_empty() {
@@ -69,11 +71,11 @@ fn run_frames(ctx: &mut Ctx<'_>) -> (usize, bool) {
             ctx.state.port.link.flush();
             return (n, true);
         }
-        let (mut frame, from_link, sealed) = match ctx.state.port.rx.pop_front() {
-            Some(f) => (f, false, true),
+        let (mut frame, from_link, form) = match ctx.state.port.rx.pop_front() {
+            Some(f) => (f, false, FrameForm::Sealed),
             None => {
-                if let Some((b, sealed)) = ctx.state.port.receive_from_link() {
-                    (b, true, sealed)
+                if let Some((b, form)) = ctx.state.port.receive_from_link() {
+                    (b, true, form)
                 } else {
                     // Idle: READ responses left to send, then the coalesced ACKs.
                     if crate::transport::responder::pump_reads(ctx) {
@@ -87,8 +89,12 @@ fn run_frames(ctx: &mut Ctx<'_>) -> (usize, bool) {
                 }
             }
         };
-        n += 1;
-        frames += 1;
+        let packets = match form {
+            FrameForm::Run(run) => usize::from(run.count.max(1)),
+            _ => 1,
+        };
+        n += packets;
+        frames += packets;
         let exact = if from_link {
             if let Some(c) = ctx.state.port.capture.as_mut() {
                 c.write(ctx.clock.now_ns(), &frame);
@@ -97,7 +103,10 @@ fn run_frames(ctx: &mut Ctx<'_>) -> (usize, bool) {
         } else {
             true
         };
-        receive(ctx, &mut frame, exact, sealed);
+        match form {
+            FrameForm::Run(run) => receive_run(ctx, &frame, run),
+            _ => receive(ctx, &mut frame, exact, form == FrameForm::Sealed),
+        }
         ctx.state.port.recycle(frame);
     }
     (n, false)
@@ -117,6 +126,7 @@ fn is_roce_for_us(ctx: &Ctx<'_>, frame: &[u8], f: &rnic_hw_regs::ctx::FteMatchSe
 /// sender's (false for a UDP link: the IP ID is unknown, see [`crate::link::udp`]).
 /// `sealed`: the frame carries its ICRC; an unsealed one came over an in-process link that
 /// nothing observes ([`crate::link::Link::receive_unsealed`]) and has no ICRC to check.
+#[inline(always)]
 fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool, sealed: bool) {
     // Without a root table every RoCE v2 frame is the transport's: no fields to lay out.
     let roce = ctx.state.res.flow.nic_rx_root.is_none() && crate::steering::is_roce_v2(frame);
@@ -163,47 +173,93 @@ fn receive(ctx: &mut Ctx<'_>, frame: &mut [u8], exact: bool, sealed: bool) {
         return;
     };
     let payload = packet.payload();
+    let qpn = match route(ctx, frame, &repr) {
+        Ok(qpn) => qpn,
+        Err(rule) => return count_drop(ctx, rule),
+    };
+    ctx.state.counters.frames_rx += 1;
+    if repr.bth.opcode.is_response() {
+        crate::transport::completer::handle(ctx, qpn, &repr, payload);
+    } else {
+        crate::transport::responder::handle(ctx, qpn, &repr, payload, ip_header(frame, &repr));
+    }
+}
+
+/// A drop rule: which [`RxDrops`] counter a dropped frame goes to.
+type Rule = fn(&mut RxDrops) -> &mut u64;
+
+/// The QP a RoCE v2 packet `repr` (in `frame`) is for: its destination QP, DestQP 1 being
+/// the port's QP1; or the rule it is dropped under (not for one of the device's IPs, a
+/// CNP, QP 0, RoCE disabled, no QP1, no such QP).
+#[inline(always)]
+fn route(ctx: &Ctx<'_>, frame: &[u8], repr: &PacketRepr) -> Result<u32, Rule> {
     let qpn = repr.bth.dest_qp;
     if !dest_gid(frame).is_some_and(|g| is_own_gid(ctx, &g)) {
-        count_drop(ctx, |d| &mut d.not_our_ip);
-        return;
+        return Err(|d| &mut d.not_our_ip);
     }
     if repr.bth.opcode == Opcode::Cnp {
-        count_drop(ctx, |d| &mut d.cnp);
-        return;
+        return Err(|d| &mut d.cnp);
     }
     if qpn == 0 {
-        count_drop(ctx, |d| &mut d.dest_qp_zero);
-        return;
+        return Err(|d| &mut d.dest_qp_zero);
     }
     if !ctx.state.res.vport.roce_en {
-        count_drop(ctx, |d| &mut d.roce_disabled);
-        return;
+        return Err(|d| &mut d.roce_disabled);
     }
     // DestQP 1 is the port's QP1, which has a QPN of its own (as mlx5 firmware steers it).
     let qpn = if qpn == GSI_QPN {
         let Some(gsi) = ctx.state.res.gsi_qpn else {
-            count_drop(ctx, |d| &mut d.no_gsi_qp);
-            return;
+            return Err(|d| &mut d.no_gsi_qp);
         };
         gsi
     } else {
         qpn
     };
     if ctx.state.res.qps.get(qpn).is_none() {
-        count_drop(ctx, |d| &mut d.unknown_qp);
+        return Err(|d| &mut d.unknown_qp);
+    }
+    Ok(qpn)
+}
+
+/// The IP header of `frame`, whose headers are `repr` (for the UD GRH area).
+fn ip_header<'f>(frame: &'f [u8], repr: &PacketRepr) -> &'f [u8] {
+    let ip_start = repr.eth.buffer_len();
+    frame
+        .get(ip_start..ip_start + repr.ip.buffer_len())
+        .unwrap_or(&[])
+}
+
+/// Checks a run of packets ([`GsoRun`]; only an in-process link nothing observes carries
+/// one) and hands them to the responder together, as [`receive`] hands each frame: the same
+/// checks, once for the run (its packets share every header they check), and the same
+/// counters, once per packet. A run that does not describe real packets is dropped whole
+/// as malformed; one that flow steering would see (the device has a NIC RX root table and
+/// the run is not for one of its IPs) is cut into its packets, and each is received as a
+/// frame.
+fn receive_run(ctx: &mut Ctx<'_>, frame: &[u8], run: GsoRun) {
+    let n = u64::from(run.count);
+    let Ok(first) = run.parse(frame) else {
+        // Each packet it claims, and at least the buffer that came.
+        return count_drops(ctx, n.max(1), |d| &mut d.malformed);
+    };
+    if ctx.state.res.flow.nic_rx_root.is_some()
+        && !dest_gid(frame).is_some_and(|g| is_own_gid(ctx, &g))
+    {
+        let mut cut = crate::link::Cutter::of(first, run);
+        let mut packet = ctx.state.port.buffer();
+        while cut.next_packet(frame, &mut packet) {
+            receive(ctx, &mut packet, true, true);
+        }
+        ctx.state.port.recycle(packet);
         return;
     }
-    ctx.state.counters.frames_rx += 1;
-    if repr.bth.opcode.is_response() {
-        crate::transport::completer::handle(ctx, qpn, &repr, payload);
-    } else {
-        let ip_start = repr.eth.buffer_len();
-        let ip_header = frame
-            .get(ip_start..ip_start + repr.ip.buffer_len())
-            .unwrap_or(&[]);
-        crate::transport::responder::handle(ctx, qpn, &repr, payload, ip_header);
-    }
+    let qpn = match route(ctx, frame, &first) {
+        Ok(qpn) => qpn,
+        Err(rule) => return count_drops(ctx, n, rule),
+    };
+    ctx.state.counters.frames_rx += n;
+    let payload = &frame[first.header_len()..];
+    crate::transport::responder::handle_run(ctx, qpn, &first, run, payload);
 }
 
 #[cfg(test)]
@@ -379,6 +435,7 @@ mod tests {
             ring_full: 2,
             oversize: 1,
             overflow: 4,
+            malformed: 3,
         };
         dev.set_link(Box::new(Dropping(drops)));
         assert_eq!(
@@ -391,14 +448,16 @@ mod tests {
                 ring_full: 5,
                 oversize: 2,
                 overflow: 8,
+                malformed: 5,
             }));
         });
         for _ in 0..2 {
             dev.step();
             let c = dev.counters();
             let d = c.drops;
-            assert_eq!((d.ring_full, d.malformed, d.link_overflow), (3, 1, 4));
-            assert_eq!((c.rx_dropped, d.total()), (8, 8));
+            // Oversize and malformed frames both count as malformed.
+            assert_eq!((d.ring_full, d.malformed, d.link_overflow), (3, 1 + 2, 4));
+            assert_eq!((c.rx_dropped, d.total()), (10, 10));
         }
     }
 }

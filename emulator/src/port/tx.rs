@@ -26,6 +26,34 @@ pub(crate) fn transmit(ctx: &mut Ctx<'_>, mut frame: Vec<u8>, sealed: bool) {
     }
 }
 
+/// Sends a run of packets in one buffer ([`crate::wire::GsoRun`]) onto the link, counting
+/// each packet. Only the requester builds runs, and only when the port takes them
+/// ([`super::Port::takes_runs`]) and they are not for the device itself; a run that is
+/// (or a port that captures) gets its packets cut out and sent one by one, as frames.
+pub(crate) fn transmit_run(ctx: &mut Ctx<'_>, frame: Vec<u8>, run: crate::wire::GsoRun) {
+    if ctx.state.port.takes_runs() && !dest_gid(&frame).is_some_and(|g| is_own_gid(ctx, &g)) {
+        ctx.state.counters.frames_tx += u64::from(run.count);
+        let spare = ctx.state.port.link.transmit_run(frame, run);
+        ctx.state.port.recycle(spare);
+        return;
+    }
+    if let Some(mut cut) = crate::link::Cutter::new(&frame, run) {
+        loop {
+            let mut packet = ctx.state.port.buffer();
+            if !cut.next_packet(&frame, &mut packet) {
+                ctx.state.port.recycle(packet);
+                break;
+            }
+            transmit(ctx, packet, true);
+        }
+    } else {
+        // The requester's runs describe real packets; one that does not is an internal
+        // bug, lost as a frame dropped on the wire.
+        ctx.state.counters.tx_dropped += u64::from(run.count);
+    }
+    ctx.state.port.recycle(frame);
+}
+
 /// The destination IP of an Ethernet frame carrying IPv4 or IPv6, as a GID.
 pub(super) fn dest_gid(frame: &[u8]) -> Option<[u8; 16]> {
     let mut off = 12;
@@ -49,6 +77,6 @@ pub(super) fn dest_gid(frame: &[u8]) -> Option<[u8; 16]> {
 }
 
 /// Whether `gid` is one of the device's RoCE v2 GIDs.
-pub(super) fn is_own_gid(ctx: &Ctx<'_>, gid: &[u8; 16]) -> bool {
+pub(crate) fn is_own_gid(ctx: &Ctx<'_>, gid: &[u8; 16]) -> bool {
     ctx.state.res.own_v2_gids.contains(gid)
 }

@@ -56,8 +56,8 @@ use rnic_hw_regs::ctx::{QpState, Qpc};
 use crate::ctx::Ctx;
 use crate::resources::{QpTransport, UdDest};
 use crate::wire::{
-    BthRepr, EthRepr, EthernetAddress, IpRepr, Ipv4Repr, Ipv6Repr, Opcode, PacketRepr, UdpRepr,
-    VlanTag, rdma_get_udp_sport,
+    BthRepr, EthRepr, EthernetAddress, GsoRun, IpRepr, Ipv4Repr, Ipv6Repr, Opcode, PacketRepr,
+    UdpRepr, VlanTag, rdma_get_udp_sport,
 };
 
 /// Payload bytes per packet for an IB MTU code (1 = 256 .. 5 = 4096).
@@ -294,6 +294,39 @@ pub(crate) fn send_frame_filled<E>(
         crate::wire::icrc::seal(&mut frame);
     }
     crate::port::tx::transmit(ctx, frame, sealed);
+    Ok(())
+}
+
+/// [`send_frame_filled`] for a run of packets in one buffer ([`GsoRun`]): `first`'s
+/// headers, as for the first packet alone, then the `len` payload bytes of every packet,
+/// which `fill` writes. For a port that takes runs ([`crate::port::Port::takes_runs`]).
+pub(crate) fn send_run_filled<E>(
+    ctx: &mut Ctx<'_>,
+    first: &PacketRepr,
+    run: GsoRun,
+    len: usize,
+    fill: impl FnOnce(&mut Ctx<'_>, &mut [u8]) -> Result<(), E>,
+) -> Result<(), E> {
+    let header = first.header_len();
+    let mss = usize::from(run.mss);
+    // The first packet's headers are emitted as for it alone (its payload, pad and ICRC
+    // fields laid out for one packet); the run's payload then covers those fields.
+    let mut frame = ctx
+        .state
+        .port
+        .frame_buffer(first.buffer_len(mss).max(header + len));
+    if first.emit_around_payload(&mut frame, mss).is_err() {
+        // As in `send_frame`: an internal bug, counted as transmit drops.
+        ctx.state.counters.tx_dropped += u64::from(run.count);
+        ctx.state.port.recycle(frame);
+        return Ok(());
+    }
+    frame.truncate(header + len);
+    if let Err(e) = fill(ctx, &mut frame[header..]) {
+        ctx.state.port.recycle(frame);
+        return Err(e);
+    }
+    crate::port::tx::transmit_run(ctx, frame, run);
     Ok(())
 }
 

@@ -13,12 +13,15 @@ use rnic_hw_regs::ctx::{QpSt, QpState, Qpc};
 use rnic_hw_regs::roce::GSI_QPN;
 use rnic_hw_regs::wqe::SendOpcode;
 
-use super::{Path, bth, mtu_bytes, packet_repr, port_mtu_code, send_frame_filled};
+use super::{Path, bth, mtu_bytes, packet_repr, port_mtu_code, send_frame_filled, send_run_filled};
 use crate::ctx::Ctx;
 use crate::mkey::{self, Need};
 use crate::resources::{Domain, SendWqe, WINDOW};
 use crate::wire::psn::{psn_add, psn_cmp};
-use crate::wire::{AtomicEthRepr, DethRepr, IethRepr, ImmDtRepr, Opcode, PacketRepr, RethRepr};
+use crate::wire::{
+    AtomicEthRepr, DethRepr, GSO_MAX_BYTES, GsoRun, IethRepr, ImmDtRepr, Opcode, PacketRepr,
+    RethRepr,
+};
 
 /// Sends what QP `qpn` may send now, then completes what finished.
 pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
@@ -201,29 +204,41 @@ fn send_packets(
         0
     };
     let rd_off = u64::from(rd_skip) * u64::from(mtu);
+    let rc = st == QpSt::Rc;
+    // On a port that takes runs (an in-process link nothing observes), the packets of a SEND
+    // or WRITE that need no header of their own go in one buffer (see `run_len`), unless
+    // they loop back inside this device.
+    let runs = sends > 1
+        && ctx.state.port.takes_runs()
+        && matches!(st, QpSt::Rc | QpSt::Uc)
+        && matches!(
+            op,
+            SendOpcode::Send
+                | SendOpcode::SendImm
+                | SendOpcode::SendInval
+                | SendOpcode::RdmaWrite
+                | SendOpcode::RdmaWriteImm
+        )
+        && !crate::port::tx::is_own_gid(ctx, &path.rgid);
     while w.next_pkt < sends {
         let i = w.next_pkt;
         let psn = psn_add(w.first_psn, i + rd_skip);
         if limit.is_some_and(|l| psn_cmp(psn, l.end) >= 0) {
             break;
         }
-        let at_share_end = limit.is_some_and(|l| l.ack_at_end && psn_add(psn, 1) == l.end);
-        let last = i + 1 == sends;
         let Some((opcode, data_len)) = packet_opcode(op, st, w.len, mtu, i, sends) else {
             w.error = Some(CqeSyndrome::LocalQpOp);
             break;
         };
         let mut b = bth(opcode, path.dqpn, psn);
-        b.ack_req = st == QpSt::Rc && (last || (i + 1) % 64 == 0 || at_share_end);
-        b.solicited = last
-            && w.solicited
-            && matches!(
-                op,
-                SendOpcode::Send
-                    | SendOpcode::SendImm
-                    | SendOpcode::SendInval
-                    | SendOpcode::RdmaWriteImm
-            );
+        b.ack_req = ack_req(rc, i, sends, psn, limit);
+        b.solicited = solicited(op, w.solicited, i + 1 == sends);
+        let off = u64::from(i) * u64::from(mtu);
+        let count = if runs && !b.ack_req {
+            run_len(op, i, sends, mtu, psn, limit, rc, w.len - off)
+        } else {
+            1
+        };
         let mut repr = match packet_repr(ctx, qpn, &path, b) {
             Ok(r) => r,
             Err(s) => {
@@ -233,9 +248,8 @@ fn send_packets(
         };
         add_ext_headers(&mut repr, opcode, w, qpc, qpn, rd_off);
         // The gather writes the payload straight into the frame.
-        let off = u64::from(i) * u64::from(mtu);
         let (segs, inline) = (&w.segs, &w.inline);
-        if let Err(e) = send_frame_filled(ctx, &repr, data_len, |ctx, payload| {
+        let gather = |ctx: &mut Ctx<'_>, payload: &mut [u8]| {
             mkey::gather(
                 ctx.dma,
                 &ctx.state.res.mkeys,
@@ -245,12 +259,35 @@ fn send_packets(
                 off,
                 payload,
             )
-        }) {
+        };
+        let sent = if count > 1 {
+            // The run's last packet: the only one besides the first with fields of its own.
+            let j = i + count - 1;
+            let Some((last_opcode, _)) = packet_opcode(op, st, w.len, mtu, j, sends) else {
+                w.error = Some(CqeSyndrome::LocalQpOp);
+                break;
+            };
+            let run = GsoRun {
+                count: count as u16,
+                mss: mtu as u16,
+                last_opcode,
+                last_ack_req: ack_req(rc, j, sends, psn_add(psn, count - 1), limit),
+                last_solicited: solicited(op, w.solicited, j + 1 == sends),
+            };
+            let len = w
+                .len
+                .saturating_sub(off)
+                .min(u64::from(count) * u64::from(mtu));
+            send_run_filled(ctx, &repr, run, len as usize, gather)
+        } else {
+            send_frame_filled(ctx, &repr, data_len, gather)
+        };
+        if let Err(e) = sent {
             w.error = Some(e.local_syndrome());
             break;
         }
-        w.next_pkt += 1;
-        let end = psn_add(psn, 1);
+        w.next_pkt += count;
+        let end = psn_add(psn, count);
         if st == QpSt::Rc && sent_end.is_none_or(|e| psn_cmp(end, e) > 0) {
             *sent_end = Some(end);
         }
@@ -259,6 +296,68 @@ fn send_packets(
         // A failed WQE sends nothing more.
         w.next_pkt = w.npkts;
     }
+}
+
+/// Whether packet `i` of `sends` (PSN `psn`) asks for an ACK: on RC, the last packet of a
+/// message, every 64th, and the last one before the QP's share of the device ends
+/// (`limit`, see [`super::share`]).
+fn ack_req(rc: bool, i: u32, sends: u32, psn: u32, limit: Option<Limit>) -> bool {
+    rc && (i + 1 == sends
+        || (i + 1) % 64 == 0
+        || limit.is_some_and(|l| l.ack_at_end && psn_add(psn, 1) == l.end))
+}
+
+/// Whether a packet of a WQE `op` whose SE flag is `se` sets the Solicited Event bit: the
+/// last packet of a SEND or a WRITE with immediate.
+fn solicited(op: SendOpcode, se: bool, last: bool) -> bool {
+    last && se
+        && matches!(
+            op,
+            SendOpcode::Send
+                | SendOpcode::SendImm
+                | SendOpcode::SendInval
+                | SendOpcode::RdmaWriteImm
+        )
+}
+
+/// How many packets from packet `i` (PSN `psn`, asking for no ACK) of a SEND or WRITE of
+/// `sends` packets, `rest` bytes from its start to the message's end, go as one run
+/// ([`GsoRun`]): at most [`GSO_MAX_BYTES`] of payload, all within `limit`, ending with the
+/// first that asks for an ACK, and stopping before a LAST with an ImmDt or IETH (a header
+/// the run cannot describe). 1: no run (also for two packets whose LAST has fewer than 4
+/// bytes: the first packet must lie whole in the run's buffer, see [`GsoRun::check`]).
+#[allow(clippy::too_many_arguments)]
+fn run_len(
+    op: SendOpcode,
+    i: u32,
+    sends: u32,
+    mtu: u32,
+    psn: u32,
+    limit: Option<Limit>,
+    rc: bool,
+    rest: u64,
+) -> u32 {
+    let max = (GSO_MAX_BYTES / mtu as usize) as u32;
+    let own_last = matches!(
+        op,
+        SendOpcode::SendImm | SendOpcode::SendInval | SendOpcode::RdmaWriteImm
+    );
+    let mut k = 1;
+    while k < max && i + k < sends {
+        let j = i + k;
+        let psn_j = psn_add(psn, k);
+        if limit.is_some_and(|l| psn_cmp(psn_j, l.end) >= 0) || (own_last && j + 1 == sends) {
+            break;
+        }
+        k += 1;
+        if ack_req(rc, j, sends, psn_j, limit) {
+            break;
+        }
+    }
+    if k == 2 && rest < u64::from(mtu) + crate::wire::icrc::ICRC_LEN as u64 {
+        return 1;
+    }
+    k
 }
 
 /// The BTH opcode of packet `i` of `sends` of a `len`-byte WQE `op` on a QP of service `st`,

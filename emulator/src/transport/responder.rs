@@ -28,14 +28,14 @@ use rnic_hw_regs::eqe::EventType;
 use rnic_hw_regs::roce::{GRH_LEN, GSI_QKEY};
 
 use super::{Path, addr_ok, bth, can_receive, enter_error, mtu_bytes, packet_repr, send_frame};
-use crate::ctx::{Ctx, count_drop};
+use crate::ctx::{Ctx, count_drop, count_drops};
 use crate::mkey::{self, Need};
 use crate::resources::{Domain, InMsg, MsgKind, QpTransport, RdRes, ReadJob, RecvWqe, ResKind};
 use crate::rq::Take;
 use crate::state::RxDrops;
 use crate::wire::psn::{psn_add, psn_cmp};
 use crate::wire::{
-    AethRepr, AtomicAckEthRepr, NakCode, Opcode, Operation, PacketRepr, Position, RethRepr,
+    AethRepr, AtomicAckEthRepr, GsoRun, NakCode, Opcode, Operation, PacketRepr, Position, RethRepr,
     Syndrome, Transport,
 };
 
@@ -48,70 +48,134 @@ pub(crate) fn handle(
     payload: &[u8],
     ip_header: &[u8],
 ) {
-    let Some(qp) = ctx.state.res.qps.get_mut(qpn) else {
+    let Some(qp) = ctx.state.res.qps.get(qpn) else {
         count_drop(ctx, |d| &mut d.unknown_qp);
         return;
     };
     let qpc = qp.ctx;
+    let Some(st) = admit(ctx, &qpc, repr, 1) else {
+        return;
+    };
+    ctx.with_transport(qpn, |ctx, tr| {
+        established(ctx, qpn, &qpc, tr);
+        match st {
+            Some(QpSt::Ud | QpSt::Qp1) => {
+                if let Err(rule) = ud_receive(ctx, qpn, &qpc, tr, repr, payload, ip_header) {
+                    count_drop(ctx, rule);
+                }
+            }
+            _ => connected(ctx, qpn, &qpc, st, tr, |r, ctx, tr| {
+                if let Err(rule) = r.receive(ctx, tr, repr, payload) {
+                    count_drop(ctx, rule);
+                }
+            }),
+        }
+    });
+}
+
+/// Handles a run of request packets for QP `qpn` ([`GsoRun`], its first packet's headers
+/// `first`, the run's `payload`) as that many packets in a row: the checks every packet
+/// shares (state, transport, addresses, P_Key) once, then each packet as [`handle`] does.
+pub(crate) fn handle_run(
+    ctx: &mut Ctx<'_>,
+    qpn: u32,
+    first: &PacketRepr,
+    run: GsoRun,
+    payload: &[u8],
+) {
+    let Some(qp) = ctx.state.res.qps.get(qpn) else {
+        count_drops(ctx, u64::from(run.count), |d| &mut d.unknown_qp);
+        return;
+    };
+    let qpc = qp.ctx;
+    let Some(st) = admit(ctx, &qpc, first, run.count) else {
+        return;
+    };
+    ctx.with_transport(qpn, |ctx, tr| {
+        established(ctx, qpn, &qpc, tr);
+        // A run is RC or UC ([`GsoRun::check`]), and `admit` matched it to the QP's service.
+        connected(ctx, qpn, &qpc, st, tr, |r, ctx, tr| {
+            for i in 0..run.count {
+                let repr = run.packet(first, i);
+                let payload = &payload[run.payload_range(payload.len(), i)];
+                if let Err(rule) = r.receive(ctx, tr, &repr, payload) {
+                    count_drop(ctx, rule);
+                }
+            }
+        });
+    });
+}
+
+/// The checks every packet sharing `first`'s transport, addresses and P_Key passes alike
+/// for a QP of context `qpc`: the QP can receive, the transport is its service, the packet
+/// comes from its peer to its address (RC / UC), the P_Key is the default one. Returns the
+/// QP's service, or counts the `n` packets dropped.
+#[inline(always)]
+fn admit(ctx: &mut Ctx<'_>, qpc: &Qpc, first: &PacketRepr, n: u16) -> Option<Option<QpSt>> {
     let st = QpSt::try_from(qpc.st()).ok();
     let transport_ok = matches!(
-        (st, repr.bth.opcode.transport()),
+        (st, first.bth.opcode.transport()),
         (Some(QpSt::Rc), Transport::Rc)
             | (Some(QpSt::Uc), Transport::Uc)
             | (Some(QpSt::Ud | QpSt::Qp1), Transport::Ud)
     );
-    let peer_ok = addr_ok(ctx, &qpc, &repr.ip);
-    let rule: Option<Rule> = if !can_receive(&qpc) {
+    let peer_ok = addr_ok(ctx, qpc, &first.ip);
+    let rule: Option<Rule> = if !can_receive(qpc) {
         Some(|d| &mut d.wrong_state)
     } else if !transport_ok {
         Some(|d| &mut d.wrong_transport)
     } else if !peer_ok {
         Some(|d| &mut d.peer_mismatch)
-    } else if repr.bth.pkey & 0x7FFF != 0x7FFF {
+    } else if first.bth.pkey & 0x7FFF != 0x7FFF {
         Some(|d| &mut d.pkey)
     } else {
         None
     };
     if let Some(rule) = rule {
-        count_drop(ctx, rule);
-        return;
+        count_drops(ctx, u64::from(n), rule);
+        return None;
     }
-    ctx.with_transport(qpn, |ctx, tr| {
-        if qpc.state() == u8::from(QpState::Rtr) && !tr.resp.comm_est {
-            // The first packet in RTR: communication established.
-            tr.resp.comm_est = true;
-            super::qp_event(ctx, EventType::CommEst, qpn);
-        }
-        let ok = match st {
-            Some(QpSt::Ud | QpSt::Qp1) => ud_receive(ctx, qpn, &qpc, tr, repr, payload, ip_header),
-            _ => {
-                // Requests execute in order: READ responses still owed go out before the next
-                // request touches memory.
-                if !tr.resp.reads.is_empty() {
-                    pump(ctx, qpn, &qpc, tr, u32::MAX);
-                }
-                let mut r = Responder {
-                    qpn,
-                    qpc: &qpc,
-                    rc: st == Some(QpSt::Rc),
-                    epsn: qpc.next_rcv_psn(),
-                    msn: qpc.rmsn(),
-                };
-                let ok = r.receive(ctx, tr, repr, payload);
-                if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
-                    qp.ctx.set_next_rcv_psn(r.epsn);
-                    qp.ctx.set_rmsn(r.msn & 0xFF_FFFF);
-                }
-                if !tr.resp.reads.is_empty() && !ctx.state.port.read_pending.contains(&qpn) {
-                    ctx.state.port.read_pending.push_back(qpn);
-                }
-                ok
-            }
-        };
-        if let Err(rule) = ok {
-            count_drop(ctx, rule);
-        }
-    });
+    Some(st)
+}
+
+/// The first packet a QP receives in RTR: communication established (the COMM_EST event).
+fn established(ctx: &mut Ctx<'_>, qpn: u32, qpc: &Qpc, tr: &mut QpTransport) {
+    if qpc.state() == u8::from(QpState::Rtr) && !tr.resp.comm_est {
+        tr.resp.comm_est = true;
+        super::qp_event(ctx, EventType::CommEst, qpn);
+    }
+}
+
+/// Runs `f` with the responder of RC / UC QP `qpn` (service `st`), after the READ responses
+/// it still owes (requests execute in order: those go out before the next request touches
+/// memory), and keeps what `f` moved (expected PSN, MSN, READ responses to send).
+#[inline(always)]
+fn connected(
+    ctx: &mut Ctx<'_>,
+    qpn: u32,
+    qpc: &Qpc,
+    st: Option<QpSt>,
+    tr: &mut QpTransport,
+    f: impl FnOnce(&mut Responder<'_>, &mut Ctx<'_>, &mut QpTransport),
+) {
+    if !tr.resp.reads.is_empty() {
+        pump(ctx, qpn, qpc, tr, u32::MAX);
+    }
+    let mut r = Responder {
+        qpn,
+        qpc,
+        rc: st == Some(QpSt::Rc),
+        epsn: qpc.next_rcv_psn(),
+        msn: qpc.rmsn(),
+    };
+    f(&mut r, ctx, tr);
+    if let Some(qp) = ctx.state.res.qps.get_mut(qpn) {
+        qp.ctx.set_next_rcv_psn(r.epsn);
+        qp.ctx.set_rmsn(r.msn & 0xFF_FFFF);
+    }
+    if !tr.resp.reads.is_empty() && !ctx.state.port.read_pending.contains(&qpn) {
+        ctx.state.port.read_pending.push_back(qpn);
+    }
 }
 
 /// A drop rule: which [`RxDrops`] counter a dropped frame goes to.

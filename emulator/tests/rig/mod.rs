@@ -24,6 +24,36 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::common::host::{BringUp, Host};
 
+/// Steps `r`'s device until it is idle, after the test sent frames (or runs of packets)
+/// on `wire`, its end of the device's link, and checks the receive accounting: every drop
+/// under exactly one rule, at least `packets` packets received or dropped since `before`,
+/// and every frame the device answered with a valid one.
+pub(crate) fn settle_and_account(
+    r: &Rig,
+    wire: &mut rnic_emulator::link::InProcLink,
+    before: &rnic_emulator::Counters,
+    packets: u64,
+) {
+    use rnic_emulator::link::Link;
+    while r.h.dev.step() != 0 {}
+    let after = r.counters();
+    assert_eq!(
+        after.drops.total(),
+        after.rx_dropped,
+        "every drop under one rule"
+    );
+    let handled = (after.frames_rx - before.frames_rx) + (after.rx_dropped - before.rx_dropped);
+    assert!(
+        handled >= packets,
+        "every packet accounted for: {handled} of {packets}"
+    );
+    let mut out = Vec::new();
+    while wire.receive(&mut out) {
+        rnic_emulator::wire::PacketRepr::parse(&out)
+            .expect("whatever the device answers is a valid frame");
+    }
+}
+
 /// The device's IPv4 address (GID 0 is `::ffff:10.0.0.1`).
 pub(crate) const IP: [u8; 4] = [10, 0, 0, 1];
 /// The MAC the rig programs in GID entry 0.

@@ -21,10 +21,53 @@ pub(crate) struct Net {
     pub(crate) faults: Option<(Arc<FaultStats>, Arc<FaultStats>)>,
 }
 
+/// An in-process end that carries no runs of packets ([`Link::takes_runs`] false): every
+/// packet travels as a frame of its own, as on any link but the in-process pair.
+#[derive(Debug)]
+pub(crate) struct NoRuns(pub(crate) InProcLink);
+
+impl Link for NoRuns {
+    fn transmit(&mut self, frame: &[u8]) {
+        self.0.transmit(frame);
+    }
+    fn transmit_owned(&mut self, frame: Vec<u8>) -> Vec<u8> {
+        self.0.transmit_owned(frame)
+    }
+    fn receive(&mut self, buf: &mut Vec<u8>) -> bool {
+        self.0.receive(buf)
+    }
+    fn takes_unsealed(&self) -> bool {
+        self.0.takes_unsealed()
+    }
+    fn transmit_unsealed(&mut self, frame: Vec<u8>) -> Vec<u8> {
+        self.0.transmit_unsealed(frame)
+    }
+    fn receive_unsealed(&mut self, buf: &mut Vec<u8>) -> Option<bool> {
+        self.0.receive_unsealed(buf)
+    }
+    fn attach(&mut self, env: &rnic_emulator::link::LinkEnv) {
+        self.0.attach(env);
+    }
+    fn rx_drops(&self) -> rnic_emulator::link::LinkRxDrops {
+        self.0.rx_drops()
+    }
+}
+
 impl Net {
     /// A lossless in-process wire.
     pub(crate) fn new() -> Net {
         Net::build(None)
+    }
+
+    /// A lossless in-process wire whose ends carry every packet as a frame of its own
+    /// ([`NoRuns`]): what [`Net::new`] does, without runs of packets in one buffer.
+    pub(crate) fn without_runs() -> Net {
+        let a = Rig::with_addr(IP_A, MAC_A);
+        let b = Rig::with_addr(IP_B, MAC_B);
+        let (la, lb) = InProcLink::pair();
+        a.h.dev.set_link(Box::new(NoRuns(la)));
+        b.h.dev.set_link(Box::new(NoRuns(lb)));
+        Net { a, b, faults: None }
     }
 
     /// A wire with `cfg`'s faults in both directions (B's side seeded with `seed + 1`).
