@@ -198,8 +198,9 @@ impl GsoRun {
     }
 
     /// The first packet's headers of the run in `frame` (its payload starts at their
-    /// [`PacketRepr::header_len`]), checked with [`GsoRun::check`]: the structure errors of
-    /// [`crate::wire::RocePacket::new_checked`], or [`WireError::BadGsoRun`].
+    /// [`PacketRepr::header_len`]), checked with [`GsoRun::check`] and against the first
+    /// packet's own lengths (one segment of [`GsoRun::mss`] bytes, no pad): the structure
+    /// errors of [`crate::wire::RocePacket::new_checked`], or [`WireError::BadGsoRun`].
     ///
     /// ```
     /// use rnic_emulator::wire::*;
@@ -219,7 +220,12 @@ impl GsoRun {
     /// # Ok::<(), WireError>(())
     /// ```
     pub fn parse(&self, frame: &[u8]) -> Result<PacketRepr, WireError> {
-        let first = PacketRepr::parse_packet(&super::RocePacket::new_checked(frame)?)?;
+        let packet = super::RocePacket::new_checked(frame)?;
+        // The first packet's own lengths are those of one whole segment, with no pad.
+        if packet.payload().len() != usize::from(self.mss) || !packet.pad().is_empty() {
+            return Err(bad("the first packet's lengths are not one segment"));
+        }
+        let first = PacketRepr::parse_packet(&packet)?;
         self.check(&first, frame.len().saturating_sub(first.header_len()))?;
         Ok(first)
     }
@@ -363,6 +369,25 @@ mod tests {
             ..run(2, Opcode::RcSendMiddle)
         };
         assert!(big.check(&first(Opcode::RcSendMiddle), 17 * 4096).is_err());
+    }
+
+    /// A first header whose own lengths are not one segment (a pad, another payload
+    /// length) does not make a run, whatever the description says.
+    #[test]
+    fn the_first_packet_must_be_one_segment() {
+        let f = first(Opcode::RcSendFirst);
+        let r = run(2, Opcode::RcSendLast);
+        let mut frame = vec![0u8; f.buffer_len(1024)];
+        f.emit(&mut frame, &[1; 1024]).unwrap();
+        frame.truncate(f.header_len());
+        frame.extend_from_slice(&[1; 1500]);
+        assert_eq!(r.parse(&frame), Ok(f));
+        let bth = 14 + 20 + 8;
+        let mut padded = frame.clone();
+        padded[bth + 1] |= 1 << 4; // PadCnt 1
+        assert!(matches!(r.parse(&padded), Err(WireError::BadGsoRun { .. })));
+        let short = GsoRun { mss: 512, ..r }; // the header says 1024
+        assert!(matches!(short.parse(&frame), Err(WireError::BadGsoRun { .. })));
     }
 
     /// Every packet emitted from a run is the packet the sender emits alone.
