@@ -10,7 +10,10 @@ use rnic_cm::wire::{MAD_LEN, Mad};
 use rnic_driver::cmdq::CommandRecorder;
 use rnic_driver::wr::{Payload, RecvWr, SendFlags, SendOp, SendWr};
 use rnic_driver::{Hca, HcaConfig};
-use rnic_emulator::wire::{IpRepr, Ipv4Repr, PacketRepr, Transport};
+use rnic_emulator::wire::{
+    BthRepr, EthRepr, EthernetAddress, GsoRun, IpRepr, Ipv4Repr, Opcode, PacketRepr, RethRepr,
+    Transport, UdpRepr,
+};
 use rnic_emulator::{Device, RunMode};
 use rnic_fuzz::{DEV_IP, LiveDevice, PEER_IP, PEER_MAC, Peer, QKEY, START_PSN, cmd};
 use rnic_hw_regs::eqe::{Eqe, EventType};
@@ -113,6 +116,65 @@ fn main() {
             let mut buf = vec![0u8; r.buffer_len(payload.len())];
             if let Ok(n) = r.emit(&mut buf, payload) {
                 save("rx_frames", &format!("{name}-{i}"), &buf[..n]);
+            }
+        }
+    }
+
+    // rx_runs: runs of a WRITE and of a SEND to the RC and UC QPs, as an in-process peer
+    // sends them (path MTU 1024): two and three packets ending the message, two MIDDLEs,
+    // and a run whose last packet asks for an ACK mid-message.
+    for (qp_name, t) in [("rc", &d.rc), ("uc", &d.uc)] {
+        let uc = qp_name == "uc";
+        for (first, last, mid_end, name) in [
+            (
+                Opcode::RcRdmaWriteFirst,
+                Opcode::RcRdmaWriteLast,
+                false,
+                "write",
+            ),
+            (Opcode::RcSendFirst, Opcode::RcSendLast, false, "send"),
+            (
+                Opcode::RcRdmaWriteMiddle,
+                Opcode::RcRdmaWriteMiddle,
+                true,
+                "write_middle",
+            ),
+        ] {
+            for count in [2u16, 3] {
+                let code = |o: Opcode| {
+                    Opcode::from_u8(o.as_u8() + if uc { 0x20 } else { 0 }).expect("UC opcode")
+                };
+                let mut r = PacketRepr::new(
+                    EthRepr::new(EthernetAddress(mac), EthernetAddress(PEER_MAC)),
+                    IpRepr::V4(Ipv4Repr::new(PEER_IP, DEV_IP)),
+                    UdpRepr::new(0xC0DE),
+                    BthRepr::new(code(first), t.qp.qpn(), START_PSN),
+                );
+                let payload = if mid_end {
+                    usize::from(count) * 1024
+                } else {
+                    usize::from(count - 1) * 1024 + 100
+                };
+                if r.bth.opcode.has_reth() {
+                    r.ext.reth = Some(RethRepr {
+                        virtual_addr: d.mr.addr(),
+                        rkey: d.mr.rkey(),
+                        dma_len: payload as u32,
+                    });
+                }
+                let mut buf = vec![0u8; r.buffer_len(1024)];
+                r.emit(&mut buf, &[0x5A; 1024]).expect("emit");
+                buf.truncate(r.header_len());
+                buf.resize(r.header_len() + payload, 0x5A);
+                let run = GsoRun {
+                    count,
+                    mss: 1024,
+                    last_opcode: code(last),
+                    last_ack_req: !uc,
+                    last_solicited: false,
+                };
+                let input = rnic_fuzz::rx::run_input(&run, &buf);
+                save("rx_runs", &format!("{qp_name}-{name}-{count}"), &input);
             }
         }
     }

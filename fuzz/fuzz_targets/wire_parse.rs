@@ -4,7 +4,8 @@
 //! Whatever parses must re-emit, and the round trip is what the code promises: a `Repr`
 //! emitted and parsed again is the same `Repr` (with the same payload for a frame), emitting
 //! is deterministic (the same `Repr` gives the same bytes), an emitted frame carries a valid
-//! ICRC, and a frame's lengths agree with [`PacketRepr::buffer_len`]. Bytes the `Repr`s do not
+//! ICRC, and a frame's lengths agree with [`PacketRepr::buffer_len`]; a run of packets in one
+//! buffer ([`GsoRun`]) that parses cuts into packets that are each a valid frame. Bytes the `Repr`s do not
 //! keep (reserved bits, a wrong IPv4 checksum, pad bytes, Ethernet padding) are not compared
 //! with the input.
 #![no_main]
@@ -56,7 +57,50 @@ fuzz_target!(|data: &[u8]| {
 
     // A whole frame.
     frame(data);
+    // A run of packets in one buffer.
+    run(data);
 });
+
+/// The input as a run of packets ([`GsoRun`]): its first 6 bytes the description (as the
+/// `rx_runs` target reads them), the rest the buffer. A run that parses cuts into packets
+/// that are each a frame on their own (they parse with a valid ICRC) with the run's
+/// payload slice, the PSNs in a row, AckReq only where the run says, and the first packet
+/// the buffer's own.
+fn run(data: &[u8]) {
+    let Some((head, buffer)) = data.split_first_chunk::<6>() else {
+        return;
+    };
+    let Some(last_opcode) = Opcode::from_u8(head[4]) else {
+        return;
+    };
+    let run = GsoRun {
+        count: u16::from_le_bytes([head[0], head[1]]),
+        mss: u16::from_le_bytes([head[2], head[3]]),
+        last_opcode,
+        last_ack_req: head[5] & 1 != 0,
+        last_solicited: head[5] & 2 != 0,
+    };
+    let Ok(first) = run.parse(buffer) else {
+        return;
+    };
+    let payload = &buffer[first.header_len()..];
+    let mut out = vec![0u8; first.buffer_len(usize::from(run.mss))];
+    for i in 0..run.count {
+        let n = run
+            .emit_packet(&first, payload, i, &mut out)
+            .expect("a checked run's packets emit");
+        let (p, data) = PacketRepr::parse(&out[..n]).expect("each packet is a frame");
+        // PadCnt is derived on emit (from the payload length), not carried by the run.
+        let mut want = run.packet(&first, i);
+        want.bth.pad_count = PacketRepr::pad_count(data.len());
+        assert_eq!(p, want);
+        assert_eq!(data, &payload[run.payload_range(payload.len(), i)]);
+        assert_eq!(p.bth.ack_req, i + 1 == run.count && run.last_ack_req);
+        if i == 0 {
+            assert_eq!(p, first, "the first packet is the buffer's");
+        }
+    }
+}
 
 /// Ethernet (with 802.1Q), IPv4, IPv6 and UDP on their own.
 fn headers_below_bth(data: &[u8]) {

@@ -17,7 +17,8 @@ use rnic_driver::wr::{
     Access, Payload, RecvWr, SendFlags, SendOp, SendWr, UdDest, WcStatus, WorkCompletion,
 };
 use rnic_driver::{Hca, HcaConfig};
-use rnic_emulator::link::Link;
+use rnic_emulator::link::{FrameForm, Link};
+use rnic_emulator::wire::GsoRun;
 use rnic_emulator::{Counters, Device, Profile, RunMode};
 use rnic_hw_regs::Bus;
 use rnic_hw_regs::ctx::QpState;
@@ -72,14 +73,18 @@ fn region_memory() -> *mut u8 {
 pub struct Wire {
     /// Frames waiting for the device to receive.
     pub to_device: VecDeque<Vec<u8>>,
+    /// Runs of packets in one buffer waiting for the device to receive (delivered before
+    /// the frames, as [`FrameForm::Run`]).
+    pub runs_to_device: VecDeque<(Vec<u8>, GsoRun)>,
     /// Frames the device received from the link so far.
     pub delivered: u64,
     /// Frames the device sent to the link so far.
     pub transmitted: u64,
 }
 
-/// A link whose far end is the fuzz target: frames pushed into [`Wire::to_device`] arrive,
-/// frames the device sends are counted and dropped.
+/// A link whose far end is the fuzz target: frames pushed into [`Wire::to_device`] and runs
+/// pushed into [`Wire::runs_to_device`] arrive, frames the device sends are counted and
+/// dropped.
 #[derive(Debug, Clone, Default)]
 pub struct FuzzLink(pub Arc<Mutex<Wire>>);
 
@@ -97,6 +102,24 @@ impl Link for FuzzLink {
                 true
             }
             None => false,
+        }
+    }
+    fn receive_form(&mut self, buf: &mut Vec<u8>) -> Option<FrameForm> {
+        let run = {
+            let mut w = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let run = w.runs_to_device.pop_front();
+            if run.is_some() {
+                w.delivered += 1;
+            }
+            run
+        };
+        match run {
+            Some((b, run)) => {
+                buf.clear();
+                buf.extend_from_slice(&b);
+                Some(FrameForm::Run(run))
+            }
+            None => self.receive(buf).then_some(FrameForm::Sealed),
         }
     }
 }
