@@ -387,7 +387,10 @@ mod tests {
         padded[bth + 1] |= 1 << 4; // PadCnt 1
         assert!(matches!(r.parse(&padded), Err(WireError::BadGsoRun { .. })));
         let short = GsoRun { mss: 512, ..r }; // the header says 1024
-        assert!(matches!(short.parse(&frame), Err(WireError::BadGsoRun { .. })));
+        assert!(matches!(
+            short.parse(&frame),
+            Err(WireError::BadGsoRun { .. })
+        ));
     }
 
     /// Every packet emitted from a run is the packet the sender emits alone.
