@@ -417,7 +417,10 @@ impl Shared {
         STEPPING.with(|s| s.borrow_mut().depth += 1);
         let mut n = 0;
         loop {
-            while let Some(ev) = self.pending.pop() {
+            // Most steps find no doorbell: the cheap look first.
+            while !self.pending.is_empty()
+                && let Some(ev) = self.pending.pop()
+            {
                 n += 1;
                 // Hung or dead firmware executes nothing; the host sees its commands time out.
                 if self.bar.firmware_dead() {

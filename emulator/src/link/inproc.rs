@@ -247,6 +247,7 @@ impl Link for InProcLink {
 
 impl InProcLink {
     /// Queues `b` (in `form`) for the peer and wakes it.
+    #[inline(always)]
     fn send(&mut self, b: Vec<u8>, form: FrameForm) {
         let frames = match form {
             FrameForm::Run(run) => u64::from(run.count),

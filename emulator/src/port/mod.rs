@@ -149,6 +149,7 @@ impl Port {
     /// A frame buffer of `len` bytes whose contents are whatever its last use left: for a
     /// writer that overwrites every byte (the frame emitter), so no zeroing pass is spent
     /// ([`FramePool::sized`]).
+    #[inline]
     pub(crate) fn frame_buffer(&mut self, len: usize) -> Vec<u8> {
         self.pool.sized(len)
     }
