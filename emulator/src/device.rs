@@ -347,16 +347,9 @@ impl Shared {
                     return;
                 }
                 match Drain::start(self) {
-                    // Its letting go takes what is left, or wakes the device thread for it.
-                    Some(drain) => {
-                        self.try_step();
-                        drain.finish();
-                    }
-                    None => {
-                        if !self.try_step() {
-                            self.take_or_wake();
-                        }
-                    }
+                    // It steps this device first; its letting go takes what is left.
+                    Some(drain) => drain.finish(),
+                    None => self.take_or_wake(),
                 }
             }
             RunMode::Deterministic => {
