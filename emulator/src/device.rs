@@ -91,6 +91,8 @@ pub(crate) struct Shared {
     thread_wakes_at: AtomicU64,
     /// The host thread whose drain holds this device ([`Drain`]), or 0.
     drainer: AtomicU64,
+    /// Doorbells the host has rung (threaded mode; see [`crate::link::Waker::host_doorbells`]).
+    host_doorbells: AtomicU64,
 }
 
 /// Doorbells a host thread makes in a row for devices its drain holds, at most, before it
@@ -228,6 +230,14 @@ thread_local! {
 }
 
 impl crate::link::Wake for Shared {
+    fn wake_thread(self: Arc<Self>) {
+        self.unpark();
+    }
+
+    fn host_doorbells(&self) -> Option<u64> {
+        (self.mode == RunMode::Threaded).then(|| self.host_doorbells.load(Ordering::Relaxed))
+    }
+
     /// Inside a step: remembered for after it (see [`Stepping`]); outside: the thread.
     fn wake(self: Arc<Self>) {
         let unwoken = STEPPING.with(|s| {
@@ -339,6 +349,11 @@ impl Shared {
         self.pending.push(ev);
         match self.mode {
             RunMode::Threaded => {
+                // Only a change is read, so a lost update between two posting threads
+                // costs nothing: no read-modify-write on every doorbell.
+                let n = self.host_doorbells.load(Ordering::Relaxed);
+                self.host_doorbells
+                    .store(n.wrapping_add(1), Ordering::Relaxed);
                 // Pushed, then look: pairs with the fence of `Drain`'s letting go.
                 fence(Ordering::SeqCst);
                 let holder = self.drainer.load(Ordering::SeqCst);
@@ -578,6 +593,7 @@ impl Device {
             woken: AtomicBool::new(false),
             thread_wakes_at: AtomicU64::new(AWAKE),
             drainer: AtomicU64::new(0),
+            host_doorbells: AtomicU64::new(0),
             clock,
         });
         let thread = parker.map(|parker| {

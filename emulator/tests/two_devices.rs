@@ -834,3 +834,61 @@ fn threaded_devices_are_woken_by_the_link_and_run_timers() {
     assert_eq!(wait(&mut b, &mut cb).byte_cnt(), 8);
     assert_eq!(b.read(&dst, 0, 8), b"threaded");
 }
+
+/// Threaded devices, nothing posted on B: A's 64 KiB WRITEs go to B's own thread as runs
+/// (from the second on, see `InProcLink`'s hand-off), and every byte lands.
+#[test]
+fn long_runs_handed_to_the_idle_peers_thread_land_whole() {
+    use rig::net::{IP_B, MAC_A, MAC_B};
+    use std::time::{Duration, Instant};
+    const LEN: usize = 64 << 10;
+    const N: usize = 16;
+    let mut a = rig::Rig::threaded(IP_A, MAC_A);
+    let mut b = rig::Rig::threaded(IP_B, MAC_B);
+    let (la, lb) = rnic_emulator::link::InProcLink::pair();
+    let hand_offs = la.hand_offs();
+    a.h.dev.set_link(Box::new(la));
+    b.h.dev.set_link(Box::new(lb));
+    let mut ca = a.cq(6);
+    let cb = b.cq(6);
+    let mut qa = a.qp(QpSt::Rc, &ca, &ca, 6, 6);
+    let qb = b.qp(QpSt::Rc, &cb, &cb, 6, 6);
+    a.init_qp(&qa, true, true, true);
+    b.init_qp(&qb, true, true, true);
+    a.rtr_rts_to(&qa, qb.qpn, MTU_CODE, 0, 7, rig::gid_of(IP_B), MAC_B);
+    b.rtr_rts_to(&qb, qa.qpn, MTU_CODE, 0, 7, rig::gid_of(IP_A), MAC_A);
+    let src = a.mr(N * LEN, Access::ALL);
+    let dst = b.mr(N * LEN, Access::ALL);
+    let msg = pattern(N * LEN, 7);
+    a.fill(&src, 0, &msg);
+    let mut wqes = Vec::new();
+    for i in 0..N {
+        let off = (i * LEN) as u64;
+        wqes.push(a.post(
+            &mut qa,
+            op::WRITE,
+            SIGNALED,
+            0,
+            &segs(&[
+                raddr(dst.addr + off, dst.key),
+                data(src.addr + off, LEN as u32, src.key),
+            ]),
+        ));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for w in wqes {
+        let c = loop {
+            if let Some(c) = a.poll(&mut ca) {
+                break c;
+            }
+            assert!(Instant::now() < deadline, "no completion for WQE {w}");
+            std::thread::yield_now();
+        };
+        assert_ok(&c, qa.qpn, w, op::WRITE);
+    }
+    assert_eq!(b.read(&dst, 0, N * LEN), msg);
+    assert!(
+        hand_offs.get() > 0,
+        "B's host posted nothing: its thread should have taken long runs"
+    );
+}

@@ -28,7 +28,7 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 pub use faults::{FaultConfig, FaultCounters, FaultSpecError, FaultStats, FaultyLink, SplitMix64};
-pub use inproc::{InProcLink, QUEUE_FRAMES};
+pub use inproc::{HandOffs, InProcLink, QUEUE_FRAMES};
 pub use tap::{TAP_RING_FRAMES, TapError, TapLink, TapStats};
 pub use udp::{LinkError, UdpLink};
 
@@ -54,6 +54,15 @@ pub struct Waker(Option<Weak<dyn Wake>>);
 pub(crate) trait Wake: Send + Sync {
     /// Runs the device's pending work soon (see [`Waker`]).
     fn wake(self: Arc<Self>);
+    /// Wakes the device's own thread, which takes the pending work on its core.
+    fn wake_thread(self: Arc<Self>) {
+        self.wake();
+    }
+    /// How many doorbells the host has rung on the device so far (any two reads that
+    /// differ saw the host post in between), if it counts them.
+    fn host_doorbells(&self) -> Option<u64> {
+        None
+    }
     /// Runs the device's pending work in this thread if the device is idle, else as
     /// [`Wake::wake`]; true when it ran here (see [`Waker::run`]).
     fn run(self: Arc<Self>) -> bool {
@@ -85,6 +94,36 @@ impl Waker {
         if let Some(t) = self.0.as_ref().and_then(Weak::upgrade) {
             t.wake();
         }
+    }
+
+    /// Wakes the device's own thread, never running its work in this one: for work worth
+    /// a core of its own (see [`InProcLink`]'s hand-off of long runs). Does nothing for a
+    /// deterministic device.
+    ///
+    /// ```
+    /// use rnic_emulator::link::Waker;
+    ///
+    /// Waker::default().wake_thread(); // no thread to wake: does nothing
+    /// ```
+    pub fn wake_thread(&self) {
+        if let Some(t) = self.0.as_ref().and_then(Weak::upgrade) {
+            t.wake_thread();
+        }
+    }
+
+    /// How many doorbells the host has rung on the device so far, for a threaded device
+    /// that still exists: two reads that differ saw the host post in between.
+    ///
+    /// ```
+    /// use rnic_emulator::link::Waker;
+    ///
+    /// assert_eq!(Waker::default().host_doorbells(), None);
+    /// ```
+    pub fn host_doorbells(&self) -> Option<u64> {
+        self.0
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .and_then(|t| t.host_doorbells())
     }
 
     /// For a thread of the link's own (a socket's reader) that has just handed the device
