@@ -37,7 +37,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, qpn: u32) {
         let una = *tr.una.get_or_insert(qpc.next_send_psn());
         // RC: no packet at or beyond `una + WINDOW` (or the QP's share of the device's
         // budget, see `share`) goes out until ACKs move `una`.
-        let window = mtu_of(ctx, &qpc).map_or(WINDOW, |mtu| super::share::window(ctx, qpn, mtu));
+        let window = super::share::window(ctx, qpn);
         let limit = rc.then(|| Limit {
             end: psn_add(una, window),
             ack_at_end: window < WINDOW,

@@ -5,17 +5,12 @@
 //! timeout (128 QPs x 128 packets is the in-process link's whole queue): frames would be
 //! dropped or time out in the queue, and go-back-N would resend them into the same queue.
 //! A NIC does not lose its own transmit queue; it schedules its QPs onto the wire. So the
-//! device keeps a budget of PSNs in flight over all QPs ([`budget`]), shared equally among
-//! the QPs that have packets outstanding (those with an armed timer, in the timer queue),
-//! never less than [`MIN_SHARE`]; ACKs then clock each QP's next packets, round robin. A QP
+//! device keeps [`DEVICE_BUDGET`] PSNs in flight over all QPs, shared equally among the QPs
+//! that have packets outstanding (those with an armed timer, in the timer queue), never
+//! less than [`MIN_SHARE`]; ACKs then clock each QP's next packets, round robin. A QP
 //! that stops at its share (not at [`WINDOW`]) asks for an ACK on the last packet it sent,
-//! so the share comes back without waiting for a timeout. While at most `budget / WINDOW`
-//! QPs are sending, nothing changes.
-//!
-//! The budget is [`DEVICE_BUDGET`] PSNs, and at most [`BUDGET_BYTES`] of payload: what is in
-//! flight on an in-process pair sits in its buffers, and 8 MiB of them (2048 PSNs at MTU
-//! 4096) do not stay in a 2 MiB L2 cache: `rnic write-bw -q 128 --loopback` went from
-//! 8,633 to 9,447 MiB/s (median of 6 on this project's 2-core VM; `-q 1` 11,432 and 11,696).
+//! so the share comes back without waiting for a timeout. While at most
+//! `DEVICE_BUDGET / WINDOW` QPs are sending, nothing changes.
 
 use crate::ctx::Ctx;
 use crate::resources::WINDOW;
@@ -24,29 +19,18 @@ use crate::resources::WINDOW;
 /// [`MIN_SHARE`]).
 pub(crate) const DEVICE_BUDGET: u32 = 2048;
 
-/// Payload bytes the device keeps unacknowledged over all its RC QPs, at most: the PSN
-/// budget at a path MTU above 1024 is this over the MTU (see the module docs).
-pub(crate) const BUDGET_BYTES: u32 = 2 << 20;
-
-/// The PSNs the device keeps in flight over all its RC QPs sending at path MTU `mtu`
-/// (bytes): [`DEVICE_BUDGET`], or fewer where that would be more than [`BUDGET_BYTES`].
-pub(crate) fn budget(mtu: u32) -> u32 {
-    DEVICE_BUDGET.min(BUDGET_BYTES / mtu.max(1))
-}
-
 /// The least window a QP gets, however many QPs share the device.
 pub(crate) const MIN_SHARE: u32 = 4;
 
-/// The PSNs QP `qpn` (path MTU `mtu` bytes) may have unacknowledged now: [`WINDOW`], or
-/// its share of the device's [`budget`] when that is smaller.
-pub(crate) fn window(ctx: &Ctx<'_>, qpn: u32, mtu: u32) -> u32 {
+/// The PSNs QP `qpn` may have unacknowledged now: [`WINDOW`], or its share of
+/// [`DEVICE_BUDGET`] when that is smaller.
+pub(crate) fn window(ctx: &Ctx<'_>, qpn: u32) -> u32 {
     let timers = &ctx.state.res.qp_timers;
-    let budget = budget(mtu);
     let sending = timers.len() + usize::from(!timers.contains(qpn));
-    let share = budget / u32::try_from(sending).unwrap_or(u32::MAX).max(1);
+    let share = DEVICE_BUDGET / u32::try_from(sending).unwrap_or(u32::MAX).max(1);
     // Never beyond what the budget has left (QPs that started sending when few others
     // were keep their larger windows until ACKs shrink them).
-    let free = budget.saturating_sub(timers.charged());
+    let free = DEVICE_BUDGET.saturating_sub(timers.charged());
     share
         .min(timers.charge(qpn).saturating_add(free))
         .clamp(MIN_SHARE, WINDOW)
@@ -57,35 +41,16 @@ mod tests {
     use super::*;
     use crate::{Device, Profile, RunMode};
 
-    /// The window of a QP (path MTU 1024) that has nothing outstanding while `armed` other
-    /// QPs do.
+    /// The window of a QP that has nothing outstanding while `armed` other QPs do.
     fn window_with(armed: u32) -> u32 {
-        window_at(armed, 1024)
-    }
-
-    /// [`window_with`] at path MTU `mtu`.
-    fn window_at(armed: u32, mtu: u32) -> u32 {
         let dev = Device::new(Profile::default(), RunMode::Deterministic);
         dev.with_ctx(|ctx| {
             let first = Profile::default().first_qpn;
             for k in 0..armed {
                 ctx.state.res.qp_timers.set(first + 1 + k, Some(1_000));
             }
-            window(ctx, first, mtu)
+            window(ctx, first)
         })
-    }
-
-    #[test]
-    fn the_budget_holds_at_most_budget_bytes_of_payload() {
-        assert_eq!(budget(256), DEVICE_BUDGET);
-        assert_eq!(budget(1024), DEVICE_BUDGET);
-        assert_eq!(budget(2048), 1024);
-        assert_eq!(budget(4096), 512);
-        assert_eq!(budget(0), DEVICE_BUDGET); // never a division by zero
-        // At MTU 4096 it binds from 4 senders on: 128 of them get MIN_SHARE each.
-        assert_eq!(window_at(3, 4096), WINDOW);
-        assert_eq!(window_at(4, 4096), 512 / 5);
-        assert_eq!(window_at(127, 4096), MIN_SHARE);
     }
 
     #[test]
@@ -111,12 +76,12 @@ mod tests {
             }
             assert_eq!(ctx.state.res.qp_timers.charged(), DEVICE_BUDGET);
             // A newcomer gets the least share, not budget / 17; the holders keep theirs.
-            assert_eq!(window(ctx, first, 1024), MIN_SHARE);
-            assert_eq!(window(ctx, first + 1, 1024), WINDOW);
+            assert_eq!(window(ctx, first), MIN_SHARE);
+            assert_eq!(window(ctx, first + 1), WINDOW);
             // Disarmed (everything acknowledged): its PSNs return to the budget.
             ctx.state.res.qp_timers.set(first + 1, None);
             assert_eq!(ctx.state.res.qp_timers.charged(), DEVICE_BUDGET - WINDOW);
-            assert_eq!(window(ctx, first, 1024), DEVICE_BUDGET / 16);
+            assert_eq!(window(ctx, first), DEVICE_BUDGET / 16);
         });
     }
 
@@ -129,7 +94,7 @@ mod tests {
                 ctx.state.res.qp_timers.set(first + k, Some(1_000));
             }
             // QP `first` is one of the 128 senders already.
-            assert_eq!(window(ctx, first, 1024), DEVICE_BUDGET / 128);
+            assert_eq!(window(ctx, first), DEVICE_BUDGET / 128);
         });
     }
 }
