@@ -646,7 +646,7 @@ impl UdpLink {
     /// use rnic_emulator::link::UdpLink;
     /// use std::net::Ipv4Addr;
     ///
-    /// let link = UdpLink::bind(Ipv4Addr::new(127, 0, 0, 204))?;
+    /// let link = UdpLink::bind(Ipv4Addr::new(127, 0, 0, 213))?;
     /// if let Some(mtu) = link.interface_mtu() {
     ///     assert!(mtu >= 1280); // lo's: 65536 unless someone changed it
     /// }
